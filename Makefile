@@ -1,0 +1,44 @@
+# innet: LiteX cores for in-network computing. `make sim` runs the main job, `make test` the tests.
+SHELL   := /bin/bash
+VENV    := $(CURDIR)/.venv
+PY      := $(VENV)/bin/python
+export PATH := $(VENV)/bin:$(PATH)
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PKGS := verilator libevent-dev libjson-c-dev zlib1g-dev gcc-riscv64-unknown-elf iproute2 build-essential git
+BOARD   ?= colorlight_5a_75b
+PYTEST_ARGS ?=
+
+.PHONY: deps apt venv sim test bench build clean
+.DEFAULT_GOAL := sim
+
+deps: apt $(VENV)/.installed
+
+apt:
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing apt packages:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+$(VENV)/.installed: pyproject.toml constraints.txt scripts/yowasp-wrappers.sh
+	@[ -x $(PY) ] || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip==24.3.1 setuptools==75.6.0 wheel==0.45.1
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	bash scripts/yowasp-wrappers.sh $(VENV)/bin
+	@touch $@
+
+sim: deps
+	$(PY) -m sim.demo
+
+test: deps
+	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+bench: deps
+	$(PY) -m sim.bench $(BENCH)
+
+build: deps
+	$(PY) -m boards.build $(BOARD) $(BUILD_ARGS)
+
+clean:
+	rm -rf build .pytest_cache .hypothesis
+	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +

@@ -1,0 +1,1 @@
+"""Simulation targets (litex_sim), the namespace runner and benchmarks."""
