@@ -1,0 +1,124 @@
+"""iSLIP scheduler (McKeown, IEEE/ACM ToN 1999) for an N x N input-queued switch."""
+from migen import Signal, Array, If, Cat, Mux, Replicate
+
+from litex.gen import LiteXModule
+
+from cores.switch.common import MAX_ITERATIONS, check_ports, log2
+
+
+def round_robin_pick(module, req, ptr, n):
+    """Combinational round-robin pick: the first set bit of `req` at or after index `ptr`, wrapping.
+
+    Returns (valid, index, onehot) signals added to `module`'s comb domain.
+    """
+    w = log2(n)
+    above = Signal(n)          # bits at or after the pointer
+    hi, hi_oh, lo_oh, onehot = Signal(n), Signal(n), Signal(n), Signal(n)
+    index, valid = Signal(w), Signal()
+    module.comb += [
+        above.eq(Cat(*[ptr <= b for b in range(n)])),
+        hi.eq(req & above),
+        hi_oh.eq(hi & (~hi + 1)),
+        lo_oh.eq(req & (~req + 1)),
+        onehot.eq(Mux(hi != 0, hi_oh, lo_oh)),
+        valid.eq(req != 0),
+        index.eq(Cat(*[_or_bits(onehot, [b for b in range(n) if (b >> k) & 1]) for k in range(w)])),
+    ]
+    return valid, index, onehot
+
+
+def _or_bits(sig, bits):
+    out = 0
+    for b in bits:
+        out = out | sig[b]
+    return out
+
+
+class ISLIPScheduler(LiteXModule):
+    """iSLIP with `iterations` request-grant-accept iterations over `n` ports.
+
+    Interface: `req` holds N^2 request bits (bit i*N + j: input i has a cell for output j). A one-cycle
+    `start` latches `req`; each iteration then takes two cycles (grant, then accept, both registered),
+    so `done` pulses 2*iterations + 1 cycles after `start`, with `match_valid[i]` / `match[i]` (the
+    output matched to input i; flattened as N*log2(N) bits in `match_flat`) held until the next start.
+    Grant pointers move to one past the granted input, accept pointers to one past the accepted output,
+    only for grants accepted in the first iteration. `start` while busy is ignored and counted in
+    `overruns`. One decision per 2*iterations + 1 cycles at most.
+    """
+    def __init__(self, n, iterations=1):
+        check_ports(n)
+        if not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
+            raise ValueError(f"iterations must be an int in [1, {MAX_ITERATIONS}], got {iterations!r}")
+        self.n = n
+        self.iterations = iterations
+        self.latency = 2 * iterations + 1
+        w = log2(n)
+        self.req = Signal(n * n)
+        self.start = Signal()
+        self.busy = Signal()
+        self.done = Signal()
+        self.match_valid = Signal(n)
+        self.match_flat = Signal(n * w)
+        self.match = [self.match_flat[i * w:(i + 1) * w] for i in range(n)]
+        self.grant_ptr = Array(Signal(w, name=f"grant_ptr{j}") for j in range(n))
+        self.accept_ptr = Array(Signal(w, name=f"accept_ptr{i}") for i in range(n))
+        self.overruns = Signal(32)
+
+        # # #
+
+        req_q = [Signal(n, name=f"req_q{i}") for i in range(n)]      # row i: outputs requested by input i
+        in_matched = self.match_valid
+        out_matched = Signal(n)
+        iteration = Signal(max(1, (iterations - 1).bit_length()) + 1)
+        accept_phase = Signal()
+        # Grant registers: per output j, valid + one-hot over inputs + index.
+        g_valid = Signal(n)
+        g_onehot = [Signal(n, name=f"g_onehot{j}") for j in range(n)]
+        g_index = [Signal(w, name=f"g_index{j}") for j in range(n)]
+
+        self.sync += If(self.start & self.busy, self.overruns.eq(self.overruns + 1))
+        self.sync += If(self.start & ~self.busy,
+            self.busy.eq(1),
+            iteration.eq(0),
+            accept_phase.eq(0),
+            in_matched.eq(0),
+            out_matched.eq(0),
+            *[req_q[i].eq(self.req[i * n:(i + 1) * n]) for i in range(n)],
+        )
+        self.sync += self.done.eq(0)
+
+        # Grant: output j picks among unmatched inputs requesting it (only while j is unmatched).
+        grant_logic = []
+        for j in range(n):
+            col = Signal(n, name=f"col{j}")
+            self.comb += col.eq(Cat(*[req_q[i][j] & ~in_matched[i] for i in range(n)])
+                                & Replicate(~out_matched[j], n))
+            valid, index, onehot = round_robin_pick(self, col, self.grant_ptr[j], n)
+            grant_logic += [g_valid[j].eq(valid), g_onehot[j].eq(onehot), g_index[j].eq(index)]
+        self.sync += If(self.busy & ~accept_phase, accept_phase.eq(1), *grant_logic)
+
+        # Accept: input i picks among the grants it received.
+        accept_logic = []
+        accepted_out = [[Signal(name=f"acc{i}_{j}") for j in range(n)] for i in range(n)]
+        for i in range(n):
+            row = Signal(n, name=f"row{i}")
+            self.comb += row.eq(Cat(*[g_valid[j] & g_onehot[j][i] for j in range(n)]))
+            valid, index, onehot = round_robin_pick(self, row, self.accept_ptr[i], n)
+            self.comb += [accepted_out[i][j].eq(onehot[j]) for j in range(n)]
+            accept_logic.append(If(valid,
+                in_matched[i].eq(1),
+                self.match[i].eq(index),
+                If(iteration == 0, self.accept_ptr[i].eq(index + 1)),
+            ))
+        for j in range(n):
+            taken = _or_bits(Cat(*[accepted_out[i][j] for i in range(n)]), range(n))
+            accept_logic.append(If(taken,
+                out_matched[j].eq(1),
+                If(iteration == 0, self.grant_ptr[j].eq(g_index[j] + 1)),
+            ))
+        self.sync += If(self.busy & accept_phase,
+            accept_phase.eq(0),
+            iteration.eq(iteration + 1),
+            If(iteration == iterations - 1, self.busy.eq(0), self.done.eq(1)),
+            *accept_logic,
+        )
