@@ -1,0 +1,244 @@
+"""RIFL ABI: every Layer 1 / Layer 2 constant, layout and header helper, defined once.
+
+Imported by the RTL (cores/rifl, cores/switch), the tests and the host software (software/rifl).
+See docs/rifl.md for the derivation of every value the specification leaves open.
+
+Layer 1 frame of F bits, sent MSB first (F a power of two, 64..2048):
+
+    | sync (2) | meta (2) | payload (F-16) | check (12) |
+
+sync 01 = data frame, 10 = control frame (00/11 never sent: loss of alignment).
+meta = EOP | ALL_VALID. When ALL_VALID is 0 the last payload byte holds the number of valid bytes.
+check = CRC12(sync, meta, payload before scrambling) XOR frame id, where the frame id is the 12-bit
+sequence number of a numbered frame (data and flow-control frames) and 0 for IDLE/PAUSE/RETRANS.
+The payload is scrambled with a frame-synchronous additive mask (the first F-16 bits of the x^58+x^39+1
+sequence from a fixed seed), so scrambling never multiplies errors and needs no resynchronisation.
+"""
+
+# ---------------------------------------------------------------------------------------------------
+# Layer 1
+# ---------------------------------------------------------------------------------------------------
+
+FRAME_BITS_MIN = 64
+FRAME_BITS_MAX = 2048
+
+SYNC_BITS = 2
+META_BITS = 2
+CHECK_BITS = 12
+OVERHEAD_BITS = SYNC_BITS + META_BITS + CHECK_BITS          # 16 bits a frame, whatever F
+
+SYNC_DATA = 0b01
+SYNC_CTRL = 0b10
+
+META_EOP = 0b10        # meta bit 1: end of packet
+META_ALL_VALID = 0b01  # meta bit 0: every payload byte is valid (else the last byte holds the count)
+
+CRC12_POLY = 0x02F     # x^12 + x^5 + x^3 + x^2 + x + 1, init 0, MSB first, no reflection, no final XOR
+SEQ_BITS = 12          # frame id = sequence number modulo 2^12 (XOR'd into the CRC, never sent)
+SEQ_MASK = (1 << SEQ_BITS) - 1
+REPLAY_LOG2_MAX = 10   # replay buffer <= 2^10 frames, so ids in flight stay unambiguous modulo 2^12
+
+# Control codes (first 4 payload bits of a control frame).
+CTRL_IDLE = 0x1        # nothing to send; seq = sender's next new frame id ("you are caught up if equal")
+CTRL_PAUSE = 0x2       # sender's receiver is not aligned: the link is not up, send no data
+CTRL_RETRANS = 0x3     # sender's receiver failed a check: replay from frame id seq
+CTRL_FC = 0x4          # flow control: numbered like data, carried in the replay buffer
+CTRL_CODE_BITS = 4
+
+# Control payload, MSB first from the top of the payload; the rest of the payload is zero.
+CTRL_LAYOUT = [
+    ("code", CTRL_CODE_BITS),
+    ("seq", SEQ_BITS),          # IDLE: sender's next new id; RETRANS: receiver's expected id
+    ("recovering", 1),          # sender's receiver is waiting for a replay
+    ("fc_on_valid", 1),         # per-VOQ flow control (switch): pause channel fc_on_channel
+    ("fc_on_channel", 8),
+    ("fc_off_valid", 1),        # resume channel fc_off_channel
+    ("fc_off_channel", 8),
+]
+CTRL_PAYLOAD_BITS = sum(b for _, b in CTRL_LAYOUT)  # 35 <= 48 = payload of the smallest frame
+
+# Per-VOQ flow-control fields (the FC part of CTRL_LAYOUT), for the switch. The link-level flow control
+# of an endpoint uses channel LINK_FC_CHANNEL.
+FC_LAYOUT = [
+    ("on_valid", 1),
+    ("on_channel", 8),
+    ("off_valid", 1),
+    ("off_channel", 8),
+]
+LINK_FC_CHANNEL = 0
+
+# Flow-control hysteresis on the receive buffer: ON (pause) above 2/3, OFF (resume) below 1/3.
+FC_ON_NUM, FC_ON_DEN = 2, 3
+FC_OFF_NUM, FC_OFF_DEN = 1, 3
+
+# Link alignment: up after this many consecutive valid sync headers, down after this many invalid ones.
+ALIGN_UP_FRAMES = 8
+ALIGN_DOWN_FRAMES = 4
+
+# Internal pipeline cycles of one endpoint pair (TX select -> channel and channel -> RX decision, both
+# ways), added to the channel round trip to size the replay hold-off and the replay buffer.
+PIPELINE_RTT_CYCLES = 8
+
+# Scrambler: frame-synchronous additive, x^58 + x^39 + 1.
+SCRAMBLER_TAPS = (58, 39)
+SCRAMBLER_SEED = 0x3FF_FFFF_FFFF_FFFF  # all 58 bits set
+
+
+def check_frame_bits(frame_bits):
+    """Raise ValueError unless frame_bits is a power of two in [64, 2048]."""
+    if not isinstance(frame_bits, int) or frame_bits & (frame_bits - 1) or \
+            not FRAME_BITS_MIN <= frame_bits <= FRAME_BITS_MAX:
+        raise ValueError(f"frame size must be a power of two in [{FRAME_BITS_MIN}, {FRAME_BITS_MAX}] bits, "
+                         f"got {frame_bits!r}")
+
+
+def payload_bits(frame_bits):
+    check_frame_bits(frame_bits)
+    return frame_bits - OVERHEAD_BITS
+
+
+def payload_bytes(frame_bits):
+    return payload_bits(frame_bits) // 8
+
+
+def efficiency(frame_bits):
+    """Payload efficiency (F-16)/F."""
+    return payload_bits(frame_bits) / frame_bits
+
+
+def user_layout(frame_bits):
+    """User stream layout: one frame's payload a beat. Byte k of the payload is data[8k+7:8k] (sent k-th);
+    nbytes (1..P) is the number of valid bytes of the beat (bytes 0..nbytes-1); `last` marks EOP."""
+    return [("data", 8 * payload_bytes(frame_bits)), ("nbytes", 8)]
+
+
+def crc12(value, nbits):
+    """Bitwise CRC-12 (poly 0x02F, init 0) of the nbits-bit integer `value`, MSB first."""
+    crc = 0
+    for i in reversed(range(nbits)):
+        fb = ((value >> i) & 1) ^ ((crc >> 11) & 1)
+        crc = (crc << 1) & 0xFFF
+        if fb:
+            crc ^= CRC12_POLY
+    return crc
+
+
+def scrambler_mask(nbits):
+    """First nbits of the x^58+x^39+1 sequence from SCRAMBLER_SEED, as an integer (first bit = MSB)."""
+    state = SCRAMBLER_SEED
+    mask = 0
+    for _ in range(nbits):
+        bit = ((state >> (SCRAMBLER_TAPS[0] - 1)) ^ (state >> (SCRAMBLER_TAPS[1] - 1))) & 1
+        state = ((state << 1) | bit) & ((1 << SCRAMBLER_TAPS[0]) - 1)
+        mask = (mask << 1) | bit
+    return mask
+
+
+def replay_log2(rtt_cycles):
+    """log2 of the replay buffer (frames) for a channel round trip of rtt_cycles frame slots: the buffer
+    must cover the hold-off (rtt + pipeline) plus the same again of new frames sent meanwhile."""
+    need = 2 * (rtt_cycles + PIPELINE_RTT_CYCLES) + 16
+    n = max(4, (need - 1).bit_length())
+    if n > REPLAY_LOG2_MAX:
+        raise ValueError(f"round trip of {rtt_cycles} frames needs 2^{n} replay frames, max 2^{REPLAY_LOG2_MAX}")
+    return n
+
+
+# ---------------------------------------------------------------------------------------------------
+# Layer 2
+# ---------------------------------------------------------------------------------------------------
+
+SEGMENT_BYTES = 256            # upper-layer data a Layer 2 packet (the last segment padded)
+L1_OVERHEAD_BYTES = 2
+L2_HEADER_BYTES = 6
+MAX_HOPS = 5
+HOPS_BITS = 4
+DST_PORT_BITS = 8
+L2_HEADER_LAYOUT = [           # MSB first: the first header byte holds total_hops | remain_hops
+    ("total_hops", HOPS_BITS),
+    ("remain_hops", HOPS_BITS),
+    ("dst_port1", DST_PORT_BITS),
+    ("dst_port2", DST_PORT_BITS),
+    ("dst_port3", DST_PORT_BITS),
+    ("dst_port4", DST_PORT_BITS),
+    ("dst_port5", DST_PORT_BITS),
+]
+L2_HEADER_BITS = sum(b for _, b in L2_HEADER_LAYOUT)
+assert L2_HEADER_BITS == 8 * L2_HEADER_BYTES and L1_OVERHEAD_BYTES + L2_HEADER_BYTES == 8
+L2_PACKET_BYTES = L2_HEADER_BYTES + SEGMENT_BYTES  # 262 bytes on the L1 stream, one L1 packet (EOP at the end)
+# Upper-layer packet length prefix (big-endian) in the first segment: the true length of the padded last
+# segment is recovered from it. Lengths 1..L2_MAX_PACKET_BYTES.
+L2_LENGTH_BYTES = 2
+L2_MAX_PACKET_BYTES = (1 << (8 * L2_LENGTH_BYTES)) - 1 - L2_LENGTH_BYTES
+
+
+def l2_header_pack(total, remain, ports):
+    """Pack a Layer 2 header into a 48-bit integer (first header byte in bits 47..40).
+    `ports` lists up to MAX_HOPS Dst Port values (DP1 first); missing ones are 0."""
+    ports = list(ports)
+    if not 0 <= total <= MAX_HOPS or not 0 <= remain <= total:
+        raise ValueError(f"need 0 <= remain ({remain}) <= total ({total}) <= {MAX_HOPS}")
+    if len(ports) > MAX_HOPS or any(not 0 <= p < (1 << DST_PORT_BITS) for p in ports):
+        raise ValueError(f"at most {MAX_HOPS} Dst Port values of 0..255, got {ports}")
+    ports = ports + [0] * (MAX_HOPS - len(ports))
+    h = (total << HOPS_BITS) | remain
+    for p in ports:
+        h = (h << DST_PORT_BITS) | p
+    return h
+
+
+def l2_header_unpack(header):
+    """(total, remain, [DP1..DP5]) from a 48-bit integer or 6 bytes (big-endian)."""
+    if isinstance(header, (bytes, bytearray)):
+        if len(header) != L2_HEADER_BYTES:
+            raise ValueError(f"L2 header is {L2_HEADER_BYTES} bytes, got {len(header)}")
+        header = int.from_bytes(header, "big")
+    ports = [(header >> (DST_PORT_BITS * (MAX_HOPS - 1 - k))) & 0xFF for k in range(MAX_HOPS)]
+    top = header >> (DST_PORT_BITS * MAX_HOPS)
+    return (top >> HOPS_BITS) & 0xF, top & 0xF, ports
+
+
+def l2_header_bytes(header):
+    return header.to_bytes(L2_HEADER_BYTES, "big")
+
+
+def check_switch_ports(n):
+    if not isinstance(n, int) or n < 2 or n > 256 or n & (n - 1):
+        raise ValueError(f"switch port count must be a power of two in [2, 256], got {n!r}")
+
+
+def dst_port(i, j, n):
+    """Relative forwarding rule d(i, j) = (i + j) mod n for input port i and Dst Port 1 value j of an
+    n-port switch. j mod n == 0 would loop the packet back to its input: see port_loops()."""
+    check_switch_ports(n)
+    return (i + j) % n
+
+
+def port_loops(j, n):
+    """True if Dst Port value j sends the packet back out of its input port (invalid: drop and count)."""
+    check_switch_ports(n)
+    return j % n == 0
+
+
+def _rotate_ports_left(ports, k):
+    k %= MAX_HOPS
+    return ports[k:] + ports[:k]
+
+
+def l2_forward(header):
+    """The header as it enters the switch fabric: remain -= 1, the five Dst Port fields rotate one byte
+    left (DP2..DP5 -> DP1..DP4, DP1 -> DP5). Raises ValueError if remain is already 0."""
+    total, remain, ports = l2_header_unpack(header)
+    if remain == 0:
+        raise ValueError("l2_forward of a header with no remaining hops")
+    return l2_header_pack(total, remain - 1, _rotate_ports_left(ports, 1))
+
+
+def reply_route(header):
+    """The header routing a reply back to the source of a received header (remain 0 after `total` hops):
+    undo the `total` rotations, take the first `total` ports in reverse order, negate each modulo 256
+    (valid for every switch whose port count divides 256), total = remain = total."""
+    total, _, ports = l2_header_unpack(header)
+    orig = _rotate_ports_left(ports, -total)
+    back = [(256 - p) & 0xFF for p in reversed(orig[:total])]
+    return l2_header_pack(total, total, back)
