@@ -12,7 +12,7 @@ meta = EOP | ALL_VALID. When ALL_VALID is 0 the last payload byte holds the numb
 check = CRC12(sync, meta, payload before scrambling) XOR frame id, where the frame id is the 12-bit
 sequence number of a numbered frame (data and flow-control frames) and 0 for IDLE/PAUSE/RETRANS.
 The payload is scrambled with a frame-synchronous additive mask (the first F-16 bits of the x^58+x^39+1
-sequence from a fixed seed), so scrambling never multiplies errors and needs no resynchronisation.
+sequence from a fixed state), so scrambling never multiplies errors and needs no resynchronisation.
 """
 
 # ---------------------------------------------------------------------------------------------------
@@ -82,6 +82,7 @@ PIPELINE_RTT_CYCLES = 8
 # Scrambler: frame-synchronous additive, x^58 + x^39 + 1.
 SCRAMBLER_TAPS = (58, 39)
 SCRAMBLER_SEED = 0x3FF_FFFF_FFFF_FFFF  # all 58 bits set
+SCRAMBLER_SKIP = 1000                   # mask starts after this many sequence bits (a well-mixed state)
 
 
 def check_frame_bits(frame_bits):
@@ -124,13 +125,15 @@ def crc12(value, nbits):
 
 
 def scrambler_mask(nbits):
-    """First nbits of the x^58+x^39+1 sequence from SCRAMBLER_SEED, as an integer (first bit = MSB)."""
+    """nbits of the x^58+x^39+1 sequence from SCRAMBLER_SEED, after SCRAMBLER_SKIP bits, as an integer
+    (first bit = MSB)."""
     state = SCRAMBLER_SEED
     mask = 0
-    for _ in range(nbits):
+    for i in range(SCRAMBLER_SKIP + nbits):
         bit = ((state >> (SCRAMBLER_TAPS[0] - 1)) ^ (state >> (SCRAMBLER_TAPS[1] - 1))) & 1
         state = ((state << 1) | bit) & ((1 << SCRAMBLER_TAPS[0]) - 1)
-        mask = (mask << 1) | bit
+        if i >= SCRAMBLER_SKIP:
+            mask = (mask << 1) | bit
     return mask
 
 
