@@ -1,0 +1,194 @@
+"""Run a simulated innet SoC inside a private network namespace and drive it from host tools.
+
+    with SimSession(gateware_dir) as sim:        # namespace + Vsim, waits until Etherbone answers
+        sim.run([sys.executable, "my_script.py"])  # runs inside the same namespace
+
+The TAP device that litex_sim creates exists only inside the namespace, so no simulated traffic can leave
+it. On exit (normal, exception, timeout, Ctrl-C or SIGTERM) every process started is killed by pid/process
+group and the namespace is deleted. A simulator that dies is reported as SimulationFailed with its log tail.
+Several sessions can run at once: each has its own namespace and log.
+
+CLI: python -m sim.runner [--cores sync,...] [--timeout S] -- COMMAND...   (COMMAND gets INNET_CSR_CSV,
+INNET_SOC_IP in its environment; the exit code is COMMAND's, or 3 when the simulation itself failed).
+"""
+import argparse
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+
+from sim import target
+
+ROOT = target.ROOT
+
+
+class SimulationFailed(RuntimeError):
+    """The simulator could not be started, stopped early, or never answered."""
+
+
+def _ip(*args, check=True):
+    r = subprocess.run(["ip", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if check and r.returncode != 0:
+        raise SimulationFailed(f"`ip {' '.join(args)}` failed: {r.stderr.strip()}")
+    return r
+
+
+def _kill_group(proc, grace=3.0):
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+class SimSession:
+    """A running simulated SoC. gateware_dir: from sim.target.build(); boot_timeout: seconds to wait
+    for the first Etherbone answer."""
+    def __init__(self, gateware_dir, boot_timeout=90.0):
+        vsim = os.path.join(gateware_dir, "obj_dir", "Vsim")
+        if not os.path.exists(vsim):
+            raise SimulationFailed(f"{vsim} does not exist: build it first (sim.target.build)")
+        if os.geteuid() != 0:
+            raise SimulationFailed("network namespaces need root (run as root or through sudo)")
+        self.gateware_dir = gateware_dir
+        self.csr_csv = os.path.join(gateware_dir, "csr.csv")
+        self.soc_ip = target.SOC_IP
+        self.boot_timeout = boot_timeout
+        self.ns = f"innet-{os.getpid()}-{secrets.token_hex(3)}"
+        runs = os.path.join(os.path.dirname(gateware_dir), "runs")
+        os.makedirs(runs, exist_ok=True)
+        self.log_path = os.path.join(runs, f"{self.ns}.log")
+        self.proc = None
+        self._ns_created = False
+        self.started_at = None
+
+    # Lifecycle ------------------------------------------------------------------------------------
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def start(self):
+        _ip("netns", "add", self.ns)
+        self._ns_created = True
+        _ip("-n", self.ns, "link", "set", "lo", "up")
+        log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, "obj_dir/Vsim"], cwd=self.gateware_dir,
+                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        log.close()
+        self.started_at = time.monotonic()
+        self._wait_ready()
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + self.boot_timeout
+        while time.monotonic() < deadline:
+            self.check_alive()
+            probe = self.run([sys.executable, "-m", "software.cli", "--host", self.soc_ip, "--timeout", "1",
+                              "ident"], timeout=10, check=False, capture=True)
+            if probe.returncode == 0:
+                self.ident = probe.stdout.strip()
+                return
+            time.sleep(0.5)
+        raise SimulationFailed(f"the simulated SoC did not answer over Etherbone within {self.boot_timeout:.0f} s "
+                               f"(log {self.log_path}):\n{self.log_tail()}")
+
+    def check_alive(self):
+        if self.proc is None:
+            raise SimulationFailed("simulation not started")
+        if self.proc.poll() is not None:
+            raise SimulationFailed(f"the simulator exited with code {self.proc.returncode} "
+                                   f"(log {self.log_path}):\n{self.log_tail()}")
+
+    def log_tail(self, n=2000):
+        try:
+            return open(self.log_path, errors="replace").read()[-n:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        """Kill everything started (Vsim and any command still running in the namespace), delete the namespace."""
+        _kill_group(self.proc)
+        if self._ns_created:
+            pids = _ip("netns", "pids", self.ns, check=False).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            for _ in range(50):
+                if _ip("netns", "del", self.ns, check=False).returncode == 0:
+                    break
+                time.sleep(0.1)
+            self._ns_created = False
+
+    # Host commands --------------------------------------------------------------------------------
+    def env(self):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        env["INNET_CSR_CSV"] = self.csr_csv
+        env["INNET_SOC_IP"] = self.soc_ip
+        return env
+
+    def run(self, cmd, timeout=600, check=True, capture=False):
+        """Run `cmd` inside the namespace; kills it (by process group) on timeout. Returns CompletedProcess."""
+        proc = subprocess.Popen(["ip", "netns", "exec", self.ns, *cmd], cwd=ROOT, env=self.env(),
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                stdout=subprocess.PIPE if capture else None,
+                                stderr=subprocess.PIPE if capture else None, text=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc, grace=1.0)
+            raise SimulationFailed(f"`{' '.join(cmd)}` timed out after {timeout} s") from None
+        except BaseException:
+            _kill_group(proc, grace=1.0)
+            raise
+        result = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        if check:
+            self.check_alive()
+        return result
+
+
+def _raise_on_sigterm(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Run the simulated SoC in a private network namespace.")
+    parser.add_argument("--cores", default="", help="comma-separated cores to include")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds the command may run")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="command to run inside the namespace")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give a command to run, e.g. -- python -m software.cli ident")
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    gateware = target.build([c for c in args.cores.split(",") if c])
+    try:
+        with SimSession(gateware) as sim:
+            return sim.run(command, timeout=args.timeout).returncode
+    except SimulationFailed as e:
+        print(f"simulation failed: {e}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""litex_sim target: InnetSoC on LiteX's SimPlatform with an Etherbone port on a TAP device.
+
+`build(cores=(), ...)` generates the gateware into build/sim/<config>/ and compiles it with Verilator, reusing
+the compiled simulator when the generated Verilog and sim configuration did not change. It never runs the
+simulation (LiteX would start it through sudo and swallow its failures); `sim.runner` does that inside a
+private network namespace.
+"""
+import argparse
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import subprocess
+
+
+from litex.build.generic_platform import Pins, Subsignal
+from litex.build.sim import SimPlatform
+from litex.build.sim.config import SimConfig
+from litex.soc.integration.builder import Builder
+from migen.genlib.io import CRG as SimCRG
+
+from liteeth.phy.model import LiteEthPHYModel
+
+from soc.innet_soc import InnetSoC
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIM_CLK_FREQ = int(1e6)        # nominal; Verilator runs as fast as it can
+TAP_INTERFACE = "tap0"         # lives in the runner's namespace only
+HOST_IP = "192.168.1.100"      # the TAP's address, inside the namespace
+SOC_IP = "192.168.1.50"
+
+_io = [
+    ("sys_clk", 0, Pins(1)),
+    ("sys_rst", 0, Pins(1)),
+    ("eth_clocks", 0,
+        Subsignal("tx", Pins(1)),
+        Subsignal("rx", Pins(1)),
+    ),
+    ("eth", 0,
+        Subsignal("source_valid", Pins(1)),
+        Subsignal("source_ready", Pins(1)),
+        Subsignal("source_data",  Pins(8)),
+        Subsignal("sink_valid",   Pins(1)),
+        Subsignal("sink_ready",   Pins(1)),
+        Subsignal("sink_data",    Pins(8)),
+    ),
+]
+
+
+class SimInnetSoC(InnetSoC):
+    """InnetSoC in litex_sim with the management Etherbone port on the `ethernet` sim module."""
+    def __init__(self, cores=(), **kwargs):
+        platform = SimPlatform("SIM", _io)
+        self.crg = SimCRG(platform.request("sys_clk"))
+        InnetSoC.__init__(self, platform, SIM_CLK_FREQ, ident="innet SoC (litex_sim)", **kwargs)
+        self.ethphy = LiteEthPHYModel(platform.request("eth", 0))
+        self.add_management_etherbone(self.ethphy, ip_address=SOC_IP)
+        for core in cores:
+            adder = getattr(self, f"add_{core}", None)
+            if adder is None:
+                raise ValueError(f"unknown core {core!r}")
+            adder()
+
+
+def sim_config():
+    config = SimConfig()
+    config.add_clocker("sys_clk", freq_hz=SIM_CLK_FREQ)
+    config.add_module("ethernet", "eth", args={"interface": TAP_INTERFACE, "ip": HOST_IP})
+    return config
+
+
+def config_name(cores):
+    return "soc" + ("_" + "_".join(sorted(cores)) if cores else "")
+
+
+_DATE_STAMP = re.compile(rb"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+
+
+def _digest(paths):
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        with open(p, "rb") as f:
+            # LiteX stamps generated files with the date: leave those lines out of the digest.
+            body = b"".join(line for line in f if not _DATE_STAMP.search(line))
+        h.update(os.path.basename(p).encode() + b"\0" + body)
+    return h.hexdigest()
+
+
+def build(cores=(), build_root=None, force=False, quiet=True):
+    """Generate and compile the simulated SoC; returns its gateware folder (holding obj_dir/Vsim, csr.csv)."""
+    cores = tuple(sorted(cores))
+    build_root = build_root or os.path.join(ROOT, "build", "sim")
+    output_dir = os.path.join(build_root, config_name(cores))
+    gateware_dir = os.path.join(output_dir, "gateware")
+    os.makedirs(output_dir, exist_ok=True)
+    # One build at a time per configuration; runs of an existing build need no lock.
+    with open(os.path.join(output_dir, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if quiet:
+            logging.disable(logging.INFO)  # LiteX logs the whole SoC hierarchy at INFO
+        soc = SimInnetSoC(cores=cores)
+        builder = Builder(soc, output_dir=output_dir, compile_software=False, compile_gateware=False,
+                          csr_csv=os.path.join(gateware_dir, "csr.csv"),
+                          csr_json=os.path.join(gateware_dir, "csr.json"))
+        builder.build(sim_config=sim_config(), run=False, build=True, interactive=False)
+        sources = [os.path.join(gateware_dir, f) for f in os.listdir(gateware_dir)
+                   if f.endswith((".v", ".sv", ".init", ".js", ".h", ".cpp"))]
+        digest = _digest(sources)
+        stamp = os.path.join(gateware_dir, "obj_dir", ".innet_digest")
+        vsim = os.path.join(gateware_dir, "obj_dir", "Vsim")
+        up_to_date = os.path.exists(vsim) and os.path.exists(stamp) and open(stamp).read() == digest
+        if force or not up_to_date:
+            log = os.path.join(gateware_dir, "verilator_build.log")
+            with open(log, "w") as f:
+                r = subprocess.run(["bash", "build_sim.sh"], cwd=gateware_dir, stdout=f, stderr=subprocess.STDOUT)
+            if r.returncode != 0 or not os.path.exists(vsim):
+                tail = open(log).read()[-3000:]
+                raise RuntimeError(f"Verilator build of {gateware_dir} failed (log {log}):\n{tail}")
+            with open(stamp, "w") as f:
+                f.write(digest)
+        elif not quiet:
+            print(f"Reusing {vsim} (gateware unchanged)")
+    logging.disable(logging.NOTSET)
+    with open(os.path.join(output_dir, "config.json"), "w") as f:
+        json.dump({"cores": list(cores), "soc_ip": SOC_IP, "host_ip": HOST_IP}, f)
+    return gateware_dir
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Build the simulated innet SoC (litex_sim + Verilator).")
+    parser.add_argument("--cores", default="", help="comma-separated cores to include")
+    parser.add_argument("--force", action="store_true", help="recompile even if the gateware did not change")
+    args = parser.parse_args()
+    cores = [c for c in args.cores.split(",") if c]
+    print(build(cores, force=args.force, quiet=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""InnetSoC: a LiteX SoC that the host drives over Etherbone, with one `add_<core>()` method per core.
+
+No CPU by default: the host reads and writes every CSR over Etherbone (LiteEth UDP/IP core on a management
+Ethernet port). `cpu_type="vexriscv"` adds a VexRiscv with its BIOS, ROM, RAM and UART. A free-running
+uptime counter (timer0 uptime) lets host tools measure simulated cycles. The CSR map is exported as
+csr.csv and csr.json by `soc.build.export_csr_map()` / the LiteX Builder.
+"""
+from litex.soc.integration.soc_core import SoCCore
+
+ETHERBONE_UDP_PORT = 1234
+DEFAULT_MAC_ADDRESS = 0x10e2d5000000
+DEFAULT_IP_ADDRESS = "192.168.1.50"
+
+
+class InnetSoC(SoCCore):
+    """LiteX SoC for the innet cores.
+
+    Parameters: platform, sys_clk_freq (Hz), ident (string read back by the host), cpu_type (None or
+    "vexriscv"), plus any SoCCore keyword argument.
+    """
+    def __init__(self, platform, sys_clk_freq, ident="innet SoC", cpu_type=None, **kwargs):
+        if cpu_type not in (None, "vexriscv"):
+            raise ValueError(f"cpu_type must be None or 'vexriscv', not {cpu_type!r}")
+        if cpu_type is None:
+            kwargs.setdefault("with_uart", False)
+            kwargs["integrated_rom_size"] = 0
+            kwargs["integrated_sram_size"] = 0
+        else:
+            kwargs.setdefault("integrated_rom_size", 0x10000)
+            kwargs.setdefault("integrated_sram_size", 0x2000)
+        SoCCore.__init__(self, platform, sys_clk_freq,
+            ident         = ident,
+            cpu_type      = cpu_type,
+            with_timer    = True,
+            timer_uptime  = True,
+            **kwargs)
+        self.cores = []
+
+    def add_management_etherbone(self, phy, phy_cd="eth", data_width=8,
+                                 mac_address=DEFAULT_MAC_ADDRESS, ip_address=DEFAULT_IP_ADDRESS):
+        """Etherbone (Wishbone over UDP, port 1234) on the management Ethernet PHY `phy`."""
+        self.add_etherbone(phy=phy, phy_cd=phy_cd, data_width=data_width, mac_address=mac_address,
+                           ip_address=ip_address, udp_port=ETHERBONE_UDP_PORT)
+
+    def _register_core(self, name, module):
+        self.add_module(name=name, module=module)
+        self.cores.append(name)
+        return module

@@ -1,0 +1,1 @@
+"""Host-side software: the Etherbone client, packet builders and CLIs."""
