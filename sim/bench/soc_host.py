@@ -1,0 +1,41 @@
+"""Host side of bench_soc, run inside the simulation namespace: prints one JSON line of measurements."""
+import json
+import os
+import sys
+import time
+
+from software.client import InnetClient, MAX_BURST_WORDS
+from software.demo import csr_reads_per_second, cycles_per_second
+
+
+def rate(fn, seconds):
+    n, t0 = 0, time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        fn()
+        n += 1
+    return n / (time.monotonic() - t0)
+
+
+def main():
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
+    bus = InnetClient(os.environ["INNET_SOC_IP"], csr_csv=os.environ["INNET_CSR_CSV"], timeout=5).open()
+    scratch = bus.regs.ctrl_scratch.addr
+    out = {
+        "csr_reads_per_s": csr_reads_per_second(bus, seconds),
+        "burst_reads_per_s": rate(lambda: bus.read(scratch, MAX_BURST_WORDS), seconds),
+        "write_read_pairs_per_s": rate(lambda: (bus.write(scratch, 1), bus.read(scratch)), seconds),
+        "cycles_per_s_idle": cycles_per_second(bus, seconds),
+    }
+    out["burst_words_per_s"] = out["burst_reads_per_s"] * MAX_BURST_WORDS
+    # Simulation speed while the host keeps the Etherbone path busy (a second socket would need a second
+    # port, so the load runs between the two uptime reads on the same client).
+    c0, t0 = bus.uptime_cycles(), time.monotonic()
+    stop = time.monotonic() + seconds
+    while time.monotonic() < stop:
+        bus.read(scratch)
+    out["cycles_per_s_busy"] = (bus.uptime_cycles() - c0) / (time.monotonic() - t0)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""`make sim`: build the simulated SoC with every integrated core, run it in a private network namespace and
+run the host demo (software/demo.py) over Etherbone. Exits 0 on success, non-zero with the reason otherwise."""
+import argparse
+import signal
+import sys
+import time
+
+from sim import target
+from sim.runner import SimSession, SimulationFailed, _raise_on_sigterm
+from soc.innet_soc import InnetSoC
+
+
+def available_cores():
+    return [name[len("add_"):] for name in dir(InnetSoC)
+            if name.startswith("add_") and name[len("add_"):] in ("minisharp", "rifl", "switch", "sparsr", "sync")]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cores", default=None, help="comma-separated cores (default: all integrated ones)")
+    args = parser.parse_args(argv)
+    cores = available_cores() if args.cores is None else [c for c in args.cores.split(",") if c]
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    t0 = time.monotonic()
+    print(f"Building the simulated SoC (cores: {', '.join(cores) or 'none'})...", flush=True)
+    try:
+        gateware = target.build(cores)
+        t_build = time.monotonic() - t0
+        print(f"  gateware: {gateware} ({t_build:.0f} s)", flush=True)
+        with SimSession(gateware) as sim:
+            print(f"Simulation up in namespace {sim.ns}; running the host demo over Etherbone", flush=True)
+            rc = sim.run([sys.executable, "-m", "software.demo"], timeout=1800).returncode
+    except SimulationFailed as e:
+        print(f"make sim FAILED: {e}", file=sys.stderr)
+        return 3
+    except RuntimeError as e:
+        print(f"make sim FAILED: {e}", file=sys.stderr)
+        return 2
+    print(f"make sim: {'OK' if rc == 0 else 'FAILED'} in {time.monotonic() - t0:.0f} s")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
