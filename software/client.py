@@ -82,8 +82,9 @@ class InnetClient(CommUDP):
                     data, _ = self.socket.recvfrom(8192)
                     answer = EtherbonePacket(self.addr_width, data)
                     answer.decode()
-                    reply = answer.records.pop()
-                    if reply.writes.base_addr == self.read_counter:  # ignore late answers to earlier tries
+                    reply = answer.records[-1] if answer.records else None
+                    # Ignore anything but the answer to this try (late answers, stray requests).
+                    if reply is not None and reply.writes is not None and reply.writes.base_addr == self.read_counter:
                         return reply.writes.get_datas()
             except socket.timeout:
                 continue
