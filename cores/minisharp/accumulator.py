@@ -1,0 +1,279 @@
+"""MS_ACC_EXACT_FP32_MAG277: exact FP32 summation in a RAM of accumulators.
+
+Each accumulator covers the 277 bit weights 2^-149 .. 2^127 of finite FP32 values as ACC_LIMBS limbs of 32
+position bits. A limb is stored signed with ceil(log2 max_ranks)+1 guard bits, so up to max_ranks
+additions never overflow it and no carry has to cross limbs while accumulating (carry chunking): adding an
+FP32 is one 24-bit shift into at most two adjacent limbs and short per-limb adds. Carries are resolved once,
+when the result is read out, by a pipeline that then rounds the exact sum once to nearest-even FP32.
+"""
+from migen import *
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from cores.minisharp.common import (ACC_LIMBS, ACC_LIMB_BITS, ACC_FLAGS, FP32_QNAN, FP32_PINF, FP32_NINF,
+                                    limb_width)
+
+ACC_OP_ADD  = 0
+ACC_OP_READ = 1
+
+
+def acc_state_bits(max_ranks):
+    """Bits of one lane's accumulator state: signed limbs and sticky flags."""
+    return ACC_LIMBS * limb_width(max_ranks) + len(ACC_FLAGS)
+
+
+class _Decode(Module):
+    """FP32 -> signed per-limb addends and the value's special-value flags (combinational)."""
+    def __init__(self, x):
+        self.addends = [Signal((ACC_LIMB_BITS + 2, True)) for _ in range(ACC_LIMBS)]
+        self.flags = {f: Signal() for f in ACC_FLAGS}
+
+        # # #
+
+        e, m, s = x[23:31], x[0:23], x[31]
+        special = Signal()
+        sig = Signal(24)
+        sh = Signal(8)
+        shifted = Signal(ACC_LIMB_BITS + 24)
+        self.comb += [
+            special.eq(e == 0xFF),
+            sig.eq(Mux(e == 0, m, Cat(m, 1))),
+            sh.eq(Mux(e == 0, 0, e - 1)),         # subnormals sit at exponent 1
+            shifted.eq(sig << sh[0:5]),
+            self.flags["nan"].eq(special & (m != 0)),
+            self.flags["pinf"].eq(special & (m == 0) & ~s),
+            self.flags["ninf"].eq(special & (m == 0) & s),
+            self.flags["negzero"].eq(x == 0x80000000),
+        ]
+        lo, hi = shifted[:ACC_LIMB_BITS], shifted[ACC_LIMB_BITS:]
+        for k, a in enumerate(self.addends):
+            mag = Signal(ACC_LIMB_BITS)
+            self.comb += [
+                mag.eq(0),
+                If(~special,
+                    If(sh[5:] == k, mag.eq(lo)),
+                    If(sh[5:] == k - 1, mag.eq(hi)) if k else [],
+                ),
+                a.eq(Mux(s, -mag, mag)),
+            ]
+
+
+class _Round(Module):
+    """Accumulator state -> FP32 bits, rounded once to nearest-even. Pipelined: one state per cycle,
+    latency ACC_LIMBS + 5 cycles. `valid_i` travels with the data to `valid_o`."""
+    def __init__(self, state, valid_i, max_ranks):
+        self.valid_o = Signal()
+        self.result = Signal(32)
+        lw = limb_width(max_ranks)
+        self.latency = ACC_LIMBS + 5
+
+        # # #
+
+        limbs = [state[k * lw:(k + 1) * lw] for k in range(ACC_LIMBS)]
+        flags = state[ACC_LIMBS * lw:]
+        valid = valid_i
+
+        # Carry propagation, one limb a stage: digits[k] = low 32 bits, carry signed.
+        digits = []
+        carry = Signal((lw - ACC_LIMB_BITS + 1, True))
+        self.comb += carry.eq(0)
+        pending = [Signal((lw, True)) for _ in limbs]
+        self.comb += [p.eq(l) for p, l in zip(pending, limbs)]
+        fl = flags
+        for k in range(ACC_LIMBS):
+            t = Signal((lw + 1, True))
+            self.comb += t.eq(pending[k] + carry)
+            n_digits = [Signal(ACC_LIMB_BITS) for _ in range(k + 1)]
+            n_pending = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
+            n_carry = Signal((lw - ACC_LIMB_BITS + 1, True))
+            n_valid, n_fl = Signal(), Signal(len(ACC_FLAGS))
+            self.sync += [
+                [nd.eq(d) for nd, d in zip(n_digits, digits)],
+                n_digits[k].eq(t[:ACC_LIMB_BITS]),
+                n_carry.eq(t >> ACC_LIMB_BITS),
+                [n_pending[i].eq(pending[i]) for i in range(k + 1, ACC_LIMBS)],
+                n_valid.eq(valid), n_fl.eq(fl),
+            ]
+            digits, pending, carry, valid, fl = n_digits, n_pending, n_carry, n_valid, n_fl
+
+        # Sign and magnitude: negative sums are negated as ~D + 1, the +1 reaching digit k when all lower
+        # digits are zero (a prefix AND, no long carry chain).
+        neg = carry < 0
+        mag = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
+        sign, valid2, fl2 = Signal(), Signal(), Signal(len(ACC_FLAGS))
+        low_zero = C(1, 1)
+        for k in range(ACC_LIMBS):
+            self.sync += mag[k].eq(Mux(neg, ~digits[k] + low_zero, digits[k]))
+            low_zero = low_zero & (digits[k] == 0)
+        self.sync += sign.eq(neg), valid2.eq(valid), fl2.eq(fl)
+
+        # Leading non-zero digit t: a 64-bit window (digit t, digit t-1) and a sticky bit for the rest.
+        t = Signal(max=ACC_LIMBS)
+        window = Signal(2 * ACC_LIMB_BITS)
+        sticky = Signal()
+        is_zero, small = Signal(), Signal()
+        sign3, valid3, fl3 = Signal(), Signal(), Signal(len(ACC_FLAGS))
+        cases_t = [t.eq(0), window.eq(Cat(C(0, ACC_LIMB_BITS), mag[0])), sticky.eq(0)]
+        for k in range(1, ACC_LIMBS):
+            below = C(0, 1)
+            for i in range(k - 1):
+                below = below | (mag[i] != 0)
+            cases_t.append(If(mag[k] != 0, t.eq(k), window.eq(Cat(mag[k - 1], mag[k])), sticky.eq(below)))
+        self.sync += cases_t
+        self.sync += [
+            is_zero.eq(Cat(*mag) == 0),
+            small.eq((Cat(*mag[1:]) == 0) & (mag[0][24:] == 0)),
+            sign3.eq(sign), valid3.eq(valid2), fl3.eq(fl2),
+        ]
+
+        # Normalise the window: leading zeros of the top digit, then shift.
+        lz = Signal(max=ACC_LIMB_BITS)
+        top = window[ACC_LIMB_BITS:]
+        lzv = Signal(max=ACC_LIMB_BITS)
+        prio = lzv.eq(ACC_LIMB_BITS - 1)
+        for i in range(ACC_LIMB_BITS):   # highest set bit wins: last assignment in the chain
+            prio = [prio, If(top[i], lzv.eq(ACC_LIMB_BITS - 1 - i))]
+        self.comb += prio
+        p = Signal(10)          # position of the leading one (weight 2^(p-149))
+        win4, t4, sticky4 = Signal(2 * ACC_LIMB_BITS), Signal(max=ACC_LIMBS), Signal()
+        is_zero4, small4, sign4, valid4, fl4 = Signal(), Signal(), Signal(), Signal(), Signal(len(ACC_FLAGS))
+        self.sync += [
+            lz.eq(lzv), win4.eq(window), t4.eq(t), sticky4.eq(sticky),
+            is_zero4.eq(is_zero), small4.eq(small), sign4.eq(sign3), valid4.eq(valid3), fl4.eq(fl3),
+        ]
+        norm = Signal(2 * ACC_LIMB_BITS)
+        sig, rnd, stk = Signal(24), Signal(), Signal()
+        small_bits = Signal(24)
+        is_zero5, small5, sign5, valid5, fl5 = Signal(), Signal(), Signal(), Signal(), Signal(len(ACC_FLAGS))
+        self.comb += [
+            norm.eq(win4 << lz),
+            p.eq(t4 * ACC_LIMB_BITS + (ACC_LIMB_BITS - 1) - lz),
+        ]
+        p5 = Signal(10)
+        self.sync += [
+            sig.eq(norm[-24:]), rnd.eq(norm[-25]), stk.eq((norm[:-25] != 0) | sticky4),
+            small_bits.eq(win4[ACC_LIMB_BITS:ACC_LIMB_BITS + 24]), p5.eq(p),
+            is_zero5.eq(is_zero4), small5.eq(small4), sign5.eq(sign4), valid5.eq(valid4), fl5.eq(fl4),
+        ]
+
+        # Assemble: ((p - 23) << 23) + significand (+1 to round up) carries into the exponent by itself.
+        up = rnd & (stk | sig[0])
+        body = Signal(34)
+        self.comb += body.eq(((p5 - 23) << 23) + sig + up)
+        nan_f, pinf_f, ninf_f, negzero_f = (fl5[ACC_FLAGS.index(f)] for f in ACC_FLAGS)
+        self.sync += [
+            self.valid_o.eq(valid5),
+            If(nan_f | (pinf_f & ninf_f),
+                self.result.eq(FP32_QNAN)
+            ).Elif(pinf_f,
+                self.result.eq(FP32_PINF)
+            ).Elif(ninf_f,
+                self.result.eq(FP32_NINF)
+            ).Elif(is_zero5,
+                self.result.eq(Cat(C(0, 31), negzero_f))
+            ).Elif(small5,
+                self.result.eq(Cat(small_bits, C(0, 7), sign5))
+            ).Elif(body >= FP32_PINF,
+                self.result.eq(Cat(C(FP32_PINF, 31), sign5))
+            ).Else(
+                self.result.eq(Cat(body[:31], sign5))
+            )
+        ]
+
+
+class MSAccumulatorBank(LiteXModule):
+    """A RAM of `depth` words of `lanes` exact FP32 accumulators (MS_ACC_EXACT_FP32_MAG277).
+
+    sink ops: ADD (addr, init, data = lanes FP32) adds element-wise, `init` starting from zero;
+    READ (addr) emits the lanes' sums, each rounded once to FP32, on `source`, in order.
+    Throughput: one op per cycle; an op stalls only while an ADD to the same address is in flight
+    (2 cycles), and a READ only when `out_depth` results are already outstanding.
+    Latency: ADD visible to a later op after 2 cycles; READ result after ACC_LIMBS + 8 cycles.
+    Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024.
+    """
+    def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32):
+        if lanes < 1:
+            raise ValueError(f"lanes must be >= 1, got {lanes}")
+        if depth < 2:
+            raise ValueError(f"depth must be >= 2, got {depth}")
+        if not 1 <= max_ranks <= 1024:
+            raise ValueError(f"max_ranks must be in 1..1024 (288-bit window), got {max_ranks}")
+        aw = bits_for(depth - 1)
+        self.sink = stream.Endpoint([("op", 1), ("addr", aw), ("init", 1), ("data", 32 * lanes)])
+        self.source = stream.Endpoint([("data", 32 * lanes)])
+        self.lanes, self.depth = lanes, depth
+        sw = acc_state_bits(max_ranks)
+        lw = limb_width(max_ranks)
+
+        # # #
+
+        self.specials.mem = mem = Memory(sw * lanes, depth)
+        self.specials.rdport = rdport = mem.get_port(has_re=True)
+        self.specials.wrport = wrport = mem.get_port(write_capable=True)
+
+        # Stage 1 / 2 registers.
+        s1_valid, s1_op, s1_first = Signal(), Signal(), Signal()
+        s1_addr = Signal(aw)
+        s2_valid, s2_op = Signal(), Signal()
+        s2_addr = Signal(aw)
+        s2_state = Signal(sw * lanes)
+
+        # Result FIFO and credits.
+        self.fifo = fifo = stream.SyncFIFO([("data", 32 * lanes)], out_depth, buffered=True)
+        self.comb += fifo.source.connect(self.source)
+        outstanding = Signal(max=out_depth + 1)
+
+        hazard = Signal()
+        self.comb += hazard.eq(
+            (s1_valid & (s1_op == ACC_OP_ADD) & (s1_addr == self.sink.addr)) |
+            (s2_valid & (s2_op == ACC_OP_ADD) & (s2_addr == self.sink.addr)))
+        credit = Signal()
+        self.comb += credit.eq((self.sink.op == ACC_OP_ADD) | (outstanding < out_depth))
+        self.comb += self.sink.ready.eq(~hazard & credit)
+        accept = Signal()
+        self.comb += accept.eq(self.sink.valid & self.sink.ready)
+        self.comb += rdport.adr.eq(self.sink.addr), rdport.re.eq(accept)
+
+        rd_issue = accept & (self.sink.op == ACC_OP_READ)
+        rd_done = self.source.valid & self.source.ready
+        self.sync += outstanding.eq(outstanding + rd_issue - rd_done)
+
+        self.sync += [
+            s1_valid.eq(accept), s1_op.eq(self.sink.op), s1_addr.eq(self.sink.addr), s1_first.eq(self.sink.init),
+            s2_valid.eq(s1_valid), s2_op.eq(s1_op), s2_addr.eq(s1_addr),
+        ]
+        self.comb += [
+            wrport.adr.eq(s2_addr), wrport.dat_w.eq(s2_state),
+            wrport.we.eq(s2_valid & (s2_op == ACC_OP_ADD)),
+        ]
+
+        rounds = []
+        for ln in range(lanes):
+            dec = _Decode(self.sink.data[32 * ln:32 * ln + 32])
+            self.submodules += dec
+            add1 = [Signal((ACC_LIMB_BITS + 2, True)) for _ in range(ACC_LIMBS)]
+            vfl1 = {f: Signal() for f in ACC_FLAGS}
+            self.sync += [a1.eq(a0) for a1, a0 in zip(add1, dec.addends)]
+            self.sync += [vfl1[f].eq(dec.flags[f]) for f in ACC_FLAGS]
+
+            old = rdport.dat_r[sw * ln:sw * (ln + 1)]
+            old_limbs = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
+            self.comb += [ol.eq(old[k * lw:(k + 1) * lw]) for k, ol in enumerate(old_limbs)]
+            old_fl = {f: old[ACC_LIMBS * lw + i] for i, f in enumerate(ACC_FLAGS)}
+            new_limbs = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
+            new_fl = {f: Signal() for f in ACC_FLAGS}
+            self.comb += [nl.eq(Mux(s1_first, 0, ol) + a) for nl, ol, a in zip(new_limbs, old_limbs, add1)]
+            self.comb += [new_fl[f].eq(Mux(s1_first, 0, old_fl[f]) | vfl1[f]) for f in ("nan", "pinf", "ninf")]
+            self.comb += new_fl["negzero"].eq(Mux(s1_first, 1, old_fl["negzero"]) & vfl1["negzero"])
+            self.sync += s2_state[sw * ln:sw * (ln + 1)].eq(Mux(s1_op == ACC_OP_ADD,
+                Cat(*new_limbs, *[new_fl[f] for f in ACC_FLAGS]), old))
+
+            rnd = _Round(s2_state[sw * ln:sw * (ln + 1)], s2_valid & (s2_op == ACC_OP_READ), max_ranks)
+            self.submodules += rnd
+            rounds.append(rnd)
+        self.latency = 2 + rounds[0].latency
+        self.comb += [
+            fifo.sink.valid.eq(rounds[0].valid_o),
+            fifo.sink.data.eq(Cat(*[r.result for r in rounds])),
+        ]

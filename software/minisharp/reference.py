@@ -1,0 +1,84 @@
+"""Reference model of MS_ACC_EXACT_FP32_MAG277: exact rational sum, rounded once to FP32.
+
+Written from the IEEE-754 definition with fractions.Fraction, independently of the hardware's limb
+arithmetic: decode every binary32 to an exact rational, add them exactly, round the exact sum once to
+nearest-even binary32 (overflow to +/-Inf past FLT_MAX). Special values: any NaN, or +Inf together with
+-Inf, gives the canonical quiet NaN 0x7FC00000; otherwise an Inf input gives that Inf; an exact zero sum
+is -0 only when every input is -0 (IEEE round-to-nearest), else +0.
+"""
+from fractions import Fraction
+
+from cores.minisharp.common import FP32_QNAN, FP32_PINF, FP32_NINF
+
+FLT_MAX = Fraction(2 ** 24 - 1, 1) * Fraction(2) ** (127 - 23)
+
+
+def fp32_to_fraction(bits):
+    """Exact value of a finite binary32 bit pattern (None for Inf/NaN)."""
+    sign = -1 if bits >> 31 else 1
+    exp = (bits >> 23) & 0xFF
+    man = bits & 0x7FFFFF
+    if exp == 0xFF:
+        return None
+    if exp == 0:
+        return sign * Fraction(man) / Fraction(2) ** 149
+    return sign * Fraction((1 << 23) | man) * Fraction(2) ** (exp - 150)
+
+
+def fraction_to_fp32(q, negative_zero=False):
+    """Round an exact rational once to nearest-even binary32 and return its bit pattern."""
+    if q == 0:
+        return 0x80000000 if negative_zero else 0
+    sign = 0x80000000 if q < 0 else 0
+    a = abs(q)
+    # exponent e with 2^e <= a < 2^(e+1)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    quantum_exp = max(e, -126) - 23          # weight of the last significand bit
+    n = a / Fraction(2) ** quantum_exp
+    floor = n.numerator // n.denominator
+    rem = n - floor
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and floor & 1):
+        floor += 1
+    value = floor * Fraction(2) ** quantum_exp
+    if value > FLT_MAX:
+        return sign | FP32_PINF
+    if floor < (1 << 23):                    # subnormal (or rounded up to the smallest normal below)
+        return sign | floor
+    if floor == (1 << 24):                   # rounding carried into the next binade
+        floor >>= 1
+        quantum_exp += 1
+    biased = quantum_exp + 23 + 127
+    return sign | (biased << 23) | (floor - (1 << 23))
+
+
+def exact_sum_fp32(values):
+    """Exact FP32 sum of binary32 bit patterns, with the special-value rules of the module docstring."""
+    values = list(values)
+    nan = pinf = ninf = False
+    total = Fraction(0)
+    for v in values:
+        q = fp32_to_fraction(v)
+        if q is None:
+            if v & 0x7FFFFF:
+                nan = True
+            elif v >> 31:
+                ninf = True
+            else:
+                pinf = True
+        else:
+            total += q
+    if nan or (pinf and ninf):
+        return FP32_QNAN
+    if pinf:
+        return FP32_PINF
+    if ninf:
+        return FP32_NINF
+    all_negzero = len(values) > 0 and all(v == 0x80000000 for v in values)
+    return fraction_to_fp32(total, negative_zero=all_negzero)
+
+
+def reduce_vectors(vectors):
+    """Element-wise exact sum of equal-length lists of binary32 bit patterns."""
+    return [exact_sum_fp32(col) for col in zip(*vectors)]

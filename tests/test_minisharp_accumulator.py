@@ -1,0 +1,165 @@
+"""MS_ACC_EXACT_FP32_MAG277: the RTL accumulator bank against the Fraction reference model."""
+import random
+import struct
+
+import pytest
+from migen import run_simulation
+
+from cores.minisharp.accumulator import MSAccumulatorBank, ACC_OP_ADD, ACC_OP_READ
+from cores.minisharp.common import FP32_QNAN, FP32_PINF, FP32_NINF
+from software.minisharp.reference import exact_sum_fp32, fraction_to_fp32, fp32_to_fraction
+
+FLT_MAX = 0x7F7FFFFF
+NEG = 0x80000000
+
+
+def f2b(f):
+    return struct.unpack(">I", struct.pack(">f", f))[0]
+
+
+def pow2(e):
+    """FP32 bits of 2**e (normal or subnormal)."""
+    if e >= -126:
+        return (e + 127) << 23
+    return 1 << (e + 149)
+
+
+def run_bank(columns, lanes=1, max_ranks=256, seed=0, ready_p=1.0):
+    """Accumulate columns[i] (list of per-contribution lane words) into address i; return read results."""
+    depth = max(2, len(columns))
+    dut = MSAccumulatorBank(lanes=lanes, depth=depth, max_ranks=max_ranks, out_depth=8)
+    rng = random.Random(seed)
+    out = []
+    rounds = max(len(c) for c in columns)
+
+    def gen():
+        for r in range(rounds):
+            for a, col in enumerate(columns):
+                if r >= len(col):
+                    continue
+                yield dut.sink.valid.eq(1)
+                yield dut.sink.op.eq(ACC_OP_ADD)
+                yield dut.sink.addr.eq(a)
+                yield dut.sink.init.eq(r == 0)
+                yield dut.sink.data.eq(sum(w << (32 * ln) for ln, w in enumerate(col[r])))
+                yield
+                while not (yield dut.sink.ready):
+                    yield
+        for a in range(len(columns)):
+            yield dut.sink.valid.eq(1)
+            yield dut.sink.op.eq(ACC_OP_READ)
+            yield dut.sink.addr.eq(a)
+            yield
+            while not (yield dut.sink.ready):
+                yield
+        yield dut.sink.valid.eq(0)
+
+    def mon():
+        while len(out) < len(columns):
+            ready = rng.random() < ready_p
+            yield dut.source.ready.eq(ready)
+            yield
+            if ready and (yield dut.source.valid):
+                d = yield dut.source.data
+                out.append([(d >> (32 * ln)) & 0xFFFFFFFF for ln in range(lanes)])
+
+    run_simulation(dut, [gen(), mon()])
+    return out
+
+
+def check(columns, **kw):
+    """columns: per address, a list of contributions (scalars for lanes=1)."""
+    cols = [[[v] if isinstance(v, int) else v for v in col] for col in columns]
+    lanes = len(cols[0][0])
+    got = run_bank(cols, lanes=lanes, **kw)
+    for a, col in enumerate(cols):
+        for ln in range(lanes):
+            exp = exact_sum_fp32([c[ln] for c in col])
+            assert got[a][ln] == exp, (a, ln, [hex(c[ln]) for c in col], hex(got[a][ln]), hex(exp))
+    return got
+
+
+def rand_finite(rng):
+    kind = rng.random()
+    if kind < 0.15:
+        return rng.getrandbits(23) | (rng.getrandbits(1) << 31)               # subnormal / zero
+    if kind < 0.25:
+        return rng.choice([FLT_MAX, FLT_MAX | NEG, 0x7F7FFFFE, 0x00800000, 0x80800000, 0x00000001])
+    if kind < 0.6:   # clustered exponents: cancellation and carries between limbs
+        e = rng.randrange(100, 160)
+        return (rng.getrandbits(1) << 31) | (e << 23) | rng.getrandbits(23)
+    e = rng.randrange(0, 255)
+    return (rng.getrandbits(1) << 31) | (e << 23) | rng.getrandbits(23)
+
+
+def test_reference_rounds_once_not_via_double():
+    # 1 + 2^-24 + 2^-80: the exact sum is just above the FP32 tie, so it rounds up; rounding to double first
+    # loses 2^-80, leaves an exact tie, and ties-to-even then rounds down to 1.0.
+    vals = [f2b(1.0), pow2(-24), pow2(-80)]
+    exact = sum(fp32_to_fraction(v) for v in vals)
+    via_double = f2b(float(exact))
+    assert via_double == f2b(1.0)
+    assert exact_sum_fp32(vals) == f2b(1.0) + 1
+    assert fraction_to_fp32(exact) != via_double
+    check([vals, list(reversed(vals))])
+
+
+def test_special_cases():
+    cols = [
+        [0, 0], [NEG, NEG, NEG], [NEG, 0], [f2b(1.5), f2b(-1.5)],                      # zeros and signs
+        [f2b(1.0), pow2(-24)], [f2b(1.0) + 1, pow2(-24)],                            # ties to even
+        [FLT_MAX, FLT_MAX], [FLT_MAX | NEG, FLT_MAX | NEG], [FLT_MAX, FLT_MAX, FLT_MAX | NEG],
+        [FLT_MAX, pow2(103)], [FLT_MAX, pow2(103) - 1],                               # overflow at the tie
+        [1, 1], [0x007FFFFF, 1], [0x80000001, 0x00000003],                            # subnormals
+        [FP32_PINF, f2b(1.0)], [FP32_NINF, FLT_MAX], [FP32_PINF, FP32_NINF], [0x7F800001, 0],
+        [0xFFC12345, FP32_PINF], [FP32_PINF, FP32_PINF],
+    ]
+    got = check(cols)
+    assert got[1] == [NEG] and got[2] == [0] and got[3] == [0]
+    assert got[4] == [f2b(1.0)] and got[5] == [f2b(1.0) + 2]
+    assert got[6] == [FP32_PINF] and got[7] == [FP32_NINF] and got[8] == [FLT_MAX]
+    assert got[9] == [FP32_PINF] and got[10] == [FLT_MAX]
+    assert got[16] == [FP32_QNAN] and got[17] == [FP32_QNAN] and got[18] == [FP32_QNAN]
+
+
+def test_random_values():
+    """256-way sums (max_ranks), short sums and exact cancellations across the whole FP32 range (about
+    20,000 values here; the Verilator run in sim/bench/bench_minisharp.py checks 1,000,000)."""
+    rng = random.Random(3)
+    total = 0
+    cols = [[rand_finite(rng) for _ in range(256)] for _ in range(40)]             # 10,240 values
+    total += sum(len(c) for c in cols)
+    check(cols, seed=1)
+    cols = [[rand_finite(rng) for _ in range(rng.randrange(1, 40))] for _ in range(300)]
+    total += sum(len(c) for c in cols)
+    check(cols, seed=2, ready_p=0.5)
+    cols = []   # exact cancellation: x1..xn, then -x1..-xn in shuffled order, plus a tiny residue
+    for _ in range(40):
+        xs = [rand_finite(rng) for _ in range(rng.randrange(1, 60))]
+        col = xs + [x ^ NEG for x in xs]
+        rng.shuffle(col)
+        if rng.random() < 0.5:
+            col.append(rng.getrandbits(8) | (rng.getrandbits(1) << 31))
+        cols.append(col)
+    total += sum(len(c) for c in cols)
+    check(cols, seed=3)
+    assert total >= 18_000
+
+
+def test_permutation_invariance_and_lanes():
+    rng = random.Random(4)
+    base = [[rand_finite(rng), rand_finite(rng)] for _ in range(30)]
+    perms = []
+    for _ in range(6):
+        p = list(base)
+        rng.shuffle(p)
+        perms.append(p)
+    got = check(perms, seed=5, ready_p=0.7)     # two lanes, six orders of the same multiset
+    assert all(g == got[0] for g in got)
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError):
+        MSAccumulatorBank(lanes=0)
+    with pytest.raises(ValueError):
+        MSAccumulatorBank(max_ranks=4096)
