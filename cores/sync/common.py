@@ -1,0 +1,113 @@
+"""ABI of the synchronization network: directions, their meanings, modes, flit format, stream layouts.
+
+Coordinates: x grows to the East (0 .. W-1), y grows to the North (0 .. H-1). A node's port for direction D
+talks to the neighbour at (x + dx, y + dy). The message a node sends *towards* D tells the receiver that every
+node on the receiver's opposite side (the spec's direction table, see `MEANING`) has triggered.
+
+The lamlet (control core) synchronizer is one more node, attached to the south-west port of the corner node
+(0, 0); node (0, 0) folds the lamlet's message into its own trigger (`LAMLET_DIR`).
+"""
+from migen import log2_int
+
+# Directions --------------------------------------------------------------------------------------
+N, S, E, W, NE, NW, SE, SW = range(8)
+DIRS = (N, S, E, W, NE, NW, SE, SW)
+DIR_NAMES = ("n", "s", "e", "w", "ne", "nw", "se", "sw")
+VECTORS = {N: (0, 1), S: (0, -1), E: (1, 0), W: (-1, 0),
+           NE: (1, 1), NW: (-1, 1), SE: (1, -1), SW: (-1, -1)}
+OPPOSITE = {d: next(o for o in DIRS if VECTORS[o] == (-VECTORS[d][0], -VECTORS[d][1])) for d in DIRS}
+
+# What the receiver of a message sent towards D learns (spec's table, from the receiver's point of view).
+MEANING = {
+    N:  "all nodes directly south of you have triggered",
+    S:  "all nodes directly north of you have triggered",
+    E:  "all nodes directly west of you have triggered",
+    W:  "all nodes directly east of you have triggered",
+    NE: "all nodes in your south-west quadrant have triggered",
+    NW: "all nodes in your south-east quadrant have triggered",
+    SE: "all nodes in your north-west quadrant have triggered",
+    SW: "all nodes in your north-east quadrant have triggered",
+}
+
+
+def deps(d):
+    """Incoming directions (besides the node's own trigger) that the message sent towards `d` needs.
+
+    The message towards d covers the sender and everything behind it: incoming messages from directions whose
+    every non-zero component is opposite to d's and whose zero components match d's zeros.
+    (N: S; NE: S, W, SW; ...)"""
+    dx, dy = VECTORS[d]
+    out = []
+    for o in DIRS:
+        ox, oy = VECTORS[o]
+        if ox in ((0, -dx) if dx else (0,)) and oy in ((0, -dy) if dy else (0,)):
+            out.append(o)
+    return tuple(out)
+
+
+LAMLET_DIR = SW       # port of node (0, 0) that the lamlet synchronizer is attached to
+
+# Modes -------------------------------------------------------------------------------------------
+MODE_MAX, MODE_UMAX, MODE_MIN, MODE_UMIN, MODE_OR, MODE_AND = range(6)
+MODES = (MODE_MAX, MODE_UMAX, MODE_MIN, MODE_UMIN, MODE_OR, MODE_AND)
+MODE_NAMES = ("max", "umax", "min", "umin", "or", "and")
+MODE_BITS = 3
+
+# Packet format -----------------------------------------------------------------------------------
+MAX_IDENTS = 8                    # sync idents a node can hold in flight (spec: "likely 8")
+IDENT_BITS = log2_int(MAX_IDENTS)
+LINK_WIDTH = 10                   # flit width (spec: "10 bits wide")
+DEFAULT_VALUE_WIDTH = 32
+DEFAULT_HOP_LATENCY = 5           # spec: "5 cycles for each hop is realistic"
+# A packet is the bit string ident | mode | error | value (LSB first: ident in bits 0..2), cut into
+# LINK_WIDTH-bit flits sent LSB first on consecutive cycles.
+PKT_IDENT_LSB = 0
+PKT_MODE_LSB = PKT_IDENT_LSB + IDENT_BITS
+PKT_ERROR_LSB = PKT_MODE_LSB + MODE_BITS
+PKT_VALUE_LSB = PKT_ERROR_LSB + 1
+PKT_HEADER_BITS = PKT_VALUE_LSB
+
+
+def packet_bits(value_width):
+    return PKT_HEADER_BITS + value_width
+
+
+def n_flits(value_width, link_width=LINK_WIDTH):
+    """Flits per packet: 2 up to 13-bit values, 3 up to 23-bit values, 4 for the 32-bit default."""
+    return -(-packet_bits(value_width) // link_width)
+
+
+def min_hop_latency(value_width, link_width=LINK_WIDTH):
+    """Fewest cycles per hop: the flits of a packet, plus the cycle the receiver needs to merge it."""
+    return n_flits(value_width, link_width) + 1
+
+
+def pack(ident, mode, error, value, value_width):
+    """Packet fields -> list of flits (ints)."""
+    bits = (ident << PKT_IDENT_LSB) | (mode << PKT_MODE_LSB) | (error << PKT_ERROR_LSB) | \
+           ((value & ((1 << value_width) - 1)) << PKT_VALUE_LSB)
+    mask = (1 << LINK_WIDTH) - 1
+    return [(bits >> (LINK_WIDTH * i)) & mask for i in range(n_flits(value_width))]
+
+
+def unpack(flits, value_width):
+    """List of flits -> (ident, mode, error, value)."""
+    bits = 0
+    for i, f in enumerate(flits):
+        bits |= f << (LINK_WIDTH * i)
+    return ((bits >> PKT_IDENT_LSB) & (MAX_IDENTS - 1), (bits >> PKT_MODE_LSB) & ((1 << MODE_BITS) - 1),
+            (bits >> PKT_ERROR_LSB) & 1, (bits >> PKT_VALUE_LSB) & ((1 << value_width) - 1))
+
+
+# Stream layouts ----------------------------------------------------------------------------------
+def trigger_layout(value_width=DEFAULT_VALUE_WIDTH):
+    return [("ident", IDENT_BITS), ("mode", MODE_BITS), ("value", value_width)]
+
+
+def completion_layout(value_width=DEFAULT_VALUE_WIDTH):
+    """error: the modes of the contributions differed somewhere (the value is then not meaningful)."""
+    return [("ident", IDENT_BITS), ("mode", MODE_BITS), ("error", 1), ("value", value_width)]
+
+
+def link_layout():
+    return [("data", LINK_WIDTH), ("valid", 1)]

@@ -1,0 +1,1 @@
+"""Host side of the synchronization network: reference reduction model and the SoC demo."""
