@@ -1,0 +1,83 @@
+"""make build BOARD=<name>: generate, synthesise (yosys), place and route (nextpnr-ecp5) and pack (ecppack) a
+board's bitstream inside build/boards/<name>/, then print utilisation (LUT4, FF, BRAM) and Fmax per clock.
+
+    python -m boards.build colorlight_5a_75b [--revision 8.0] [--cores sync,...] [--sys-clk-freq 60e6]
+"""
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+
+from litex.soc.integration.builder import Builder
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BOARDS = ("colorlight_5a_75b", "lattice_versa_ecp5")
+
+
+def report(build_dir, build_name):
+    """Utilisation and Fmax from nextpnr's JSON report (and its log as a fallback)."""
+    path = os.path.join(build_dir, f"{build_name}_report.json")
+    with open(path) as f:
+        rep = json.load(f)
+    util = rep.get("utilization", {})
+    used = {k: (v.get("used", 0), v.get("available", 0)) for k, v in util.items()}
+    fmax = {clk: (v["achieved"], v["constraint"]) for clk, v in rep.get("fmax", {}).items()}
+    return used, fmax
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("board", choices=BOARDS)
+    parser.add_argument("--revision", default="8.0", help="board revision (Colorlight: 7.0 or 8.0)")
+    parser.add_argument("--sys-clk-freq", type=float, default=None, help="system clock in Hz")
+    parser.add_argument("--cores", default="", help="comma-separated cores to include")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    args = parser.parse_args(argv)
+
+    # The yosys/nextpnr-ecp5/ecppack wrappers (make deps) live beside this Python.
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    module = importlib.import_module(f"boards.{args.board}")
+    kwargs = {"cores": [c for c in args.cores.split(",") if c]}
+    if args.sys_clk_freq:
+        kwargs["sys_clk_freq"] = int(args.sys_clk_freq)
+    if args.board == "colorlight_5a_75b":
+        kwargs["revision"] = args.revision
+    soc = module.BoardSoC(**kwargs)
+    output_dir = os.path.join(ROOT, "build", "boards", args.board)
+    # YoWASP tools run sandboxed and cannot see /tmp: build inside the project tree, with relative paths.
+    os.makedirs(output_dir, exist_ok=True)
+    builder = Builder(soc, output_dir=os.path.relpath(output_dir, os.getcwd()), compile_software=False,
+                      csr_csv=os.path.join(output_dir, "csr.csv"), csr_json=os.path.join(output_dir, "csr.json"))
+    # Ask nextpnr for its JSON timing/utilisation report (run from the gateware folder).
+    soc.platform.toolchain._pnr_opts += f" --report {args.board}_report.json"
+    t0 = time.monotonic()
+    builder.build(build_name=args.board, seed=args.seed, timingstrict=False,
+                  ignoreloops=True)
+    elapsed = time.monotonic() - t0
+    gateware = os.path.join(output_dir, "gateware")
+    bitstream = os.path.join(gateware, f"{args.board}.bit")
+    if not os.path.exists(bitstream):
+        print(f"error: no bitstream at {bitstream}", file=sys.stderr)
+        return 1
+    used, fmax = report(gateware, args.board)
+    print()
+    print(f"Bitstream : {bitstream} ({os.path.getsize(bitstream)} bytes, built in {elapsed:.0f} s)")
+    print(f"Device    : {soc.platform.device}")
+    for label, key in (("LUT4", "TRELLIS_COMB"), ("FF", "TRELLIS_FF"), ("BRAM (DP16KD)", "DP16KD"),
+                       ("LUT RAM (TRELLIS_RAMW)", "TRELLIS_RAMW"), ("IO", "TRELLIS_IO")):
+        u, a = used.get(key, (0, 0))
+        print(f"{label:24s}: {u:6d} / {a:6d} ({100.0 * u / a if a else 0:.1f} %)")
+    ok = True
+    for clk, (achieved, constraint) in sorted(fmax.items()):
+        met = achieved >= constraint
+        ok &= met
+        print(f"Fmax {clk:19s}: {achieved:7.1f} MHz (constraint {constraint:.1f} MHz) {'met' if met else 'NOT MET'}")
+    with open(os.path.join(output_dir, "summary.json"), "w") as f:
+        json.dump({"board": args.board, "build_s": elapsed, "utilization": used, "fmax": fmax}, f, indent=1)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

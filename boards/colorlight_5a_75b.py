@@ -1,0 +1,43 @@
+"""Colorlight 5A-75B (v7.0/v8.0, LFE5U-25F): InnetSoC with Etherbone on the first RGMII port."""
+from migen import ClockDomain, Signal
+
+from litex.gen import LiteXModule
+from litex.soc.cores.clock import ECP5PLL
+from litex_boards.platforms import colorlight_5a_75b
+
+from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
+
+from soc.innet_soc import InnetSoC
+
+DEFAULT_SYS_CLK_FREQ = int(60e6)
+
+
+class CRG(LiteXModule):
+    """25 MHz oscillator -> ECP5 PLL -> sys. The user button (active low) resets the PLL."""
+    def __init__(self, platform, sys_clk_freq):
+        self.rst = Signal()
+        self.cd_sys = ClockDomain()
+
+        # # #
+
+        rst_n = platform.request("user_btn_n", 0)
+        self.pll = pll = ECP5PLL()
+        self.comb += pll.reset.eq(~rst_n | self.rst)
+        pll.register_clkin(platform.request("clk25"), 25e6)
+        pll.create_clkout(self.cd_sys, sys_clk_freq)
+
+
+class BoardSoC(InnetSoC):
+    def __init__(self, revision="8.0", sys_clk_freq=DEFAULT_SYS_CLK_FREQ, eth_ip="192.168.1.50", cores=(), **kwargs):
+        if revision not in ("7.0", "8.0"):
+            raise ValueError(f"Colorlight 5A-75B revision must be 7.0 or 8.0, not {revision!r}")
+        platform = colorlight_5a_75b.Platform(revision=revision, toolchain="trellis")
+        self.crg = CRG(platform, sys_clk_freq)
+        InnetSoC.__init__(self, platform, sys_clk_freq, ident=f"innet SoC on Colorlight 5A-75B v{revision}", **kwargs)
+        self.ethphy = LiteEthPHYRGMII(
+            clock_pads = platform.request("eth_clocks", 0),
+            pads       = platform.request("eth", 0),
+            tx_delay   = 0e-9)
+        self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
+        for core in cores:
+            getattr(self, f"add_{core}")()
