@@ -3,6 +3,7 @@
 The RIFL Layer 2 header, the segment size, the relative-address rule and the flow-control frame fields are
 RIFL's and come from `cores.rifl.common`; this module only adds what belongs to the switch itself.
 """
+from cores.rifl.common import L2_HEADER_BITS, L2_HEADER_LAYOUT, SEGMENT_BYTES
 
 # Scheduler / network limits: iSLIP is O(N^2) and the spec stops at 64 ports; ports are a power of two so
 # that the Batcher-Banyan network and the round-robin pointers are plain binary.
@@ -26,3 +27,40 @@ def check_ports(n):
 def log2(n):
     """Bits of a port index for an n-port switch (n a power of two)."""
     return max(1, (n - 1).bit_length())
+
+
+# ---------------------------------------------------------------------------------------------------
+# RIFL switch ports
+# ---------------------------------------------------------------------------------------------------
+# A switch port carries RIFL Layer 2 packets as fixed cells: the Layer 2 header beside the data, and the
+# SEGMENT_BYTES segment over SEGMENT_BYTES * 8 / data_width beats, `last` on the final beat. An input reads
+# `header` on the first beat of a cell; an output repeats the (forwarded) header on every beat.
+CELL_BYTES = SEGMENT_BYTES
+
+
+def cell_layout(data_width):
+    return [("header", L2_HEADER_BITS), ("data", data_width)]
+
+
+def cell_beats(data_width):
+    """Beats of one cell on a data_width-bit port; data_width must divide the segment."""
+    if not isinstance(data_width, int) or data_width < 8 or (CELL_BYTES * 8) % data_width:
+        raise ValueError(f"data_width must divide {CELL_BYTES * 8} bits and be >= 8, got {data_width!r}")
+    return CELL_BYTES * 8 // data_width
+
+
+def l2_field(header, name):
+    """Slice of a Layer 2 header signal (L2_HEADER_LAYOUT is MSB first) holding field `name`."""
+    top = L2_HEADER_BITS
+    for field, bits in L2_HEADER_LAYOUT:
+        if field == name:
+            return header[top - bits:top]
+        top -= bits
+    raise KeyError(name)
+
+
+def fc_channel(port, out_port, n):
+    """Flow-control channel id of the VOQ of input `port` holding cells for `out_port`: the Dst Port 1
+    value (mod n) the upstream sender writes to reach that output, so a sender can act on it without
+    knowing which switch port it is attached to. Channel 0 never exists (it would loop back)."""
+    return (out_port - port) % n

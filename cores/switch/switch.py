@@ -1,0 +1,131 @@
+"""RIFL switch: VOQ input modules, an iSLIP scheduler and a Batcher-Banyan network, fixed 256-byte cells."""
+from migen import Signal, Cat, If
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+from litex.soc.interconnect.csr import CSRStatus, CSRField
+
+from cores.rifl.common import FC_LAYOUT, L2_HEADER_BITS
+from cores.switch.batcher_banyan import BatcherBanyan
+from cores.switch.common import cell_beats, cell_layout, check_ports, log2
+from cores.switch.islip import ISLIPScheduler
+from cores.switch.voq import VOQInput
+
+
+class RIFLSwitch(LiteXModule):
+    """N-port RIFL Layer 2 switch.
+
+    Ports: `sinks[i]` / `sources[j]` carry cells (cores.switch.common.cell_layout(data_width), one cell =
+    cell_beats(data_width) beats, `last` on the final one); `fcs[i]` carries the per-VOQ flow-control
+    frames of input i back to its upstream sender (cores.rifl.common.FC_LAYOUT).
+
+    Timing: time is cut into cell times of `beats` cycles. At the start of each cell time the scheduler
+    takes the requests of complete cells (masked by output credits) and decides within 2*iterations+1
+    cycles (so beats >= 2*iterations + 2); the granted cells cross the network during the next cell
+    time, one beat per cycle on every port at once, so every port sustains line rate. Each output has a
+    FIFO of `out_cells` cells and one credit per cell: a cell is only scheduled towards an output with
+    room for it, so a slow output back-pressures into its VOQs (and from there, by flow control, into the
+    senders) and nothing is lost. The default out_cells covers the credit loop, so a fast output receives
+    a cell every cell time.
+    Bad cells are dropped and counted by the input modules; `collisions` counts network contention
+    (always 0 since the scheduler produces matchings) and `out_overflow` beats that found a full output
+    FIFO (always 0 thanks to the credits).
+    """
+    def __init__(self, n=4, data_width=256, voq_cells=8, iterations=2, out_cells=None,
+                 on_threshold=None, off_threshold=None, with_csr=False):
+        check_ports(n)
+        beats = cell_beats(data_width)
+        if beats < 2 * iterations + 2:
+            raise ValueError(f"{iterations} iSLIP iterations need a cell time of at least {2 * iterations + 2} "
+                             f"cycles, {data_width}-bit ports give {beats}")
+        if out_cells is not None and (not isinstance(out_cells, int) or out_cells < 1):
+            raise ValueError(f"out_cells must be a positive int, got {out_cells!r}")
+        self.n, self.beats, self.data_width = n, beats, data_width
+        w = log2(n)
+        self.sinks = [stream.Endpoint(cell_layout(data_width)) for _ in range(n)]
+        self.sources = [stream.Endpoint(cell_layout(data_width)) for _ in range(n)]
+        self.fcs = [stream.Endpoint(FC_LAYOUT) for _ in range(n)]
+        self.cells_out = Signal(32)
+        self.out_overflow = Signal(32)
+
+        # # #
+
+        self.inputs = []
+        for i in range(n):
+            inp = VOQInput(n, i, data_width, voq_cells, on_threshold, off_threshold)
+            setattr(self, f"input{i}", inp)
+            self.inputs.append(inp)
+            self.comb += [self.sinks[i].connect(inp.sink), inp.fc.connect(self.fcs[i])]
+        self.scheduler = sched = ISLIPScheduler(n, iterations)
+        self.network = net = BatcherBanyan(n, data_width + L2_HEADER_BITS + 1)
+        self.collisions = net.collisions
+        # Credit loop: from the cell time of a decision to its credit coming back, the cell is read in the
+        # next cell time (+1 memory), crosses the network, the FIFO (+1), leaves (beats - 1) and the
+        # credit register (+1): 2 * beats + latency + 2 cycles, i.e. that many cell times in flight.
+        if out_cells is None:
+            out_cells = -(-(2 * beats + net.latency + 2) // beats)
+        self.out_cells = out_cells
+
+        # Cell-time counter; scheduling and transfers start at count 0.
+        ct = Signal(max=beats)
+        self.sync += If(ct == beats - 1, ct.eq(0)).Else(ct.eq(ct + 1))
+
+        credit = [Signal(max=out_cells + 1, reset=out_cells, name=f"credit{j}") for j in range(n)]
+        eligible = Cat(*[c != 0 for c in credit])
+        self.comb += [
+            sched.start.eq(ct == 0),
+            sched.req.eq(Cat(*[inp.requests & eligible for inp in self.inputs])),
+        ]
+        for i, inp in enumerate(self.inputs):
+            self.comb += [
+                inp.grant.eq(sched.done & sched.match_valid[i]),
+                inp.grant_port.eq(sched.match[i]),
+                inp.tx_start.eq(ct == 0),
+                net.in_valid[i].eq(inp.tx_valid),
+                net.in_dst[i].eq(inp.tx_dst),
+                net.in_data[i].eq(Cat(inp.tx_data, inp.tx_header, inp.tx_last)),
+            ]
+
+        for j in range(n):
+            fifo = stream.SyncFIFO(cell_layout(data_width), depth=out_cells * beats)
+            setattr(self, f"out_fifo{j}", fifo)
+            lane = net.out_data[j]
+            taken = Signal(name=f"taken{j}")
+            returned = Signal(name=f"returned{j}")
+            self.comb += [
+                fifo.sink.valid.eq(net.out_valid[j]),
+                fifo.sink.data.eq(lane[:data_width]),
+                fifo.sink.header.eq(lane[data_width:data_width + L2_HEADER_BITS]),
+                fifo.sink.last.eq(lane[-1]),
+                fifo.source.connect(self.sources[j]),
+                taken.eq(sched.done & (Cat(*[sched.match_valid[i] & (sched.match[i] == j)
+                                             for i in range(n)]) != 0)),
+                returned.eq(self.sources[j].valid & self.sources[j].ready & self.sources[j].last),
+            ]
+            self.sync += [
+                credit[j].eq(credit[j] - taken + returned),
+                If(fifo.sink.valid & ~fifo.sink.ready, self.out_overflow.eq(self.out_overflow + 1)),
+            ]
+        self.sync += self.cells_out.eq(self.cells_out + sum(
+            src.valid & src.ready & src.last for src in self.sources))
+
+        if with_csr:
+            self.add_csr()
+
+    def add_csr(self):
+        def total(attr):
+            return sum(getattr(inp, attr) for inp in self.inputs)
+        stats = [
+            ("cells_in", total("cells_in"), "Cells accepted into the VOQs (all inputs)."),
+            ("cells_out", self.cells_out, "Cells delivered by the outputs."),
+            ("drop_hops", total("drop_hops"), "Cells dropped: Remain Hops was already 0."),
+            ("drop_loop", total("drop_loop"), "Cells dropped: Dst Port 1 = 0 mod N would loop back."),
+            ("drop_full", total("drop_full"), "Cells dropped: their VOQ was full (sender ignored flow control)."),
+            ("drop_malformed", total("drop_malformed"), "Cells dropped: `last` not on the final beat."),
+            ("collisions", self.collisions, "Batcher-Banyan contention events (0 unless the scheduler failed)."),
+            ("out_overflow", self.out_overflow, "Beats that found a full output FIFO (0 by construction)."),
+        ]
+        for name, value, desc in stats:
+            csr = CSRStatus(fields=[CSRField("value", size=32, description=desc)], name=name)
+            setattr(self, f"_{name}", csr)
+            self.comb += csr.fields.value.eq(value)

@@ -1,0 +1,309 @@
+"""RIFL switch RTL: forwarding by relative address, header rewrite, drops, per-VOQ flow control, chains."""
+import random
+from collections import Counter
+
+import pytest
+from migen import Module
+from migen.sim import run_simulation, passive
+
+from cores.rifl.common import (l2_header_pack, l2_header_unpack, l2_forward, reply_route, dst_port, port_loops)
+from cores.switch.switch import RIFLSwitch
+
+W = 512                  # 4 beats a cell and one iSLIP iteration: keeps the Migen simulation short
+N = 4
+K = 1
+
+
+class Endpoint:
+    """An endpoint model: sends cells (honouring per-VOQ flow control of its switch port), receives cells."""
+    def __init__(self, eid, rng, gap=0.3, ready=1.0, honour_fc=True):
+        self.eid, self.rng, self.gap, self.ready, self.honour_fc = eid, rng, gap, ready, honour_fc
+        self.tx = []                 # (header, [beats]) to send
+        self.rx = []                 # (header, [beats]) received
+        self.paused = set()
+        self.fc_frames = 0
+
+    def cell(self, header, seq, beats):
+        data = [(self.rng.getrandbits(W - 32) << 32) | (seq << 16) | self.eid for _ in range(beats)]
+        self.tx.append((header, data))
+        return data
+
+    def sender(self, sink, fc, n):
+        yield fc.ready.eq(1)
+        idx, beat = 0, 0
+        while idx < len(self.tx):
+            if (yield fc.valid):
+                self.fc_frames += 1
+                if (yield fc.on_valid):
+                    self.paused.add((yield fc.on_channel))
+                if (yield fc.off_valid):
+                    self.paused.discard((yield fc.off_channel))
+            header, data = self.tx[idx]
+            if beat == 0:
+                channel = l2_header_unpack(header)[2][0] % n
+                if self.rng.random() < self.gap or (self.honour_fc and channel in self.paused):
+                    yield sink.valid.eq(0)
+                    yield
+                    continue
+            yield sink.valid.eq(1)
+            yield sink.header.eq(header)
+            yield sink.data.eq(data[beat])
+            yield sink.last.eq(beat == len(data) - 1)
+            yield
+            beat += 1
+            if beat == len(data):
+                beat, idx = 0, idx + 1
+        yield sink.valid.eq(0)
+
+    @passive
+    def receiver(self, source):
+        cur = []
+        while True:
+            r = self.rng.random() < self.ready
+            yield source.ready.eq(r)
+            yield
+            if r and (yield source.valid):
+                cur.append(((yield source.header), (yield source.data)))
+                if (yield source.last):
+                    assert len(set(h for h, _ in cur)) == 1, "header changed inside a cell"
+                    self.rx.append((cur[0][0], [d for _, d in cur]))
+                    cur = []
+
+
+def drain(switches, endpoints, expected, cap, then=None):
+    """Run until `expected` cells have been received (or `cap` cycles), then a few cell times, then `then`."""
+    def gen():
+        for _ in range(cap):
+            if sum(len(e.rx) for e in endpoints) >= expected:
+                break
+            yield
+        for _ in range(4 * switches[0].beats):
+            yield
+        if then is not None:
+            yield from then()
+    return gen()
+
+
+def flows(ep):
+    """Received cells grouped by sending endpoint, in arrival order."""
+    out = {}
+    for header, data in ep.rx:
+        out.setdefault(data[0] & 0xFFFF, []).append((header, data))
+    return out
+
+
+def check_counters(sw):
+    """No loss anywhere: no full VOQ, no malformed cell, no network collision, no output overflow."""
+    for inp in sw.inputs:
+        for c in ("drop_full", "drop_malformed"):
+            assert (yield getattr(inp, c)) == 0, c
+    assert (yield sw.collisions) == 0
+    assert (yield sw.out_overflow) == 0
+
+
+def test_single_switch_forwarding_and_drops():
+    rng = random.Random(11)
+    sw = RIFLSwitch(N, W, voq_cells=8, iterations=K)
+    eps = [Endpoint(i, rng, gap=0.2, ready=rng.choice([1.0, 0.6])) for i in range(N)]
+    expect = {j: {} for j in range(N)}
+    bad = {"hops": 0, "loop": 0}
+    for i, ep in enumerate(eps):
+        for seq in range(14):
+            j = rng.randrange(1, 256)
+            if rng.random() < 0.1:
+                j = rng.choice([0, N, 4 * N])            # loops back: dropped
+            remain0 = rng.random() < 0.05
+            total = rng.randrange(1, 6)
+            header = l2_header_pack(total, 0 if remain0 else total,
+                                    [j] + [rng.randrange(256) for _ in range(4)])
+            data = ep.cell(header, seq, sw.beats)
+            if remain0:
+                bad["hops"] += 1
+            elif port_loops(j, N):
+                bad["loop"] += 1
+            else:
+                expect[dst_port(i, j, N)].setdefault(i, []).append((l2_forward(header), data))
+    total_ok = sum(len(v) for e in expect.values() for v in e.values())
+    gens = [ep.sender(sw.sinks[i], sw.fcs[i], N) for i, ep in enumerate(eps)]
+    gens += [ep.receiver(sw.sources[i]) for i, ep in enumerate(eps)]
+    seen = {}
+
+    def counters():
+        for c in ("drop_hops", "drop_loop"):
+            seen[c] = 0
+            for inp in sw.inputs:
+                seen[c] += yield getattr(inp, c)
+        seen["cells_out"] = yield sw.cells_out
+        yield from check_counters(sw)
+    gens.append(drain([sw], eps, total_ok, 20000, counters))
+    run_simulation(sw, gens)
+    for j, ep in enumerate(eps):
+        assert flows(ep) == expect[j]
+    assert seen == {"drop_hops": bad["hops"], "drop_loop": bad["loop"], "cells_out": total_ok}
+
+
+def test_line_rate_permutation():
+    """A fixed permutation at full load: every output receives a cell every cell time."""
+    sw = RIFLSwitch(N, W, voq_cells=8, iterations=K)
+    rng = random.Random(3)
+    eps = [Endpoint(i, rng, gap=0.0) for i in range(N)]
+    cells = 12
+    for i, ep in enumerate(eps):
+        for seq in range(cells):
+            ep.cell(l2_header_pack(1, 1, [1 + (i % 3)]), seq, sw.beats)     # distinct outputs
+    gens = [ep.sender(sw.sinks[i], sw.fcs[i], N) for i, ep in enumerate(eps)]
+    gens += [ep.receiver(sw.sources[i]) for i, ep in enumerate(eps)]
+    stamps = []
+
+    @passive
+    def watch():
+        t = 0
+        while True:
+            yield
+            t += 1
+            if (yield sw.sources[0].valid) and (yield sw.sources[0].last) and (yield sw.sources[0].ready):
+                stamps.append(t)
+    gens += [watch(), drain([sw], eps, N * cells, 5000)]
+    run_simulation(sw, gens)
+    assert sum(len(ep.rx) for ep in eps) == N * cells
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    assert gaps and max(gaps[2:]) == sw.beats          # back to back: one cell each cell time
+
+
+def test_flow_control_slow_outputs_never_overflow():
+    """Everybody sends to one slow output: VOQs fill, pause their senders and never overflow."""
+    rng = random.Random(5)
+    sw = RIFLSwitch(N, W, voq_cells=4, iterations=K)
+    eps = [Endpoint(i, rng, gap=0.0, ready=0.25 if i == 0 else 1.0) for i in range(N)]
+    count = 0
+    for i, ep in enumerate(eps[1:], start=1):
+        for seq in range(7):
+            ep.cell(l2_header_pack(1, 1, [(0 - i) % N]), seq, sw.beats)       # all to output 0
+            count += 1
+    peak = [0] * N
+    frames = []
+
+    @passive
+    def watch():
+        while True:
+            yield
+            for i in range(1, N):
+                peak[i] = max(peak[i], (yield sw.inputs[i].occupancy[0]))
+                if (yield sw.fcs[i].valid):
+                    frames.append((i, (yield sw.fcs[i].on_valid), (yield sw.fcs[i].on_channel),
+                                   (yield sw.fcs[i].off_valid), (yield sw.fcs[i].off_channel)))
+    gens = [ep.sender(sw.sinks[i], sw.fcs[i], N) for i, ep in enumerate(eps)]
+    gens += [ep.receiver(sw.sources[i]) for i, ep in enumerate(eps)]
+    gens += [watch(), drain([sw], eps, count, 40000, lambda: check_counters(sw))]
+    run_simulation(sw, gens)
+    assert len(eps[0].rx) == count
+    assert sw.inputs[1].on_threshold < max(peak) <= 4                  # paused, never overflowed
+    on_frames = [f for f in frames if f[1]]
+    assert on_frames and all(f[2] == (0 - f[0]) % N for f in on_frames)   # channel = Dst Port 1 value
+    for i in range(1, N):
+        ons = sum(1 for f in frames if f[0] == i and f[1])
+        offs = sum(1 for f in frames if f[0] == i and f[3])
+        assert ons == offs                                            # every pause was lifted
+
+
+def test_ignored_flow_control_drops_and_counts():
+    rng = random.Random(6)
+    sw = RIFLSwitch(N, W, voq_cells=4, iterations=K)
+    eps = [Endpoint(i, rng, gap=0.0, ready=0.05 if i == 0 else 1.0, honour_fc=False) for i in range(N)]
+    for seq in range(12):
+        eps[1].cell(l2_header_pack(1, 1, [3]), seq, sw.beats)
+    gens = [eps[1].sender(sw.sinks[1], sw.fcs[1], N), eps[0].receiver(sw.sources[0])]
+
+    def check():
+        for _ in range(12 * sw.beats + 20):
+            yield
+        full = yield sw.inputs[1].drop_full
+        cells_in = yield sw.inputs[1].cells_in
+        assert full > 0 and full + cells_in == 12
+    run_simulation(sw, gens + [check()])
+
+
+class Chain(Module):
+    """Switches in a line: port N-1 of switch s linked to port 0 of switch s+1, both ways."""
+    def __init__(self, count):
+        self.switches = [RIFLSwitch(N, W, voq_cells=8, iterations=K) for _ in range(count)]
+        for s, sw in enumerate(self.switches):
+            setattr(self.submodules, f"sw{s}", sw)
+        for a, b in zip(self.switches, self.switches[1:]):
+            self.comb += [a.sources[N - 1].connect(b.sinks[0]), b.sources[0].connect(a.sinks[N - 1]),
+                          a.fcs[N - 1].ready.eq(1), b.fcs[0].ready.eq(1)]
+
+
+def route(src, dst):
+    """Dst Port values from endpoint (switch, port) src to dst along the chain (relative addresses)."""
+    (s, p), (t, q) = src, dst
+    ports, cur = [], p
+    step = 1 if t > s else -1
+    while s != t:
+        out = N - 1 if step > 0 else 0
+        ports.append((out - cur) % N)
+        s += step
+        cur = 0 if step > 0 else N - 1
+    ports.append((q - cur) % N)
+    return ports
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_chain_routes_and_replies(count):
+    rng = random.Random(20 + count)
+    top = Chain(count)
+    # Endpoints on every port except the chain links.
+    places = [(s, p) for s in range(count) for p in range(N)
+              if not (p == N - 1 and s < count - 1) and not (p == 0 and s > 0)]
+    eps = {pl: Endpoint(k, rng, gap=0.2) for k, pl in enumerate(places)}
+    expect = {pl: {} for pl in places}
+    sent_to = {pl: Counter() for pl in places}
+    sent = 0
+    for pl, ep in eps.items():
+        for seq in range(3):
+            dst = rng.choice([q for q in places if q != pl])
+            ports = route(pl, dst)
+            header = l2_header_pack(len(ports), len(ports), ports)
+            data = ep.cell(header, seq, top.switches[0].beats)
+            out = header
+            for _ in ports:
+                out = l2_forward(out)
+            expect[dst].setdefault(ep.eid, []).append((out, data))
+            sent_to[pl][dst] += 1
+            sent += 1
+    gens = []
+    for (s, p), ep in eps.items():
+        sw = top.switches[s]
+        gens += [ep.sender(sw.sinks[p], sw.fcs[p], N), ep.receiver(sw.sources[p])]
+    gens.append(drain(top.switches, list(eps.values()), sent, 20000))
+    run_simulation(top, gens)
+    for pl, ep in eps.items():
+        assert flows(ep) == expect[pl]
+
+    # Replies: every endpoint answers each cell it got using reply_route(); the answers reach the senders.
+    for ep in eps.values():
+        ep.tx, received, ep.rx = [], ep.rx, []
+        for k, (header, data) in enumerate(received):
+            total, remain, _ = l2_header_unpack(header)
+            assert remain == 0
+            ep.cell(reply_route(header), k, top.switches[0].beats)
+    replies = sum(len(ep.tx) for ep in eps.values())
+    top = Chain(count)
+    gens = []
+    for (s, p), ep in eps.items():
+        sw = top.switches[s]
+        gens += [ep.sender(sw.sinks[p], sw.fcs[p], N), ep.receiver(sw.sources[p])]
+    gens.append(drain(top.switches, list(eps.values()), replies, 20000))
+    run_simulation(top, gens)
+    by_id = {ep.eid: pl for pl, ep in eps.items()}
+    for pl, ep in eps.items():
+        assert Counter(by_id[d[0] & 0xFFFF] for _, d in ep.rx) == sent_to[pl]
+
+
+def test_parameters():
+    with pytest.raises(ValueError):
+        RIFLSwitch(4, 1024, iterations=1)        # 2 beats a cell: no time for an iteration
+    with pytest.raises(ValueError):
+        RIFLSwitch(4, 256, voq_cells=6)
+    with pytest.raises(ValueError):
+        RIFLSwitch(4, 256, voq_cells=8, on_threshold=2, off_threshold=3)
