@@ -5,6 +5,7 @@ Ethernet port). `cpu_type="vexriscv"` adds a VexRiscv with its BIOS, ROM, RAM an
 uptime counter (timer0 uptime) lets host tools measure simulated cycles. The CSR map is exported as
 csr.csv and csr.json by `soc.build.export_csr_map()` / the LiteX Builder.
 """
+from litex.soc.integration.soc import SoCRegion
 from litex.soc.integration.soc_core import SoCCore
 
 ETHERBONE_UDP_PORT = 1234
@@ -43,6 +44,16 @@ class InnetSoC(SoCCore):
                            ip_address=ip_address, udp_port=ETHERBONE_UDP_PORT)
 
     def _register_core(self, name, module):
-        self.add_module(name=name, module=module)
+        self.check_if_exists(name)
+        setattr(self, name, module)
         self.cores.append(name)
         return module
+
+    # Cores ----------------------------------------------------------------------------------------
+    def add_sparsr(self, name="sparsr", wmem_rows=64, xmem_rows=16, origin=0x40000000):
+        """Sparsr frame receiver with WMEM/XMEM; the host writes frames into a Wishbone window at `origin`."""
+        from cores.sparsr.soc_block import SparsrBlock, WINDOW_BYTES
+        block = self._register_core(name, SparsrBlock(wmem_rows=wmem_rows, xmem_rows=xmem_rows))
+        self.bus.add_slave(name=name, slave=block.bus,
+                           region=SoCRegion(origin=origin, size=WINDOW_BYTES, cached=False))
+        return block
