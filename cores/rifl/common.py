@@ -76,8 +76,9 @@ ALIGN_UP_FRAMES = 8
 ALIGN_DOWN_FRAMES = 4
 
 # Internal pipeline cycles of one endpoint pair (TX select -> channel and channel -> RX decision, both
-# ways), added to the channel round trip to size the replay hold-off and the replay buffer.
-PIPELINE_RTT_CYCLES = 8
+# ways: 2 + 2 + 2 + 2, plus one RETRANS slot and a margin), added to the channel round trip to give the
+# replay hold-off / quiet time, which also sizes the replay buffer.
+PIPELINE_RTT_CYCLES = 12
 
 # Scrambler: frame-synchronous additive, x^58 + x^39 + 1.
 SCRAMBLER_TAPS = (58, 39)
@@ -137,10 +138,28 @@ def scrambler_mask(nbits):
     return mask
 
 
+def holdoff_cycles(rtt_cycles):
+    """Replay hold-off and quiet time H: channel round trip plus the endpoints' pipelines."""
+    return rtt_cycles + PIPELINE_RTT_CYCLES
+
+
+def rx_depth_min(rtt_cycles):
+    """Smallest receive buffer (frames): the third above the ON threshold must absorb the frames still
+    arriving after the ON decision (one hold-off plus the flow-control frame's own pipeline)."""
+    return 3 * (holdoff_cycles(rtt_cycles) + 8)
+
+
+def rx_depth_for(rtt_cycles):
+    """Default receive buffer: rx_depth_min rounded up to a power of two."""
+    return 1 << max(4, (rx_depth_min(rtt_cycles) - 1).bit_length())
+
+
 def replay_log2(rtt_cycles):
-    """log2 of the replay buffer (frames) for a channel round trip of rtt_cycles frame slots: the buffer
-    must cover the hold-off (rtt + pipeline) plus the same again of new frames sent meanwhile."""
-    need = 2 * (rtt_cycles + PIPELINE_RTT_CYCLES) + 16
+    """log2 of the replay buffer (frames) for a channel round trip of rtt_cycles frame slots. Without an
+    error the unconfirmed window is one hold-off H = rtt + PIPELINE_RTT_CYCLES; after an error the sender
+    keeps sending while the confirmation waits for the replay (one round trip) and a quiet hold-off, so
+    the buffer covers 3 H (plus a margin) to never stall."""
+    need = 3 * holdoff_cycles(rtt_cycles) + 16
     n = max(4, (need - 1).bit_length())
     if n > REPLAY_LOG2_MAX:
         raise ValueError(f"round trip of {rtt_cycles} frames needs 2^{n} replay frames, max 2^{REPLAY_LOG2_MAX}")

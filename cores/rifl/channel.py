@@ -1,0 +1,85 @@
+"""Simulation channel for RIFL: fixed latency, random frame errors, error bursts, link down."""
+from migen import *
+
+from litex.gen import LiteXModule
+
+from cores.rifl.common import check_frame_bits
+
+ERROR_BURST_MAX = 12   # bursts up to the CRC degree are always detected
+
+
+def xorshift32(s):
+    """One xorshift32 step as Migen expressions (combinational)."""
+    a = Signal(32)
+    b = Signal(32)
+    c = Signal(32)
+    return a, b, c, [a.eq(s ^ (s << 13)[:32]), b.eq(a ^ (a >> 17)), c.eq(b ^ (b << 5)[:32])]
+
+
+class RIFLChannel(LiteXModule):
+    """One direction of a serial link, carrying one F-bit frame a cycle.
+
+    latency: cycles from sink_frame to source_frame (0 = combinational).
+    Error model (per frame, hardware PRNG): each cycle a 32-bit xorshift draw below `threshold`
+    corrupts the frame: `burst` consecutive bits (1..12, 0 counts as 1) are inverted at a random position
+    (wrapping inside the frame). For a bit error rate p the per-frame threshold is 2^32 (1 - (1 - p)^F):
+    a frame with two or more independent bit errors (probability about (pF)^2 / 2) is modelled as one.
+    `down` replaces every frame by zeros (loss of signal: invalid sync headers).
+    `errors` counts corrupted frames.
+    """
+    def __init__(self, frame_bits, latency=0, seed=1):
+        check_frame_bits(frame_bits)
+        if not isinstance(latency, int) or latency < 0:
+            raise ValueError(f"latency must be a non-negative number of cycles, got {latency!r}")
+        if not 0 < seed < 2**32:
+            raise ValueError("seed must be a non-zero 32-bit value")
+        F = frame_bits
+        self.sink_frame = Signal(F)
+        self.source_frame = Signal(F)
+        self.threshold = Signal(32)
+        self.burst = Signal(4)
+        self.down = Signal()
+        self.errors = Signal(32)
+
+        # # #
+
+        # Delay line.
+        delayed = Signal(F)
+        if latency == 0:
+            self.comb += delayed.eq(self.sink_frame)
+        elif latency <= 4:
+            stages = [self.sink_frame] + [Signal(F) for _ in range(latency - 1)] + [delayed]
+            self.sync += [stages[k + 1].eq(stages[k]) for k in range(latency)]
+        else:
+            mem = Memory(F, latency - 1)
+            port = mem.get_port(write_capable=True, async_read=True)
+            self.specials += mem, port
+            ptr = Signal(max=latency)
+            self.comb += [port.adr.eq(ptr), port.dat_w.eq(self.sink_frame), port.we.eq(1)]
+            self.sync += [
+                If(ptr == latency - 2, ptr.eq(0)).Else(ptr.eq(ptr + 1)),
+                delayed.eq(port.dat_r),
+            ]
+
+        # PRNGs: one draw decides, another places the error.
+        rng_hit = Signal(32, reset=seed)
+        rng_pos = Signal(32, reset=(seed * 0x9E3779B1) % 2**32 or 1)
+        _, _, hit_next, hit_ops = xorshift32(rng_hit)
+        _, _, pos_next, pos_ops = xorshift32(rng_pos)
+        self.comb += hit_ops + pos_ops
+        self.sync += [rng_hit.eq(hit_next), rng_pos.eq(pos_next)]
+
+        # The error of the next cycle is computed and registered from the PRNG state.
+        hit = Signal()
+        self.comb += hit.eq(rng_hit < self.threshold)
+        nburst = Signal(4)
+        self.comb += If((self.burst == 0), nburst.eq(1)).Elif(self.burst > ERROR_BURST_MAX,
+            nburst.eq(ERROR_BURST_MAX)).Else(nburst.eq(self.burst))
+        ones = Signal(ERROR_BURST_MAX)
+        self.comb += Case(nburst, {k: ones.eq((1 << k) - 1) for k in range(1, ERROR_BURST_MAX + 1)})
+        pos = rng_pos[:log2_int(F)]
+        shifted = Cat(ones, C(0, 2 * F - ERROR_BURST_MAX)) << pos
+        errmask = Signal(F)
+        self.sync += errmask.eq(Mux(hit, shifted[:F] | shifted[F:2 * F], 0))
+        self.comb += self.source_frame.eq(Mux(self.down, 0, delayed ^ errmask))
+        self.sync += If((errmask != 0) & ~self.down, self.errors.eq(self.errors + 1))

@@ -1,0 +1,363 @@
+"""RIFL Layer 1 endpoint: framer, verification, NACK replay, link bring-up and ON/OFF flow control."""
+from migen import *
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+from litex.soc.interconnect.csr import CSRStatus, CSRField
+
+from cores.rifl.common import (
+    ALIGN_DOWN_FRAMES, ALIGN_UP_FRAMES, CHECK_BITS, CRC12_POLY, CTRL_FC, CTRL_IDLE, CTRL_LAYOUT,
+    CTRL_PAUSE, CTRL_PAYLOAD_BITS, CTRL_RETRANS, FC_OFF_DEN, FC_OFF_NUM, FC_ON_DEN, FC_ON_NUM,
+    LINK_FC_CHANNEL, META_ALL_VALID, META_EOP, SEQ_BITS, SEQ_MASK, SYNC_CTRL, SYNC_DATA, check_frame_bits,
+    holdoff_cycles, payload_bytes, replay_log2, rx_depth_for, rx_depth_min, scrambler_mask, user_layout)
+
+COUNTERS = [
+    ("tx_frames", "numbered frames sent (new data and flow control, not replays)"),
+    ("tx_replayed", "frames sent again from the replay buffer"),
+    ("tx_ctrl", "control frames sent (IDLE, PAUSE, RETRANS)"),
+    ("tx_bad", "user beats dropped: nbytes 0 or above the payload size"),
+    ("rx_frames", "numbered frames accepted in order"),
+    ("rx_errors", "verification failures on an up link that started a recovery (check, sequence gap)"),
+    ("rx_discarded", "frames dropped on an up link while waiting for a replay"),
+    ("rx_overflow", "frames refused because the receive buffer was full (replayed later)"),
+    ("replays", "replay episodes started on a RETRANS request"),
+    ("bad_retrans", "RETRANS requests for a frame outside the replay window (ignored)"),
+    ("fc_on_sent", "flow-control ON (pause) frames sent"),
+    ("fc_off_sent", "flow-control OFF (resume) frames sent"),
+    ("fc_on_rcvd", "flow-control ON frames received"),
+    ("link_downs", "link up -> down transitions"),
+]
+
+
+def crc12_matrix(nbits):
+    """For each CRC bit, the input bit positions (bit 0 = last bit sent) that XOR into it."""
+    cols, r = [], CRC12_POLY                   # r_i = x^(i+12) mod P: CRC of the unit vector at bit i
+    for _ in range(nbits):
+        cols.append(r)
+        r = ((r << 1) ^ (CRC12_POLY if r & 0x800 else 0)) & 0xFFF
+    return [[i for i in range(nbits) if (cols[i] >> b) & 1] for b in range(CHECK_BITS)]
+
+
+def _xor_tree(terms):
+    """Balanced XOR of a list of expressions."""
+    while len(terms) > 1:
+        terms = [terms[i] ^ terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
+def crc12_expr(body):
+    """CRC-12 of a Migen signal, MSB first: one XOR tree a bit. Used only in synchronous statements, so the
+    Migen simulator evaluates each tree once a cycle."""
+    return Cat(*[_xor_tree([body[i] for i in taps]) for taps in crc12_matrix(len(body))])
+
+
+def _ctrl_payload(pbits, **fields):
+    """Control payload, fields MSB first at the top of the payload (CTRL_LAYOUT)."""
+    parts = [C(0, pbits - CTRL_PAYLOAD_BITS)]
+    for name, bits in reversed(CTRL_LAYOUT):
+        parts.append(fields.get(name, C(0, bits)))
+    return Cat(*parts)
+
+
+def _ctrl_fields(payload):
+    pbits, out, pos = len(payload), {}, len(payload)
+    for name, bits in CTRL_LAYOUT:
+        pos -= bits
+        out[name] = payload[pos:pos + bits]
+    return out
+
+
+class RIFLEndpoint(LiteXModule):
+    """One end of a RIFL link: user stream in/out, one F-bit frame to/from the channel every cycle.
+
+    Parameters: frame_bits F (power of two, 64..2048); rtt = channel round trip in cycles (sum of both
+    channel latencies), which sets the replay hold-off H = rtt + PIPELINE_RTT_CYCLES, the replay buffer
+    (2^replay_log2(rtt) frames) and the receive buffer (rx_depth, default rx_depth_for(rtt) frames).
+    sink/source: user_layout(F) with `last`; one beat = one frame, one beat a cycle at line rate.
+    tx_frame/rx_frame: the frame-aligned parallel line (MSB sent first). Latency: 2 cycles TX, 3 cycles RX
+    plus the receive FIFO.
+    """
+    def __init__(self, frame_bits=256, rtt=16, rx_depth=None, with_csr=False):
+        check_frame_bits(frame_bits)
+        if not isinstance(rtt, int) or rtt < 0:
+            raise ValueError(f"rtt must be a non-negative number of cycles, got {rtt!r}")
+        rx_depth = rx_depth_for(rtt) if rx_depth is None else rx_depth
+        if not isinstance(rx_depth, int) or rx_depth < rx_depth_min(rtt):
+            raise ValueError(f"rx_depth must be at least {rx_depth_min(rtt)} frames for rtt {rtt}, got {rx_depth!r}")
+        F = frame_bits
+        P = payload_bytes(F)
+        pbits = 8 * P
+        bbits = F - CHECK_BITS                      # CRC-covered body: sync, meta, payload
+        log2n = replay_log2(rtt)
+        H = holdoff_cycles(rtt)
+        self.frame_bits, self.rtt, self.holdoff, self.replay_depth, self.rx_depth = F, rtt, H, 1 << log2n, rx_depth
+
+        self.sink = sink = stream.Endpoint(user_layout(F))
+        self.source = source = stream.Endpoint(user_layout(F))
+        self.tx_frame = Signal(F)
+        self.rx_frame = Signal(F)
+        self.link_up = Signal()
+        self.rx_aligned = Signal()
+        self.remote_up = Signal()
+        self.recovering = Signal()
+        self.remote_xoff = Signal()
+        self.counters = {name: Signal(32, name=name) for name, _ in COUNTERS}
+        cnt = self.counters
+
+        # # #
+
+        mask = scrambler_mask(pbits)
+
+        def inc(name):
+            return cnt[name].eq(cnt[name] + 1)
+
+        def seq_lt(a, b, limit):                     # (b - a) mod 2^12 in (0, limit)
+            d = Signal(SEQ_BITS)
+            self.comb += d.eq(b - a)
+            return (d != 0) & (d < limit)
+
+        # ----- shared state -----
+        tx_seq = Signal(SEQ_BITS)    # id of the next new numbered frame
+        rp = Signal(SEQ_BITS)        # id of the next numbered frame to send (== tx_seq unless replaying)
+        ack = Signal(SEQ_BITS)       # every frame before ack is known to be received
+        rx_seq = Signal(SEQ_BITS)    # id of the next frame expected
+        toggle = Signal()
+        fc_want = Signal()           # receive buffer wants the remote paused
+        fc_sent = Signal()           # last ON/OFF state sent
+        self.sync += toggle.eq(~toggle)
+
+        # ----- replay buffer -----
+        mem = Memory(bbits, 1 << log2n)
+        wport = mem.get_port(write_capable=True)
+        rport = mem.get_port()
+        self.specials += mem, wport, rport
+
+        # ----- TX: stage 0, choose the slot -----
+        replaying = Signal()
+        guard_ok = Signal()
+        sink_ok = Signal()
+        self.comb += [
+            replaying.eq(rp != tx_seq),
+            guard_ok.eq((tx_seq - ack)[:SEQ_BITS] < (1 << log2n) - 1),
+            sink_ok.eq((sink.nbytes != 0) & (sink.nbytes <= P)),
+        ]
+        sel_ctrl, sel_replay, sel_fc, sel_data = Signal(), Signal(), Signal(), Signal()
+        ctrl_code = Signal(4)
+        self.comb += [
+            If(~self.rx_aligned,
+                sel_ctrl.eq(1), ctrl_code.eq(CTRL_PAUSE),
+            ).Elif(~self.remote_up,
+                sel_ctrl.eq(1), ctrl_code.eq(CTRL_IDLE),
+            ).Elif(self.recovering & ~toggle,
+                sel_ctrl.eq(1), ctrl_code.eq(CTRL_RETRANS),
+            ).Elif(replaying,
+                sel_replay.eq(1),
+            ).Elif((fc_want != fc_sent) & guard_ok,
+                sel_fc.eq(1),
+            ).Elif(sink.valid & sink_ok & guard_ok & ~self.remote_xoff,
+                sel_data.eq(1),
+            ).Else(
+                sel_ctrl.eq(1), ctrl_code.eq(CTRL_IDLE),
+            ),
+            sink.ready.eq(sel_data | (sink.valid & ~sink_ok)),
+        ]
+        # New data body.
+        data_bytes = [sink.data[8 * k:8 * k + 8] for k in range(P)]
+        all_valid = Signal()
+        self.comb += all_valid.eq(sink.nbytes == P)
+        data_payload = Cat(Mux(all_valid, data_bytes[P - 1], sink.nbytes), *reversed(data_bytes[:P - 1]))
+        data_body = Cat(data_payload, all_valid, sink.last, C(SYNC_DATA, 2))
+        fc_body = Cat(_ctrl_payload(pbits, code=C(CTRL_FC, 4), seq=tx_seq,
+                                    fc_on_valid=fc_want, fc_on_channel=C(LINK_FC_CHANNEL, 8),
+                                    fc_off_valid=~fc_want, fc_off_channel=C(LINK_FC_CHANNEL, 8)),
+                      C(0, 2), C(SYNC_CTRL, 2))
+        ctrl_body = Cat(_ctrl_payload(pbits, code=ctrl_code,
+                                      seq=Mux(ctrl_code == CTRL_RETRANS, rx_seq, tx_seq),
+                                      recovering=self.recovering),
+                        C(0, 2), C(SYNC_CTRL, 2))
+        new_body = Signal(bbits)
+        self.comb += [
+            new_body.eq(Mux(sel_fc, fc_body, data_body)),
+            wport.adr.eq(tx_seq[:log2n]),
+            wport.dat_w.eq(new_body),
+            wport.we.eq(sel_fc | sel_data),
+            rport.adr.eq(rp[:log2n]),
+        ]
+        # Stage 1 registers.
+        s1_replay = Signal()
+        s1_body = Signal(bbits)
+        s1_id = Signal(SEQ_BITS)
+        self.sync += [
+            s1_replay.eq(sel_replay),
+            s1_body.eq(Mux(sel_ctrl, ctrl_body, new_body)),
+            s1_id.eq(Mux(sel_ctrl, 0, rp)),
+            If(sel_data | sel_fc,
+                tx_seq.eq(tx_seq + 1), inc("tx_frames"),
+            ),
+            If(sel_fc,
+                fc_sent.eq(fc_want),
+                If(fc_want, inc("fc_on_sent")).Else(inc("fc_off_sent")),
+            ),
+            If(sel_replay, inc("tx_replayed")),
+            If(sel_ctrl, inc("tx_ctrl")),
+            If(sink.valid & ~sink_ok, inc("tx_bad")),
+        ]
+        # Stage 1: CRC XOR frame id, scramble, register onto the line.
+        body1 = Signal(bbits)
+        self.comb += body1.eq(Mux(s1_replay, rport.dat_r, s1_body))
+        self.sync += self.tx_frame.eq(Cat(crc12_expr(body1) ^ s1_id, body1 ^ mask))
+
+        # ----- RX: stage A register, stage B descramble + CRC, stage C decide -----
+        ra = Signal(F)
+        self.sync += ra.eq(self.rx_frame)
+        b_body = Signal(bbits)
+        b_syn = Signal(CHECK_BITS)
+        rx_body_a = Signal(bbits)
+        self.comb += rx_body_a.eq(ra[CHECK_BITS:] ^ mask)
+        self.sync += [
+            b_body.eq(rx_body_a),
+            b_syn.eq(crc12_expr(rx_body_a) ^ ra[:CHECK_BITS]),
+        ]
+        b_sync = b_body[bbits - 2:]
+        b_meta = b_body[pbits:pbits + 2]
+        b_payload = b_body[:pbits]
+        f = _ctrl_fields(b_payload)
+        sync_valid = Signal()
+        is_data, is_ctrl = Signal(), Signal()
+        ok_data, ok_fc, ok_unnum = Signal(), Signal(), Signal()
+        ok_idle, ok_pause, ok_retrans = Signal(), Signal(), Signal()
+        fail = Signal()
+        self.comb += [
+            is_data.eq(b_sync == SYNC_DATA),
+            is_ctrl.eq(b_sync == SYNC_CTRL),
+            sync_valid.eq(is_data | is_ctrl),
+            ok_data.eq(is_data & (b_syn == rx_seq)),
+            ok_fc.eq(is_ctrl & (f["code"] == CTRL_FC) & (b_syn == rx_seq)),
+            ok_unnum.eq(is_ctrl & (b_syn == 0)),
+            ok_idle.eq(ok_unnum & (f["code"] == CTRL_IDLE)),
+            ok_pause.eq(ok_unnum & (f["code"] == CTRL_PAUSE)),
+            ok_retrans.eq(ok_unnum & (f["code"] == CTRL_RETRANS)),
+            fail.eq(~(ok_data | ok_fc | ok_idle | ok_pause | ok_retrans)),
+        ]
+
+        # Receive buffer.
+        self.fifo = fifo = stream.SyncFIFO(user_layout(F), rx_depth, buffered=True)
+        self.comb += fifo.source.connect(source)
+        rx_bytes = [b_payload[pbits - 8 * (k + 1):pbits - 8 * k] for k in range(P)]
+        self.comb += [
+            fifo.sink.valid.eq(ok_data),
+            fifo.sink.data.eq(Cat(*rx_bytes)),
+            fifo.sink.nbytes.eq(Mux(b_meta & META_ALL_VALID, P, rx_bytes[P - 1])),
+            fifo.sink.last.eq((b_meta & META_EOP) != 0),
+        ]
+        gap = Signal()   # an IDLE announcing more frames than we received: something was lost
+        self.comb += gap.eq(ok_idle & (f["seq"] != rx_seq))
+
+        def start_recovery():
+            return [If(self.link_up, If(~self.recovering, inc("rx_errors")).Else(inc("rx_discarded"))),
+                    self.recovering.eq(1)]
+
+        self.sync += [
+            If(fail | gap,
+                *start_recovery(),
+            ).Elif(ok_data,
+                If(fifo.sink.ready,
+                    rx_seq.eq(rx_seq + 1), self.recovering.eq(0), inc("rx_frames"),
+                ).Else(
+                    inc("rx_overflow"), self.recovering.eq(1),
+                ),
+            ).Elif(ok_fc,
+                rx_seq.eq(rx_seq + 1), self.recovering.eq(0), inc("rx_frames"),
+                If(f["fc_on_valid"] & (f["fc_on_channel"] == LINK_FC_CHANNEL),
+                    self.remote_xoff.eq(1), inc("fc_on_rcvd"),
+                ).Elif(f["fc_off_valid"] & (f["fc_off_channel"] == LINK_FC_CHANNEL),
+                    self.remote_xoff.eq(0),
+                ),
+            ).Elif(ok_idle,
+                self.recovering.eq(0),
+            ),
+        ]
+
+        # Flow control hysteresis on the receive buffer.
+        hi = rx_depth * FC_ON_NUM // FC_ON_DEN
+        lo = rx_depth * FC_OFF_NUM // FC_OFF_DEN
+        self.sync += If(fifo.level > hi, fc_want.eq(1)).Elif(fifo.level < lo, fc_want.eq(0))
+
+        # Alignment (sync headers) and link state.
+        good = Signal(max=ALIGN_UP_FRAMES + 1)
+        bad = Signal(max=ALIGN_DOWN_FRAMES + 1)
+        self.sync += [
+            If(sync_valid,
+                bad.eq(0),
+                If(good == ALIGN_UP_FRAMES, self.rx_aligned.eq(1)).Else(good.eq(good + 1)),
+            ).Else(
+                good.eq(0),
+                If(bad == ALIGN_DOWN_FRAMES - 1, self.rx_aligned.eq(0)).Else(bad.eq(bad + 1)),
+            ),
+            If(~self.rx_aligned | ok_pause,
+                self.remote_up.eq(0),
+            ).Elif(~fail,
+                self.remote_up.eq(1),
+            ),
+            If(self.link_up & ~(self.rx_aligned & self.remote_up), inc("link_downs")),
+            self.link_up.eq(self.rx_aligned & self.remote_up),
+        ]
+
+        # ----- Replay on RETRANS, hold-off, confirmation window -----
+        s_in_window = Signal()
+        self.comb += s_in_window.eq((f["seq"] - ack)[:SEQ_BITS] <= (tx_seq - ack)[:SEQ_BITS])
+        holdoff = Signal(max=H + 1)
+        base = Signal(SEQ_BITS)
+        # Sent pointer history: rp of H cycles ago (an asynchronous-read delay line).
+        hist = Memory(SEQ_BITS, H + 1)
+        hport = hist.get_port(write_capable=True, async_read=True)
+        self.specials += hist, hport
+        hptr = Signal(max=H + 1)
+        self.comb += [hport.adr.eq(hptr), hport.dat_w.eq(rp), hport.we.eq(1)]
+        self.sync += If(hptr == H, hptr.eq(0)).Else(hptr.eq(hptr + 1))
+        quiet = Signal(max=H + 2)
+        disturb = Signal()
+        self.comb += disturb.eq(fail | ok_retrans | (ok_unnum & f["recovering"]) | self.recovering |
+                                ~self.link_up)
+        self.sync += [
+            If(holdoff != 0, holdoff.eq(holdoff - 1)),
+            If(sel_replay | sel_data | sel_fc, rp.eq(rp + 1)),
+            If(ok_retrans,
+                If(~s_in_window,
+                    inc("bad_retrans"),
+                ).Else(
+                    If(seq_lt(ack, f["seq"], 1 << (SEQ_BITS - 1)), ack.eq(f["seq"])),
+                    If((holdoff == 0) | (f["seq"] != base),
+                        rp.eq(f["seq"]), base.eq(f["seq"]), holdoff.eq(H), inc("replays"),
+                    ),
+                ),
+            ),
+            If(disturb,
+                quiet.eq(0),
+            ).Elif(quiet != H + 1,
+                quiet.eq(quiet + 1),
+            ).Elif(seq_lt(ack, hport.dat_r, 1 << (SEQ_BITS - 1)),
+                ack.eq(hport.dat_r),
+            ),
+        ]
+
+        if with_csr:
+            self.add_csr()
+
+    def add_csr(self):
+        self._status = CSRStatus(fields=[
+            CSRField("link_up", size=1, description="link up: aligned and the remote hears us"),
+            CSRField("rx_aligned", size=1, description="receiver sees valid sync headers"),
+            CSRField("remote_up", size=1, description="remote is not sending PAUSE"),
+            CSRField("recovering", size=1, description="receiver is waiting for a replay"),
+            CSRField("remote_xoff", size=1, description="remote asked us to pause (flow control ON)"),
+        ])
+        self.comb += self._status.fields.link_up.eq(self.link_up)
+        self.comb += self._status.fields.rx_aligned.eq(self.rx_aligned)
+        self.comb += self._status.fields.remote_up.eq(self.remote_up)
+        self.comb += self._status.fields.recovering.eq(self.recovering)
+        self.comb += self._status.fields.remote_xoff.eq(self.remote_xoff)
+        for name, desc in COUNTERS:
+            csr = CSRStatus(32, name=name, description=desc)
+            setattr(self, "_" + name, csr)
+            self.comb += csr.status.eq(self.counters[name])
