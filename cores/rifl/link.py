@@ -352,11 +352,8 @@ class RIFLEndpoint(LiteXModule):
             CSRField("recovering", size=1, description="receiver is waiting for a replay"),
             CSRField("remote_xoff", size=1, description="remote asked us to pause (flow control ON)"),
         ])
-        self.comb += self._status.fields.link_up.eq(self.link_up)
-        self.comb += self._status.fields.rx_aligned.eq(self.rx_aligned)
-        self.comb += self._status.fields.remote_up.eq(self.remote_up)
-        self.comb += self._status.fields.recovering.eq(self.recovering)
-        self.comb += self._status.fields.remote_xoff.eq(self.remote_xoff)
+        self.comb += self._status.status.eq(Cat(self.link_up, self.rx_aligned, self.remote_up, self.recovering,
+                                                self.remote_xoff))
         for name, desc in COUNTERS:
             csr = CSRStatus(32, name=name, description=desc)
             setattr(self, "_" + name, csr)
