@@ -114,6 +114,7 @@ DROP_REASONS = [
     ("no_slot",        "no free chunk slot"),
     ("overflow",       "ingress buffer full: frame truncated"),
     ("ctx_full",       "setup for a new Collective ID with the context table full"),
+    ("phy_error",      "the PHY flagged an error in the frame"),
 ]
 DROP = {name: i for i, (name, _) in enumerate(DROP_REASONS)}
 

@@ -1,0 +1,98 @@
+"""MiniSharp datapath: NUM_PORTS Ethernet ports around one collective engine."""
+from migen import *
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+from litex.soc.interconnect.packet import Arbiter, Dispatcher
+
+from cores.minisharp.common import DROP_REASONS, MS_CHUNK_ELEMENTS, port_description, result_meta_layout
+from cores.minisharp.egress import MSResultFanout, MSResultSerializer
+from cores.minisharp.engine import MSCollectiveEngine
+from cores.minisharp.ingress import MSPortIngress
+
+
+class MiniSharpCore(LiteXModule):
+    """MiniSharp switch datapath.
+
+    sinks[i] / sources[i]: port i, LiteEth PHY layout, `dw` bits (raw Ethernet frames, no preamble/FCS).
+    Per port: parser + store-and-forward buffers (MSPortIngress), a COL_RES serializer with the port's
+    MACs, and a packet arbiter between results and forwarded frames. One collective engine of `lanes`
+    FP32 lanes serves all ports (round robin per frame).
+    Config inputs: policy (MSP_*), dst_macs[i]/src_macs[i] (COL_RES headers), fwd_map[i] (output port of
+    frames forwarded from input i). Counters (32-bit, wrap): drops[reason], rx_frames[i], rx_drops[i],
+    fwd_frames[i], tx_frames[i], setups, chunks.
+    Parameters: num_ports >= 2, dw in (8, 16, 32, 64), lanes (power of two, lanes*32 multiple of dw;
+    default max(1, dw/32)), chunk_elements (ABI: MS_CHUNK_ELEMENTS), n_contexts >= 8, n_slots >= 1,
+    max_ranks <= 256.
+    """
+    def __init__(self, num_ports=2, dw=8, lanes=None, chunk_elements=MS_CHUNK_ELEMENTS, n_contexts=8,
+                 n_slots=4, max_ranks=64, res_fifo_words=None):
+        if num_ports < 2:
+            raise ValueError(f"num_ports must be >= 2, got {num_ports}")
+        if n_contexts < 8:
+            raise ValueError(f"n_contexts must be >= 8, got {n_contexts}")
+        lanes = lanes or max(1, dw // 32)
+        wpc = chunk_elements // max(lanes, 1)
+        self.num_ports, self.dw, self.lanes = num_ports, dw, lanes
+        self.sinks = [stream.Endpoint(port_description(dw)) for _ in range(num_ports)]
+        self.sources = [stream.Endpoint(port_description(dw)) for _ in range(num_ports)]
+        self.policy = Signal()
+        self.dst_macs = [Signal(48) for _ in range(num_ports)]
+        self.src_macs = [Signal(48) for _ in range(num_ports)]
+        self.fwd_map = [Signal(max=num_ports) for _ in range(num_ports)]
+        self.drops = [Signal(32, name=f"drop_{name}") for name, _ in DROP_REASONS]
+        self.rx_frames = [Signal(32) for _ in range(num_ports)]
+        self.rx_drops = [Signal(32) for _ in range(num_ports)]
+        self.fwd_frames = [Signal(32) for _ in range(num_ports)]
+        self.tx_frames = [Signal(32) for _ in range(num_ports)]
+        self.setups = Signal(32)
+        self.chunks = Signal(32)
+
+        # # #
+
+        chunk_bytes = 4 * chunk_elements
+        pbytes = 1 << max(11, (2 * chunk_bytes - 1).bit_length())   # two chunks, at least 2 KiB
+        self.ingress = [MSPortIngress(dw, lanes, payload_bytes=pbytes, raw_bytes=2048) for _ in range(num_ports)]
+        self.engine = engine = MSCollectiveEngine(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks)
+        self.fanout = fanout = MSResultFanout(num_ports, lanes)
+        self.comb += engine.meta.connect(fanout.meta), engine.result.connect(fanout.result)
+        res_fifo_words = res_fifo_words or wpc
+        fwd = [[stream.Endpoint(port_description(dw)) for _ in range(num_ports)] for _ in range(num_ports)]
+        for i, ing in enumerate(self.ingress):
+            self.submodules += ing
+            self.comb += [
+                self.sinks[i].connect(ing.sink), ing.policy.eq(self.policy),
+                ing.desc.connect(engine.desc_sinks[i]), ing.payload.connect(engine.payload_sinks[i]),
+            ]
+            disp = Dispatcher(ing.fwd, [fwd[i][o] for o in range(num_ports)])
+            self.submodules += disp
+            self.comb += disp.sel.eq(self.fwd_map[i])
+        for o in range(num_ports):
+            mfifo = stream.SyncFIFO(result_meta_layout, 2)
+            wfifo = stream.SyncFIFO([("data", 32 * lanes)], res_fifo_words, buffered=True)
+            ser = MSResultSerializer(dw, lanes)
+            arb = Arbiter([ser.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
+            self.submodules += mfifo, wfifo, ser, arb
+            self.comb += [
+                fanout.meta_sources[o].connect(mfifo.sink), fanout.word_sources[o].connect(wfifo.sink),
+                mfifo.source.connect(ser.meta), wfifo.source.connect(ser.words),
+                ser.dst_mac.eq(self.dst_macs[o]), ser.src_mac.eq(self.src_macs[o]),
+            ]
+
+        # Counters.
+        for r, cnt in enumerate(self.drops):
+            hits = [ing.drop & (ing.drop_reason == r) for ing in self.ingress] + \
+                   [engine.drop & (engine.drop_reason == r)]
+            self.sync += cnt.eq(cnt + sum(hits))
+        for i, ing in enumerate(self.ingress):
+            src = self.sources[i]
+            self.sync += [
+                self.rx_frames[i].eq(self.rx_frames[i] + ing.frame),
+                self.rx_drops[i].eq(self.rx_drops[i] + ing.drop + (engine.drop & (engine.drop_port == i))),
+                self.fwd_frames[i].eq(self.fwd_frames[i] + ing.fwd_frame),
+                self.tx_frames[i].eq(self.tx_frames[i] + (src.valid & src.ready & src.last)),
+            ]
+        self.sync += [
+            self.setups.eq(self.setups + engine.setup_done),
+            self.chunks.eq(self.chunks + engine.chunk_done),
+        ]

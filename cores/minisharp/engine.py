@@ -1,0 +1,264 @@
+"""MiniSharp collective engine: setup path, context table, chunk slots and the exact accumulator bank."""
+from migen import *
+from migen.genlib.roundrobin import RoundRobin, SP_CE
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from cores.minisharp.accumulator import MSAccumulatorBank, ACC_OP_ADD, ACC_OP_READ
+from cores.minisharp.common import (
+    KIND_SETUP, DROP, descriptor_layout, result_meta_layout, record_field, MS_HEADER_BYTES, ETH_MIN_FRAME,
+    MS_COL_REDUCE, MS_RED_SUM, MS_FMT_FP32, MS_ACC_EXACT_FP32_MAG277, FP32_BYTES,
+)
+
+MAX_CHUNK_INDEX = 1 << 16
+
+
+def engine_meta_layout():
+    return result_meta_layout + [("egress_first", 8), ("egress_last", 8)]
+
+
+def _first_set(vec, n):
+    """(any, index of the lowest set bit) of a list of 1-bit Values."""
+    idx = Signal(max=max(n, 2))
+    chain = []
+    for i in reversed(range(n)):
+        chain = [If(vec[i], idx.eq(i)).Else(*chain)] if chain else [If(vec[i], idx.eq(i))]
+    return reduce_or(vec), idx, chain
+
+
+def reduce_or(vec):
+    v = vec[0]
+    for x in vec[1:]:
+        v = v | x
+    return v
+
+
+class MSCollectiveEngine(LiteXModule):
+    """Serves the descriptors of `num_ports` ingress ports (round robin, one frame at a time).
+
+    COL_SETUP: validates the record and installs or replaces a context (table of `n_contexts`).
+    COL_DATA: looks up the context and the chunk slot (`n_slots`, keyed by context and Chunk Index), checks
+    rank, chunk index, payload length and duplicates (rank bitmap per slot) before the first accumulator is
+    touched, then adds one payload word (`lanes` FP32) per cycle into the slot. When a chunk has
+    expected_local_contributors distinct ranks its sums are read out (rounded once) on `result` after a
+    `meta` record, and the slot is freed. Invalid frames are drained and reported on drop/drop_reason.
+    Overhead per frame: 5 cycles plus the payload words; result readout one word per cycle.
+    """
+    def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64):
+        for name, v in (("lanes", lanes), ("chunk_elements", chunk_elements)):
+            if v < 1 or v & (v - 1):
+                raise ValueError(f"{name} must be a power of two, got {v}")
+        if chunk_elements < lanes:
+            raise ValueError("chunk_elements must be >= lanes")
+        if n_contexts < 1 or n_slots < 1:
+            raise ValueError("n_contexts and n_slots must be >= 1")
+        if not 1 <= max_ranks <= 256:
+            raise ValueError(f"max_ranks must be in 1..256 (8-bit Rank), got {max_ranks}")
+        self.desc_sinks = [stream.Endpoint(descriptor_layout) for _ in range(num_ports)]
+        self.payload_sinks = [stream.Endpoint([("data", 32 * lanes)]) for _ in range(num_ports)]
+        self.meta = stream.Endpoint(engine_meta_layout())
+        self.result = stream.Endpoint([("data", 32 * lanes)])
+        self.drop = Signal()
+        self.drop_reason = Signal(max=len(DROP))
+        self.drop_port = Signal(max=max(num_ports, 2))
+        self.setup_done = Signal()
+        self.chunk_done = Signal()
+
+        # # #
+
+        wpc = chunk_elements // lanes
+        lce = log2_int(chunk_elements)
+        self.bank = bank = MSAccumulatorBank(lanes=lanes, depth=n_slots * wpc, max_ranks=max_ranks, out_depth=32)
+        self.comb += bank.source.connect(self.result)
+        rw = bits_for(max_ranks)
+
+        # Context table.
+        c_valid = Array(Signal() for _ in range(n_contexts))
+        c_id = Array(Signal(32) for _ in range(n_contexts))
+        c_expected = Array(Signal(rw) for _ in range(n_contexts))
+        c_count = Array(Signal(32) for _ in range(n_contexts))
+        c_nchunks = Array(Signal(17) for _ in range(n_contexts))
+        c_first = Array(Signal(8) for _ in range(n_contexts))
+        c_last = Array(Signal(8) for _ in range(n_contexts))
+        # Chunk slots.
+        s_valid = Array(Signal() for _ in range(n_slots))
+        s_ctx = Array(Signal(max=max(n_contexts, 2)) for _ in range(n_slots))
+        s_chunk = Array(Signal(16) for _ in range(n_slots))
+        s_bitmap = Array(Signal(max_ranks) for _ in range(n_slots))
+        s_count = Array(Signal(rw) for _ in range(n_slots))
+
+        # Port selection.
+        self.rr = rr = RoundRobin(num_ports, SP_CE)
+        sel = rr.grant
+        self.comb += [rr.request[i].eq(self.desc_sinks[i].valid) for i in range(num_ports)]
+        desc = stream.Endpoint(descriptor_layout)
+        payload = stream.Endpoint([("data", 32 * lanes)])
+        self.comb += Case(sel, {i: [self.desc_sinks[i].connect(desc), self.payload_sinks[i].connect(payload)]
+                                for i in range(num_ports)})
+        self.comb += self.drop_port.eq(sel)
+
+        # Current frame.
+        d_kind, d_coll, d_rank, d_chunk = Signal(), Signal(32), Signal(8), Signal(16)
+        d_pbytes, d_record = Signal(16), Signal(len(desc.record))
+        ctx_hit, ctx_idx, ctx_free, ctx_free_idx = Signal(), Signal(max=max(n_contexts, 2)), Signal(), \
+            Signal(max=max(n_contexts, 2))
+        slot_hit, slot_idx, slot_free, slot_free_idx = Signal(), Signal(max=max(n_slots, 2)), Signal(), \
+            Signal(max=max(n_slots, 2))
+        rank_bad, chunk_bad = Signal(), Signal()
+        exp_elems = Signal(max=chunk_elements + 1)
+        cur, init = Signal(max=max(n_slots, 2)), Signal()
+        nwords, awords, widx = Signal(16), Signal(16), Signal(16)
+
+        # Context lookup (combinational from d_coll).
+        hit_vec = [c_valid[i] & (c_id[i] == d_coll) for i in range(n_contexts)]
+        free_vec = [~c_valid[i] for i in range(n_contexts)]
+        any_hit, hit_i, hit_chain = _first_set(hit_vec, n_contexts)
+        any_free, free_i, free_chain = _first_set(free_vec, n_contexts)
+        self.comb += hit_chain + free_chain
+        # Slot lookup (combinational from ctx_idx, d_chunk).
+        shit_vec = [s_valid[j] & (s_ctx[j] == ctx_idx) & (s_chunk[j] == d_chunk) for j in range(n_slots)]
+        sfree_vec = [~s_valid[j] for j in range(n_slots)]
+        any_shit, shit_i, shit_chain = _first_set(shit_vec, n_slots)
+        any_sfree, sfree_i, sfree_chain = _first_set(sfree_vec, n_slots)
+        self.comb += shit_chain + sfree_chain
+
+        remaining = Signal((34, True))
+        self.comb += remaining.eq(c_count[ctx_idx] - (d_chunk << lce))
+
+        exp_bytes = Signal(17)
+        self.comb += exp_bytes.eq(exp_elems * FP32_BYTES)
+        len_ok = Signal()
+        self.comb += len_ok.eq((d_pbytes == exp_bytes) |
+                               ((d_pbytes > exp_bytes) & (d_pbytes <= ETH_MIN_FRAME - MS_HEADER_BYTES)))
+        dup = Signal()
+        self.comb += dup.eq(slot_hit & (s_bitmap[slot_idx] >> d_rank)[0])
+        new_count = Signal(rw)
+        self.comb += new_count.eq(Mux(init, 0, s_count[cur]) + 1)
+
+        # Setup record checks.
+        rf = {name: record_field(d_record, name) for name in
+              ("collective", "reduce_op", "input_fmt", "acc_mode", "output_fmt", "egress_first", "egress_last",
+               "reserved0", "expected_local", "element_count", "reserved1")}
+        setup_reserved_bad = Signal()
+        setup_bad = Signal()
+        self.comb += [
+            setup_reserved_bad.eq((rf["reserved0"] != 0) | (rf["reserved1"] != 0)),
+            setup_bad.eq(
+                (rf["collective"] != MS_COL_REDUCE) | (rf["reduce_op"] != MS_RED_SUM) |
+                (rf["input_fmt"] != MS_FMT_FP32) | (rf["acc_mode"] != MS_ACC_EXACT_FP32_MAG277) |
+                (rf["output_fmt"] != MS_FMT_FP32) |
+                (rf["egress_first"] > rf["egress_last"]) | (rf["egress_last"] >= num_ports) |
+                (rf["expected_local"] == 0) | (rf["expected_local"] > max_ranks) |
+                (rf["element_count"] == 0) | (rf["element_count"] > MAX_CHUNK_INDEX * chunk_elements)),
+        ]
+
+        def drop(name):
+            return [self.drop.eq(1), self.drop_reason.eq(DROP[name])]
+
+        words = lambda nbytes: (nbytes + 4 * lanes - 1) >> log2_int(4 * lanes)
+        addr = Cat(widx[:log2_int(wpc)], cur) if wpc > 1 else cur
+
+        self.fsm = fsm = FSM(reset_state="IDLE")
+        fsm.act("IDLE",
+            rr.ce.eq(1),
+            If(reduce_or([d.valid for d in self.desc_sinks]), NextState("FETCH"))
+        )
+        fsm.act("FETCH",
+            desc.ready.eq(1),
+            NextValue(d_kind, desc.kind), NextValue(d_coll, desc.collective_id), NextValue(d_rank, desc.rank),
+            NextValue(d_chunk, desc.chunk_index), NextValue(d_pbytes, desc.payload_bytes),
+            NextValue(d_record, desc.record),
+            NextState("LOOKUP")
+        )
+        fsm.act("LOOKUP",
+            NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i),
+            NextValue(ctx_free, any_free), NextValue(ctx_free_idx, free_i),
+            NextValue(nwords, words(d_pbytes)), NextValue(widx, 0),
+            If(d_kind == KIND_SETUP, NextState("SETUP")).Else(NextState("CHECK1"))
+        )
+        fsm.act("SETUP",
+            If(setup_reserved_bad, *drop("bad_reserved")
+            ).Elif(setup_bad, *drop("bad_setup")
+            ).Elif(~ctx_hit & ~ctx_free, *drop("ctx_full")
+            ).Else(
+                self.setup_done.eq(1),
+                If(ctx_hit,   # replace: abandon the partial chunks of the old context
+                    [If(s_ctx[j] == ctx_idx, NextValue(s_valid[j], 0)) for j in range(n_slots)]
+                ).Else(NextValue(ctx_idx, ctx_free_idx)),
+                NextState("INSTALL")
+            ),
+            If(self.drop, NextState("IDLE"))
+        )
+        fsm.act("INSTALL",
+            NextValue(c_valid[ctx_idx], 1), NextValue(c_id[ctx_idx], d_coll),
+            NextValue(c_expected[ctx_idx], rf["expected_local"]), NextValue(c_count[ctx_idx], rf["element_count"]),
+            NextValue(c_nchunks[ctx_idx], (rf["element_count"] + chunk_elements - 1) >> lce),
+            NextValue(c_first[ctx_idx], rf["egress_first"]), NextValue(c_last[ctx_idx], rf["egress_last"]),
+            NextState("IDLE")
+        )
+        fsm.act("CHECK1",
+            NextValue(rank_bad, d_rank >= c_expected[ctx_idx]),
+            NextValue(chunk_bad, d_chunk >= c_nchunks[ctx_idx]),
+            NextValue(exp_elems, Mux(remaining >= chunk_elements, chunk_elements, remaining)),
+            NextValue(slot_hit, any_shit), NextValue(slot_idx, shit_i),
+            NextValue(slot_free, any_sfree), NextValue(slot_free_idx, sfree_i),
+            NextState("CHECK2")
+        )
+        fsm.act("CHECK2",
+            If(~ctx_hit, *drop("unknown_coll")
+            ).Elif(rank_bad, *drop("bad_rank")
+            ).Elif(chunk_bad, *drop("bad_chunk")
+            ).Elif(~len_ok, *drop("bad_length")
+            ).Elif(dup, *drop("duplicate")
+            ).Elif(~slot_hit & ~slot_free, *drop("no_slot")),
+            NextValue(cur, Mux(slot_hit, slot_idx, slot_free_idx)),
+            NextValue(init, ~slot_hit),
+            NextValue(awords, words(exp_bytes)),
+            If(self.drop,
+                If(nwords == 0, NextState("IDLE")).Else(NextState("DRAIN"))
+            ).Else(NextState("ADD"))
+        )
+        fsm.act("DRAIN",
+            payload.ready.eq(1),
+            If(payload.valid,
+                NextValue(widx, widx + 1),
+                If(widx == nwords - 1, NextState("IDLE"))
+            )
+        )
+        fsm.act("ADD",
+            If(widx < awords,
+                bank.sink.valid.eq(payload.valid), payload.ready.eq(bank.sink.ready)
+            ).Else(payload.ready.eq(1)),
+            bank.sink.op.eq(ACC_OP_ADD), bank.sink.addr.eq(addr), bank.sink.init.eq(init),
+            bank.sink.data.eq(payload.data),
+            If(payload.valid & payload.ready,
+                NextValue(widx, widx + 1),
+                If(widx == nwords - 1, NextState("UPDATE"))
+            )
+        )
+        fsm.act("UPDATE",
+            NextValue(s_valid[cur], 1), NextValue(s_ctx[cur], ctx_idx), NextValue(s_chunk[cur], d_chunk),
+            NextValue(s_bitmap[cur], Mux(init, 0, s_bitmap[cur]) | (1 << d_rank)),
+            NextValue(s_count[cur], new_count),
+            NextValue(widx, 0),
+            If(new_count == c_expected[ctx_idx], NextState("RES_META")).Else(NextState("IDLE"))
+        )
+        fsm.act("RES_META",
+            self.meta.valid.eq(1),
+            self.meta.collective_id.eq(d_coll), self.meta.chunk_index.eq(d_chunk),
+            self.meta.n_elements.eq(exp_elems),
+            self.meta.egress_first.eq(c_first[ctx_idx]), self.meta.egress_last.eq(c_last[ctx_idx]),
+            If(self.meta.ready, NextState("RES_READ"))
+        )
+        fsm.act("RES_READ",
+            bank.sink.valid.eq(1), bank.sink.op.eq(ACC_OP_READ), bank.sink.addr.eq(addr),
+            If(bank.sink.ready,
+                NextValue(widx, widx + 1),
+                If(widx == awords - 1,
+                    self.chunk_done.eq(1),
+                    NextValue(s_valid[cur], 0),
+                    NextState("IDLE")
+                )
+            )
+        )

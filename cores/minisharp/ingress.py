@@ -1,0 +1,237 @@
+"""MiniSharp per-port ingress: frame parser, classification and store-and-forward buffers."""
+from migen import *
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from cores.minisharp.common import (
+    ETHERTYPE, VERSION_MAJOR, MS_HEADER_BYTES, ETH_HEADER_BYTES, ETH_MIN_FRAME, SETUP_RECORD_BYTES,
+    MS_OP_COL_SETUP, MS_OP_COL_DATA, MS_OP_COL_RES, MSP_TRANSPARENT, KIND_SETUP, KIND_DATA,
+    DROP, descriptor_layout, port_description, be_bytes, CONTROL_OFFSET, DATA_OP_FIELDS, SETUP_OP_FIELDS,
+)
+
+
+def lane_byteswap(word, lanes):
+    """Swap the bytes of every 32-bit lane: payload byte order (big-endian FP32) <-> FP32 value."""
+    return Cat(*[be_bytes(word, 4 * ln, 4) for ln in range(lanes)])
+
+
+class CommitFIFO(LiteXModule):
+    """FIFO whose writes become visible only when committed: `abort` drops everything written since the
+    last commit (the frame being received). `commit`/`abort` take effect after the write of the same
+    cycle. Read side: a stream, one entry per cycle. `depth` a power of two (block RAM)."""
+    def __init__(self, width, depth):
+        if depth & (depth - 1) or depth < 2:
+            raise ValueError(f"CommitFIFO depth must be a power of two >= 2, got {depth}")
+        self.we = Signal()
+        self.din = Signal(width)
+        self.full = Signal()
+        self.commit = Signal()
+        self.abort = Signal()
+        self.source = stream.Endpoint([("data", width)])
+
+        # # #
+
+        aw = log2_int(depth)
+        wp, cp, rp = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1)
+        self.specials.mem = mem = Memory(width, depth)
+        self.specials.wr = wr = mem.get_port(write_capable=True)
+        self.specials.rd = rd = mem.get_port(has_re=True)
+        do_write = Signal()
+        wp_next = Signal(aw + 1)
+        self.comb += [
+            self.full.eq((wp - rp)[:aw + 1] == depth),
+            do_write.eq(self.we & ~self.full),
+            wr.adr.eq(wp[:aw]), wr.dat_w.eq(self.din), wr.we.eq(do_write),
+            wp_next.eq(wp + do_write),
+        ]
+        self.sync += [
+            If(self.abort, wp.eq(cp)).Else(wp.eq(wp_next)),
+            If(self.commit, cp.eq(wp_next)),
+        ]
+        ovalid = Signal()
+        do_read = Signal()
+        self.comb += [
+            do_read.eq((rp != cp) & (~ovalid | self.source.ready)),
+            rd.adr.eq(rp[:aw]), rd.re.eq(do_read),
+            self.source.valid.eq(ovalid), self.source.data.eq(rd.dat_r),
+        ]
+        self.sync += If(do_read, rp.eq(rp + 1), ovalid.eq(1)).Elif(self.source.ready, ovalid.eq(0))
+
+
+class MSPortIngress(LiteXModule):
+    """Parses the Ethernet/MiniSharp frames of one port and sorts them, at the end of each frame, into:
+    a descriptor + committed payload words for the collective engine (COL_SETUP, COL_DATA), a committed
+    raw frame for the forwarding path (non-MiniSharp frames under MSP_TRANSPARENT, received COL_RES), or
+    a drop with a reason. Nothing of a dropped frame reaches the engine (validate before commit).
+
+    sink: LiteEth PHY layout, `dw` bits (8, 16, 32 or 64), always ready (a PHY cannot be stalled);
+    frames that do not fit the buffers are dropped as `overflow`.
+    payload: `lanes` FP32 values a word (lanes*32 must be a multiple of dw), zero-filled past the frame end.
+    Throughput: one beat per cycle, back-to-back frames.
+    """
+    def __init__(self, dw=8, lanes=1, payload_bytes=2048, raw_bytes=2048, desc_depth=4):
+        if dw not in (8, 16, 32, 64):
+            raise ValueError(f"dw must be 8, 16, 32 or 64 (divides the 24-byte header), got {dw}")
+        if (32 * lanes) % dw:
+            raise ValueError(f"lanes*32 ({32 * lanes}) must be a multiple of dw ({dw})")
+        B = dw // 8
+        wb = 32 * lanes
+        self.sink = stream.Endpoint(port_description(dw))
+        self.policy = Signal()
+        self.desc = stream.Endpoint(descriptor_layout)
+        self.payload = stream.Endpoint([("data", wb)])
+        self.fwd = stream.Endpoint(port_description(dw))
+        self.frame = Signal()            # pulse: a frame ended
+        self.fwd_frame = Signal()        # pulse: a frame was committed for forwarding
+        self.drop = Signal()             # pulse: a frame was dropped, reason in drop_reason
+        self.drop_reason = Signal(max=len(DROP))
+
+        # # #
+
+        sink = self.sink
+        self.comb += sink.ready.eq(1)
+        beat = Signal()
+        self.comb += beat.eq(sink.valid)
+
+        # Byte position and valid bytes of this beat.
+        count = Signal(16)
+        nvalid = Signal(max=B + 1)
+        if B == 1:
+            self.comb += nvalid.eq(1)
+        else:
+            cases = nvalid.eq(B)
+            for b in range(B):
+                cases = If(sink.last & sink.last_be[b], nvalid.eq(b + 1)).Else(cases)
+            self.comb += cases
+        flen = Signal(17)
+        self.comb += flen.eq(count + nvalid)
+        error_seen = Signal()
+        error_now = Signal()
+        self.comb += error_now.eq(error_seen | (sink.error != 0))
+
+        # Capture bytes 0 .. 39 (header + setup record), one beat slot each.
+        cap_bytes = MS_HEADER_BYTES + SETUP_RECORD_BYTES
+        cap = Signal(8 * cap_bytes)
+        cap_next = Signal(8 * cap_bytes)
+        bi = Signal(16)
+        self.comb += bi.eq(count >> log2_int(B))
+        for i in range(cap_bytes // B):
+            self.comb += cap_next[i * dw:(i + 1) * dw].eq(Mux(beat & (bi == i), sink.data, cap[i * dw:(i + 1) * dw]))
+        self.sync += If(beat, cap.eq(cap_next))
+
+        # Payload words: gather k beats, mask bytes past the end on the last beat.
+        k = wb // dw
+        mask = Signal(dw)
+        for b in range(B):
+            self.comb += mask[8 * b:8 * b + 8].eq(Replicate(~sink.last | (sink.last_be[b:] != 0) | (B == 1), 8))
+        pbeat = Signal()
+        self.comb += pbeat.eq(beat & (count >= MS_HEADER_BYTES))
+        self.pfifo = pfifo = CommitFIFO(wb, payload_bytes // (4 * lanes))
+        self.comb += pfifo.source.connect(self.payload)
+        if k == 1:
+            self.comb += pfifo.we.eq(pbeat), pfifo.din.eq(lane_byteswap(sink.data & mask, lanes))
+        else:
+            gw = Signal(wb)
+            gi = Signal(max=k)
+            word = Signal(wb)
+            for j in range(k):
+                self.comb += word[j * dw:(j + 1) * dw].eq(
+                    Mux(gi == j, sink.data & mask, Mux(gi > j, gw[j * dw:(j + 1) * dw], 0)))
+            self.comb += [
+                pfifo.we.eq(pbeat & ((gi == k - 1) | sink.last)),
+                pfifo.din.eq(lane_byteswap(word, lanes)),
+            ]
+            self.sync += If(beat,
+                gw.eq(word),
+                If(sink.last | (gi == k - 1) | ~pbeat, gi.eq(0)).Else(gi.eq(gi + 1)))
+        povf = Signal()
+        povf_now = Signal()
+        self.comb += povf_now.eq(povf | (pfifo.we & pfifo.full))
+
+        # Raw frames for forwarding.
+        rw = dw + 1 + (B if B > 1 else 0)
+        self.rfifo = rfifo = CommitFIFO(rw, raw_bytes // B)
+        self.comb += [
+            rfifo.we.eq(beat),
+            rfifo.din.eq(Cat(sink.data, sink.last, *([sink.last_be] if B > 1 else []))),
+            self.fwd.valid.eq(rfifo.source.valid),
+            self.fwd.data.eq(rfifo.source.data[:dw]),
+            self.fwd.last.eq(rfifo.source.data[dw]),
+            self.fwd.last_be.eq(rfifo.source.data[dw + 1:] if B > 1 else self.fwd.last),
+            rfifo.source.ready.eq(self.fwd.ready),
+        ]
+        rovf = Signal()
+        rovf_now = Signal()
+        self.comb += rovf_now.eq(rovf | (rfifo.we & rfifo.full))
+
+        # Descriptor FIFO.
+        self.dfifo = dfifo = stream.SyncFIFO(descriptor_layout, desc_depth)
+        self.comb += dfifo.source.connect(self.desc)
+
+        # End-of-frame classification (combinational on the last beat).
+        def field(fields, name):
+            for fname, off, n in fields:
+                if fname == name:
+                    return be_bytes(cap_next, off, n)
+        ethertype = be_bytes(cap_next, 12, 2)
+        major = cap_next[8 * CONTROL_OFFSET + 4:8 * CONTROL_OFFSET + 8]
+        opcode = cap_next[8 * (CONTROL_OFFSET + 1):8 * (CONTROL_OFFSET + 2)]
+        plen = Signal(17)
+        self.comb += plen.eq(flen - MS_HEADER_BYTES)
+
+        end = Signal()
+        forward, to_engine, kind = Signal(), Signal(), Signal()
+        reason = Signal(max=len(DROP))
+        dropping = Signal()
+        self.comb += end.eq(beat & sink.last)
+
+        def drop(r):
+            return [dropping.eq(1), reason.eq(DROP[r])]
+
+        self.comb += [
+            If(error_now, *drop("phy_error")
+            ).Elif(flen < ETH_HEADER_BYTES, *drop("runt")
+            ).Elif(ethertype != ETHERTYPE,
+                If(self.policy == MSP_TRANSPARENT, forward.eq(1)).Else(*drop("not_minisharp"))
+            ).Elif(flen < MS_HEADER_BYTES, *drop("runt")
+            ).Elif(major != VERSION_MAJOR, *drop("bad_version")
+            ).Elif(opcode == MS_OP_COL_RES, forward.eq(1)
+            ).Elif(opcode == MS_OP_COL_SETUP,
+                If(field(SETUP_OP_FIELDS, "reserved") != 0, *drop("bad_reserved")
+                ).Elif((plen < SETUP_RECORD_BYTES) |
+                       ((plen > SETUP_RECORD_BYTES) & (flen > ETH_MIN_FRAME)), *drop("bad_length")
+                ).Else(to_engine.eq(1), kind.eq(KIND_SETUP))
+            ).Elif(opcode == MS_OP_COL_DATA,
+                If(field(DATA_OP_FIELDS, "reserved") != 0, *drop("bad_reserved")
+                ).Elif(povf_now, *drop("overflow")
+                ).Else(to_engine.eq(1), kind.eq(KIND_DATA))
+            ).Else(*drop("bad_opcode")),
+        ]
+        fwd_go, eng_go = Signal(), Signal()
+        self.comb += [
+            fwd_go.eq(end & forward & ~rovf_now),
+            eng_go.eq(end & to_engine & dfifo.sink.ready),
+            rfifo.commit.eq(fwd_go), rfifo.abort.eq(end & ~fwd_go),
+            pfifo.commit.eq(eng_go & (kind == KIND_DATA)), pfifo.abort.eq(end & ~(eng_go & (kind == KIND_DATA))),
+            dfifo.sink.valid.eq(eng_go),
+            dfifo.sink.kind.eq(kind),
+            dfifo.sink.collective_id.eq(Mux(kind == KIND_SETUP, field(SETUP_OP_FIELDS, "collective_id"),
+                                            field(DATA_OP_FIELDS, "collective_id"))),
+            dfifo.sink.rank.eq(field(DATA_OP_FIELDS, "rank")),
+            dfifo.sink.chunk_index.eq(field(DATA_OP_FIELDS, "chunk_index")),
+            dfifo.sink.payload_bytes.eq(plen),
+            dfifo.sink.record.eq(cap_next[8 * MS_HEADER_BYTES:]),
+            self.frame.eq(end),
+            self.fwd_frame.eq(fwd_go),
+            self.drop.eq(end & ~fwd_go & ~eng_go),
+            If(dropping, self.drop_reason.eq(reason)).Else(self.drop_reason.eq(DROP["overflow"])),
+        ]
+        self.sync += If(beat,
+            If(sink.last,
+                count.eq(0), error_seen.eq(0), povf.eq(0), rovf.eq(0)
+            ).Else(
+                count.eq(Mux(count > 0xFFF0, count, count + B)),
+                error_seen.eq(error_now), povf.eq(povf_now), rovf.eq(rovf_now)
+            )
+        )
