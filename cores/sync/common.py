@@ -111,3 +111,36 @@ def completion_layout(value_width=DEFAULT_VALUE_WIDTH):
 
 def link_layout():
     return [("data", LINK_WIDTH), ("valid", 1)]
+
+
+# SoC block CSR fields (name, bits), LSB first ---------------------------------------------------
+NODE_BITS = 16          # participant index: grid node y * width + x, the lamlet is width * height
+TRIG_CTRL_FIELDS = [("node", NODE_BITS), ("ident", IDENT_BITS), ("mode", MODE_BITS), ("go", 1)]
+CPL_STATUS_FIELDS = [("valid", 1), ("level", 16)]
+CPL_INFO_FIELDS = [("node", NODE_BITS), ("ident", IDENT_BITS), ("mode", MODE_BITS), ("error", 1)]
+INFO_FIELDS = [("width", 6), ("height", 6), ("n_idents", 4), ("value_width", 6), ("lamlet", 1),
+               ("hop_latency", 8)]
+LATENCY_BITS = 32
+
+
+def fields_pack(fields, **values):
+    """Word from field values (missing fields are 0)."""
+    word, off = 0, 0
+    for name, bits in fields:
+        v = values.pop(name, 0)
+        if v >> bits:
+            raise ValueError(f"{name}={v} does not fit {bits} bits")
+        word |= v << off
+        off += bits
+    if values:
+        raise ValueError(f"unknown fields {sorted(values)}")
+    return word
+
+
+def fields_unpack(fields, word):
+    """Dict of field values from a word."""
+    out, off = {}, 0
+    for name, bits in fields:
+        out[name] = (word >> off) & ((1 << bits) - 1)
+        off += bits
+    return out

@@ -30,6 +30,21 @@ def combine(mode, a, b, width):
     ]
 
 
+def round_robin(module, requests, grant):
+    """Combinational round-robin: `grant` = first set bit of `requests` at or after a pointer that moves past
+    each grant (else the first set bit); the caller qualifies `grant` with requests != 0."""
+    n = len(requests)
+    ptr = Signal(max=max(n, 2))
+    chain = None
+    for i in reversed(range(n)):
+        chain = If(requests[i], grant.eq(i)) if chain is None else If(requests[i], grant.eq(i)).Else(chain)
+    hi = chain
+    for i in reversed(range(n)):
+        hi = If(requests[i] & (ptr <= i), grant.eq(i)).Else(hi)
+    module.comb += hi
+    module.sync += If(requests != 0, ptr.eq(Mux(grant == n - 1, 0, grant + 1)))
+
+
 class _SlotState:
     """Registers of one round of one ident: self/arrived/sent flags and the running reduction."""
     def __init__(self, links, with_tx):
@@ -115,7 +130,6 @@ class SyncNode(LiteXModule):
         src_drop = Array(Signal() for _ in range(n_src))  # else next round, unless dropped
         grant = Signal(max=max(n_src, 2))
         granted = Signal()
-        ptr = Signal(max=max(n_src, 2))
 
         def bad(ident, mode):
             return (ident >= n_idents) | (mode > max(MODES))
@@ -170,17 +184,8 @@ class SyncNode(LiteXModule):
             sink.ready.eq(granted & (grant == local)),
         ]
 
-        # Round-robin arbiter (combinational): first request at or after ptr, else the first one.
         self.comb += granted.eq(src_valid != 0)
-        chain = None
-        for i in reversed(range(n_src)):
-            chain = If(src_valid[i], grant.eq(i)) if chain is None else If(src_valid[i], grant.eq(i)).Else(chain)
-        hi = None
-        for i in reversed(range(n_src)):
-            cond = src_valid[i] & (ptr <= i)
-            hi = If(cond, grant.eq(i)).Else(chain) if hi is None else If(cond, grant.eq(i)).Else(hi)
-        self.comb += hi
-        self.sync += If(granted, ptr.eq(Mux(grant == n_src - 1, 0, grant + 1)))
+        round_robin(self, src_valid, grant)
 
         # Merge -------------------------------------------------------------------------------------
         g_ident, g_mode, g_err, g_val = src_ident[grant], src_mode[grant], src_err[grant], src_val[grant]
