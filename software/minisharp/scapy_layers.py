@@ -1,0 +1,51 @@
+"""Scapy layers for MiniSharp v0.1, bound to Ether type 0x88B5; every field from cores.minisharp.common."""
+from scapy.fields import BitField, BitEnumField, ByteEnumField, FieldListField, XIntField
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet, bind_layers
+
+from cores.minisharp import common as ms
+
+
+def _fields(layout):
+    """Scapy fields for a (name, byte offset, bytes) layout."""
+    return [BitField(name, 0, 8 * n) for name, off, n in sorted(layout, key=lambda f: f[1])]
+
+
+class MiniSharp(Packet):
+    name = "MiniSharp"
+    fields_desc = [
+        BitField("major", ms.VERSION_MAJOR, 4),
+        BitField("minor", ms.VERSION_MINOR, 4),
+        ByteEnumField("opcode", ms.MS_OP_COL_DATA, {ms.MS_OP_INVALID: "INVALID", **ms.OPCODES}),
+    ]
+
+
+class MSSetup(Packet):
+    name = "MiniSharp COL_SETUP"
+    fields_desc = _fields(ms.SETUP_OP_FIELDS) + [
+        ByteEnumField("collective", ms.MS_COL_REDUCE, ms.COLLECTIVES),
+        ByteEnumField("reduce_op", ms.MS_RED_SUM, ms.REDUCE_OPS),
+        ByteEnumField("input_fmt", ms.MS_FMT_FP32, ms.FORMATS),
+        ByteEnumField("acc_mode", ms.MS_ACC_EXACT_FP32_MAG277, ms.ACC_MODES),
+        ByteEnumField("output_fmt", ms.MS_FMT_FP32, ms.FORMATS),
+    ] + _fields([f for f in ms.SETUP_RECORD_FIELDS if f[1] >= 5])
+
+
+class _ChunkPayload(Packet):
+    fields_desc = [FieldListField("values", [], XIntField("", 0))]
+
+
+class MSData(Packet):
+    name = "MiniSharp COL_DATA"
+    fields_desc = _fields(ms.DATA_OP_FIELDS) + _ChunkPayload.fields_desc
+
+
+class MSRes(Packet):
+    name = "MiniSharp COL_RES"
+    fields_desc = _fields(ms.RES_OP_FIELDS) + _ChunkPayload.fields_desc
+
+
+bind_layers(Ether, MiniSharp, type=ms.ETHERTYPE)
+bind_layers(MiniSharp, MSSetup, opcode=ms.MS_OP_COL_SETUP)
+bind_layers(MiniSharp, MSData, opcode=ms.MS_OP_COL_DATA)
+bind_layers(MiniSharp, MSRes, opcode=ms.MS_OP_COL_RES)

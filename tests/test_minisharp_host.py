@@ -1,0 +1,121 @@
+"""MiniSharp host software: reference model, packet builder/parser, Scapy layers, Lua dissector, the
+reduce() orchestration (against a lossy in-process switch model) and the CLI."""
+import os
+import random
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from scapy.layers.l2 import Ether
+
+from cores.minisharp import common as ms
+from software.minisharp import packets as P
+from software.minisharp.__main__ import main as cli
+from software.minisharp.dissector import lua_source
+from software.minisharp.host import reduce
+from software.minisharp.reference import exact_sum_fp32, reduce_vectors
+from software.minisharp.scapy_layers import MSData, MSRes, MSSetup, MiniSharp
+
+
+def test_reference_matches_ieee_addition_of_two_values():
+    # IEEE addition of two floats is the exact sum rounded once: an independent oracle for the model.
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
+    b[:5000] = (a[:5000] ^ 0x80000000) + rng.integers(-3, 4, 5000).astype(np.uint32)   # cancellations
+    with np.errstate(all="ignore"):
+        s = (a.view(np.float32) + b.view(np.float32)).view(np.uint32)
+    for x, y, z in zip(a.tolist(), b.tolist(), s.tolist()):
+        got = exact_sum_fp32([x, y])
+        if (z & 0x7F800000) == 0x7F800000 and z & 0x7FFFFF:
+            assert got == ms.FP32_QNAN
+        else:
+            assert got == z, (hex(x), hex(y), hex(got), hex(z))
+
+
+def test_packets_round_trip_and_chunking():
+    vals = list(range(1, 601))
+    frames = P.chunk_frames("02:00:00:00:00:01", "02:00:00:00:00:02", 0xDEADBEEF, 5, vals)
+    assert [c for c, _ in frames] == [0, 1, 2]
+    assert [len(f) for _, f in frames] == [ms.MS_HEADER_BYTES + 4 * n for n in (256, 256, 88)]
+    back = [v for _, f in frames for v in P.parse(f, 600)["values"]]
+    assert back == vals
+    p = P.parse(frames[1][1])
+    assert (p["rank"], p["collective_id"], p["chunk_index"], p["opcode"]) == (5, 0xDEADBEEF, 1, ms.MS_OP_COL_DATA)
+    s = P.parse(P.setup_frame(1, 2, 7, P.setup_record(1000, 3, 0, 1)))
+    assert s["record"]["element_count"] == 1000 and s["record"]["expected_local"] == 3
+    assert len(P.setup_frame(1, 2, 7, P.setup_record(1, 1))) == ms.ETH_MIN_FRAME
+    assert ms.MS_CHUNK_PAYLOAD_BYTES == 1024 and ms.MS_CHUNK_PAYLOAD_MAX == 1490
+
+
+def test_scapy_layers_agree_with_builder():
+    f = P.data_frame("02:00:00:00:00:01", "02:00:00:00:00:02", 0x1234, 3, 7, [1, 2, 0x3F800000])
+    pkt = Ether(f)
+    assert pkt[MiniSharp].opcode == ms.MS_OP_COL_DATA and pkt[MiniSharp].minor == ms.VERSION_MINOR
+    assert (pkt[MSData].rank, pkt[MSData].collective_id, pkt[MSData].chunk_index) == (3, 0x1234, 7)
+    assert pkt[MSData].values[:3] == [1, 2, 0x3F800000]
+    built = bytes(Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:02") / MiniSharp(opcode=ms.MS_OP_COL_DATA) /
+                  MSData(rank=3, collective_id=0x1234, chunk_index=7, values=[1, 2, 0x3F800000]))
+    assert built == P.data_frame("02:00:00:00:00:01", "02:00:00:00:00:02", 0x1234, 3, 7, [1, 2, 0x3F800000],
+                                 pad=False)
+    s = Ether(P.setup_frame(1, 2, 9, P.setup_record(100, 4, 0, 1)))
+    assert (s[MSSetup].collective_id, s[MSSetup].element_count, s[MSSetup].expected_local) == (9, 100, 4)
+    r = Ether(P.res_frame(1, 2, 9, 2, [5]))
+    assert (r[MSRes].collective_id, r[MSRes].chunk_index, r[MSRes].values[0]) == (9, 2, 5)
+
+
+def test_lua_dissector_is_generated_from_the_abi(tmp_path):
+    src = lua_source()
+    assert f"{ms.ETHERTYPE:#06x}" in src
+    for op, name in ms.OPCODES.items():
+        assert f'[{op}] = "{name}"' in src
+    path = tmp_path / "minisharp.lua"
+    assert cli(["dissector", "-o", str(path)]) == 0 and path.read_text() == src
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_lua_dissector_in_tshark(tmp_path):
+    from scapy.utils import wrpcap
+    lua = tmp_path / "minisharp.lua"
+    lua.write_text(lua_source())
+    pcap = tmp_path / "ms.pcap"
+    wrpcap(str(pcap), [Ether(P.data_frame(1, 2, 0x1234, 3, 7, [0x3F800000]))])
+    out = subprocess.run(["tshark", "-X", f"lua_script:{lua}", "-r", str(pcap), "-T", "fields",
+                          "-e", "minisharp.data.rank", "-e", "minisharp.data.chunk_index"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["3", "7"]
+
+
+class LossySwitch:
+    """In-process stand-in for the switch: reference sums, drops ~10% of data frames."""
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+        self.ctx, self.slots, self.out = None, {}, []
+        self.mac = b"\x02\x00\x00\x00\x00\x01"
+
+    def send(self, frame):
+        p = P.parse(frame)
+        if p["opcode"] == ms.MS_OP_COL_SETUP:
+            self.ctx = p["record"]
+            return
+        if self.rng.random() < 0.1:
+            return
+        n = self.ctx["element_count"]
+        c = p["chunk_index"]
+        slot = self.slots.setdefault(c, {})
+        slot[p["rank"]] = P.parse(frame, n)["values"]
+        if len(slot) == self.ctx["expected_local"]:
+            self.out.append(P.res_frame(1, 2, p["collective_id"], c, reduce_vectors(list(slot.values()))))
+            self.slots[c] = {}
+
+    def recv(self, timeout):
+        return self.out.pop(0) if self.out else None
+
+
+def test_reduce_orchestration_with_losses():
+    rng = random.Random(2)
+    vectors = [[rng.getrandbits(32) & 0xBF7FFFFF for _ in range(1000)] for _ in range(4)]
+    res = reduce(LossySwitch(3), vectors, collective_id=5, retry_s=0.0, window=3)
+    assert res["mismatches"] == [] and res["collector"].complete() and res["retries"] > 0
+    assert res["collector"].vector() == [exact_sum_fp32(c) for c in zip(*vectors)]
