@@ -1,0 +1,166 @@
+"""MiniSharp benchmark: line-rate acceptance, result latency, exactness vs float32, ECP5 figures.
+
+Throughput and latency come from the Verilator model of the whole core (cores/minisharp/vsim.py) with
+the ABI chunk size (256 FP32): every port offered back-to-back frames with no inter-frame gap. Accuracy
+compares the RTL results with a float32 running sum (what a rounding switch computes) in the same run.
+quick=True: only the accuracy table with a small vector and the reference model (seconds, no builds).
+"""
+import random
+import struct
+import time
+
+import numpy as np
+
+from cores.minisharp import common as ms
+from sim.bench.framework import BenchResult, Table
+from software.minisharp import packets as P
+from software.minisharp.reference import reduce_vectors
+
+HOST, SW = "02:00:00:00:00:aa", "02:00:00:00:00:55"
+CONFIGS = [("2 x 8-bit", dict(num_ports=2, dw=8)),
+           ("4 x 64-bit, 2 lanes", dict(num_ports=4, dw=64)),
+           ("4 x 64-bit, 8 lanes", dict(num_ports=4, dw=64, lanes=8))]
+
+
+def vectors(ranks, n, seed):
+    """Mixed magnitudes (1e-3 .. 1e8): float32 summation order then changes the rounded result."""
+    rng = random.Random(seed)
+    return [[struct.unpack(">I", struct.pack(">f", rng.choice([1e-3, 1.0, 1e4, 1e8]) * rng.uniform(-1, 1)))[0]
+             for _ in range(n)] for _ in range(ranks)]
+
+
+def float32_running_sum(vecs, order):
+    acc = np.zeros(len(vecs[0]), dtype=np.float32)
+    for k in order:
+        acc = acc + np.array(vecs[k], dtype=np.uint32).view(np.float32)
+    return acc.view(np.uint32).tolist()
+
+
+def accuracy_table(vecs, rtl=None):
+    exact = reduce_vectors(vecs)
+    r = len(vecs)
+    a = float32_running_sum(vecs, list(range(r)))
+    b = float32_running_sum(vecs, list(reversed(range(r))))
+    n = len(exact)
+    t = Table("Exactness: MiniSharp vs a float32 running sum (reference computed in the same run)",
+              ["summation", "elements", "ranks", "differs from exact sum", "differs between two rank orders"])
+    t.add("float32 running sum (rounding switch)", n, r, f"{sum(x != y for x, y in zip(a, exact)) / n:.2%}",
+          f"{sum(x != y for x, y in zip(a, b)) / n:.2%}")
+    if rtl is not None:
+        t.add("MiniSharp RTL (MS_ACC_EXACT_FP32_MAG277)", n, r,
+              f"{sum(x != y for x, y in zip(rtl, exact)) / n:.2%}", "0.00% (exact: order-free)")
+    else:
+        t.add("MiniSharp reference model (exact, rounded once)", n, r, "0.00%", "0.00% (exact: order-free)")
+    return t, exact
+
+
+def throughput(vm, ranks, n_chunks, seed=1):
+    """All ports busy with back-to-back COL_DATA frames; returns (figures, result vector)."""
+    ce = ms.MS_CHUNK_ELEMENTS
+    n = ranks * 0 + n_chunks * ce
+    vecs = vectors(ranks, n, seed)
+    frames = [dict(P.chunk_frames(SW, HOST, 1, k, vecs[k], ce)) for k in range(ranks)]
+    ports = vm.num_ports
+    inputs = [[] for _ in range(ports)]
+    inputs[0].append((0, P.setup_frame(SW, HOST, 1, P.setup_record(n, ranks, 0, ports - 1))))
+    for c in range(n_chunks):
+        for k in range(ranks):
+            inputs[k % ports].append((200, frames[k][c]))
+    run = vm.run(inputs, ready_p=1.0, drain=5000, tag="throughput")
+    res = {}
+    for f in run.outputs[0]:
+        p = P.parse(f, n)
+        res[p["chunk_index"]] = p["values"]
+    vector = [v for c in range(n_chunks) for v in res.get(c, [0] * ce)]
+    data_beats = sum(run.beats[i][0] for i in range(ports))
+    first = 200
+    last = max(max(x) for x in run.in_last if x)
+    drops = sum(v for k, v in run.counters.items() if k.startswith("drop_"))
+    fig = {
+        "ports": ports, "dw": vm.dw, "frames": ranks * n_chunks + 1, "drops": drops,
+        "beats_per_cycle_per_port": data_beats / ports / (last - first + 1),
+        "chunks_done": run.counters["chunks"], "chunks": n_chunks,
+        "processed": 1 - drops / (ranks * n_chunks),
+        "last_result_cycle": max(c[1] for c in run.out_cycles[0]) if run.out_cycles[0] else None,
+        "input_end_cycle": last,
+    }
+    return fig, vector, vecs
+
+
+def latency(vm, elements):
+    """Cycles from the last beat of the completing contribution to the first beat of the result frame."""
+    vecs = vectors(2, elements, 7)
+    setup = P.setup_frame(SW, HOST, 2, P.setup_record(elements, 2, 0, 0))
+    f0 = P.data_frame(SW, HOST, 2, 0, 0, vecs[0])
+    f1 = P.data_frame(SW, HOST, 2, 1, 0, vecs[1])
+    inputs = [[(0, setup), (500, f0)]] + [[(4000, f1)]] + [[] for _ in range(vm.num_ports - 2)]
+    run = vm.run(inputs, drain=3000, tag="latency")
+    return run.out_cycles[0][0][0] - run.in_last[1][0], len(f1)
+
+
+def run(quick=False):
+    from cores.minisharp.vsim import VerilatedMiniSharp, verilator_available
+    res = BenchResult("minisharp")
+    if quick or not verilator_available():
+        t, _ = accuracy_table(vectors(8, 512, 3))
+        res.tables.append(t)
+        return res
+
+    tt = Table("Line rate: every port offered back-to-back 1048-byte COL_DATA frames (256 FP32), no gap",
+               ["build", "ports", "port width", "input beats accepted / cycle / port", "ratio to line rate",
+                "frames dropped", "chunks completed", "Verilator build+run s"],
+               notes="Ports never stall (ready=1); a frame is only lost if it is dropped, so 'frames dropped' = 0 "
+                     "with 1.0 beats/cycle is line rate. 8 ranks; chunk results broadcast to every port.")
+    lt = Table("Latency: last beat of the completing contribution -> first beat of the COL_RES frame",
+               ["build", "chunk elements", "cycles", "contribution frame beats", "ratio to frame time"],
+               notes="Store and forward: a contribution is validated as a whole frame before it is added "
+                     "(one word of lanes FP32 per cycle), then the exact sums are rounded in a 14-stage pipeline.")
+    rtl_vec, vecs_for_acc = None, None
+    for name, params in CONFIGS:
+        t0 = time.time()
+        vm = VerilatedMiniSharp(**params)
+        fig, vec, vecs = throughput(vm, ranks=8, n_chunks=4 if vm.num_ports == 2 else 8)
+        res.data[f"throughput {name}"] = fig
+        tt.add(name, fig["ports"], fig["dw"], round(fig["beats_per_cycle_per_port"], 4),
+               round(fig["beats_per_cycle_per_port"], 4), fig["drops"], f"{fig['chunks_done']}/{fig['chunks']}",
+               round(time.time() - t0, 1))
+        if rtl_vec is None:
+            rtl_vec, vecs_for_acc = vec, vecs
+        for el in (ms.MS_CHUNK_ELEMENTS, 1):
+            cyc, flen = latency(vm, el)
+            beats = -(-max(flen, ms.ETH_MIN_FRAME) // (vm.dw // 8))
+            lt.add(name, el, cyc, beats, round(cyc / beats, 3))
+            res.data[f"latency {name} {el}"] = cyc
+    acc, _ = accuracy_table(vecs_for_acc, rtl_vec)
+    res.tables += [tt, lt, acc]
+    res.tables.append(ecp5_table())
+    return res
+
+
+def ecp5_table():
+    from cores.minisharp.core import MiniSharpCore
+    from cores.minisharp.vsim import _Top
+    from sim.bench.ecp5 import synth_ecp5
+    t = Table("ECP5 out-of-context (yosys + nextpnr-ecp5, target 125 MHz)",
+              ["build", "device", "LUT4", "FF", "DP16KD", "LUTRAM", "Fmax MHz", "synth s"],
+              notes="MiniSharpCore with the ABI chunk (256 FP32), 4 chunk slots, 8 contexts, max 64 ranks; "
+                    "all ports, configuration inputs and counters are I/Os.")
+    for name, params in (("2 x 8-bit", dict(num_ports=2, dw=8)), ("4 x 64-bit, 2 lanes", dict(num_ports=4, dw=64))):
+        for dev in ("LFE5U-25F", "LFE5U-85F"):
+            t0 = time.time()
+            top = _Top(MiniSharpCore(**params))
+            try:
+                r = synth_ecp5(top, top.ios, f"minisharp_{params['num_ports']}x{params['dw']}", device=dev,
+                               freq_mhz=125)
+                fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
+                t.add(name, dev, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(time.time() - t0))
+            except Exception as e:     # e.g. does not fit the device: report it in the table
+                t.add(name, dev, "-", "-", "-", "-", f"failed: {type(e).__name__}", round(time.time() - t0))
+    return t
+
+
+if __name__ == "__main__":
+    import sys
+    r = run(quick="--quick" in sys.argv)
+    print(r.markdown())
+    print(r.write())
