@@ -311,8 +311,8 @@ def test_bad_input_and_forged_control_frames():
 
 @pytest.mark.parametrize("F", [64, 128, 256, 512, 1024, 2048])
 def test_frame_sizes(F):
-    n = 24 if F <= 256 else 6
-    traffic, got, cnt = run_pair(F=F, latency=2, nbeats=n, cycles=40 + 4 * n if F > 256 else 200,
+    n = 24 if F <= 256 else 3
+    traffic, got, cnt = run_pair(F=F, latency=2, nbeats=n, cycles=48 if F > 256 else 200,
                                  p_ab=0.1 if F <= 256 else 0.0, valid_p=1.0, ready_p=1.0, seed=F,
                                  both_ways=F <= 256, error_window=(0, 60))
     assert_exact(traffic, got)

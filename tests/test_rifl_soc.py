@@ -42,13 +42,13 @@ def check_exact(res, limit):
 
 
 def test_soc_block_errors_both_ways():
-    res = run_block(900, err=int(0.03 * 2**32), burst=3)
-    check_exact(res, 40)
+    res = run_block(650, err=int(0.03 * 2**32), burst=3, limit=25)
+    check_exact(res, 25)
     assert res["ab_channel_errors"] > 3 and res["ba_channel_errors"] > 3
     assert res["a_replays"] > 0 and res["b_replays"] > 0 and res["status"] == 3
 
 
 def test_soc_block_flap_and_slow_receiver():
-    res = run_block(1100, flap=(150, 200), rx_ready=60, limit=40)
-    check_exact(res, 40)
+    res = run_block(800, flap=(120, 160), rx_ready=60, limit=25)
+    check_exact(res, 25)
     assert res["a_link_downs"] >= 1 and res["a_rx_overflow"] == 0 and res["b_rx_overflow"] == 0

@@ -76,9 +76,9 @@ ALIGN_UP_FRAMES = 8
 ALIGN_DOWN_FRAMES = 4
 
 # Internal pipeline cycles of one endpoint pair (TX select -> channel and channel -> RX decision, both
-# ways: 2 + 2 + 2 + 2, plus one RETRANS slot and a margin), added to the channel round trip to give the
+# ways: 3 + 3 + 3 + 3, plus one RETRANS slot and a margin), added to the channel round trip to give the
 # replay hold-off / quiet time, which also sizes the replay buffer.
-PIPELINE_RTT_CYCLES = 12
+PIPELINE_RTT_CYCLES = 15
 
 # Scrambler: frame-synchronous additive, x^58 + x^39 + 1.
 SCRAMBLER_TAPS = (58, 39)

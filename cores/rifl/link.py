@@ -74,7 +74,7 @@ class RIFLEndpoint(LiteXModule):
     channel latencies), which sets the replay hold-off H = rtt + PIPELINE_RTT_CYCLES, the replay buffer
     (2^replay_log2(rtt) frames) and the receive buffer (rx_depth, default rx_depth_for(rtt) frames).
     sink/source: user_layout(F) with `last`; one beat = one frame, one beat a cycle at line rate.
-    tx_frame/rx_frame: the frame-aligned parallel line (MSB sent first). Latency: 2 cycles TX, 3 cycles RX
+    tx_frame/rx_frame: the frame-aligned parallel line (MSB sent first). Latency: 3 cycles TX, 3 cycles RX
     plus the receive FIFO.
     """
     def __init__(self, frame_bits=256, rtt=16, rx_depth=None, with_csr=False):
@@ -202,10 +202,15 @@ class RIFLEndpoint(LiteXModule):
             If(sel_ctrl, inc("tx_ctrl")),
             If(sink.valid & ~sink_ok, inc("tx_bad")),
         ]
-        # Stage 1: CRC XOR frame id, scramble, register onto the line.
-        body1 = Signal(bbits)
-        self.comb += body1.eq(Mux(s1_replay, rport.dat_r, s1_body))
-        self.sync += self.tx_frame.eq(Cat(crc12_expr(body1) ^ s1_id, body1 ^ mask))
+        # Stage 1: select the replay buffer's output or the new/control body (registered: the block RAM's
+        # output delay stays out of the CRC path). Stage 2: CRC XOR frame id, scramble, onto the line.
+        s2_body = Signal(bbits)
+        s2_id = Signal(SEQ_BITS)
+        self.sync += [
+            s2_body.eq(Mux(s1_replay, rport.dat_r, s1_body)),
+            s2_id.eq(s1_id),
+            self.tx_frame.eq(Cat(crc12_expr(s2_body) ^ s2_id, s2_body ^ mask)),
+        ]
 
         # ----- RX: stage A register, stage B descramble + CRC, stage C decide -----
         ra = Signal(F)
