@@ -7,24 +7,27 @@ import time
 
 from sim import target
 from sim.runner import SimSession, SimulationFailed, _raise_on_sigterm
-from soc.innet_soc import InnetSoC
+from soc.innet_soc import CORE_NAMES, InnetSoC
 
 
 def available_cores():
-    return [name[len("add_"):] for name in dir(InnetSoC)
-            if name.startswith("add_") and name[len("add_"):] in ("minisharp", "rifl", "switch", "sparsr", "sync")]
+    """Cores the SoC can add and whose host demo exists."""
+    import importlib.util
+    return [core for core in CORE_NAMES if hasattr(InnetSoC, f"add_{core}")
+            and importlib.util.find_spec(f"software.{core}.demo") is not None]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cores", default=None, help="comma-separated cores (default: all integrated ones)")
+    parser.add_argument("--cpu-type", default=None, choices=["vexriscv"], help="add a CPU (default: none)")
     args = parser.parse_args(argv)
     cores = available_cores() if args.cores is None else [c for c in args.cores.split(",") if c]
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     t0 = time.monotonic()
     print(f"Building the simulated SoC (cores: {', '.join(cores) or 'none'})...", flush=True)
     try:
-        gateware = target.build(cores)
+        gateware = target.build(cores, cpu_type=args.cpu_type)
         t_build = time.monotonic() - t0
         print(f"  gateware: {gateware} ({t_build:.0f} s)", flush=True)
         with SimSession(gateware) as sim:

@@ -102,7 +102,7 @@ class SimSession:
         while time.monotonic() < deadline:
             self.check_alive()
             probe = self.run([sys.executable, "-m", "software.cli", "--host", self.soc_ip, "--timeout", "1",
-                              "ident"], timeout=10, check=False, capture=True)
+                              "--csr-csv", self.csr_csv, "ident"], timeout=10, check=False, capture=True)
             if probe.returncode == 0:
                 self.ident = probe.stdout.strip()
                 return
@@ -174,6 +174,7 @@ def _raise_on_sigterm(signum, frame):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Run the simulated SoC in a private network namespace.")
     parser.add_argument("--cores", default="", help="comma-separated cores to include")
+    parser.add_argument("--cpu-type", default=None, choices=["vexriscv"], help="add a CPU (default: none)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds the command may run")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="command to run inside the namespace")
     args = parser.parse_args(argv)
@@ -181,7 +182,7 @@ def main(argv=None):
     if not command:
         parser.error("give a command to run, e.g. -- python -m software.cli ident")
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
-    gateware = target.build([c for c in args.cores.split(",") if c])
+    gateware = target.build([c for c in args.cores.split(",") if c], cpu_type=args.cpu_type)
     try:
         with SimSession(gateware) as sim:
             return sim.run(command, timeout=args.timeout).returncode

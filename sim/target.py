@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import subprocess
+import sys
 
 
 from litex.build.generic_platform import Pins, Subsignal
@@ -34,6 +35,14 @@ SOC_IP = "192.168.1.50"
 _io = [
     ("sys_clk", 0, Pins(1)),
     ("sys_rst", 0, Pins(1)),
+    ("serial", 0,
+        Subsignal("source_valid", Pins(1)),
+        Subsignal("source_ready", Pins(1)),
+        Subsignal("source_data",  Pins(8)),
+        Subsignal("sink_valid",   Pins(1)),
+        Subsignal("sink_ready",   Pins(1)),
+        Subsignal("sink_data",    Pins(8)),
+    ),
     ("eth_clocks", 0,
         Subsignal("tx", Pins(1)),
         Subsignal("rx", Pins(1)),
@@ -51,10 +60,12 @@ _io = [
 
 class SimInnetSoC(InnetSoC):
     """InnetSoC in litex_sim with the management Etherbone port on the `ethernet` sim module."""
-    def __init__(self, cores=(), **kwargs):
+    def __init__(self, cores=(), cpu_type=None, **kwargs):
         platform = SimPlatform("SIM", _io)
         self.crg = SimCRG(platform.request("sys_clk"))
-        InnetSoC.__init__(self, platform, SIM_CLK_FREQ, ident="innet SoC (litex_sim)", **kwargs)
+        if cpu_type is not None:
+            kwargs.update(with_uart=True, uart_name="sim")
+        InnetSoC.__init__(self, platform, SIM_CLK_FREQ, ident="innet SoC (litex_sim)", cpu_type=cpu_type, **kwargs)
         self.ethphy = LiteEthPHYModel(platform.request("eth", 0))
         self.add_management_etherbone(self.ethphy, ip_address=SOC_IP)
         for core in cores:
@@ -64,15 +75,17 @@ class SimInnetSoC(InnetSoC):
             adder()
 
 
-def sim_config():
+def sim_config(cpu_type=None):
     config = SimConfig()
     config.add_clocker("sys_clk", freq_hz=SIM_CLK_FREQ)
+    if cpu_type is not None:
+        config.add_module("serial2console", "serial")
     config.add_module("ethernet", "eth", args={"interface": TAP_INTERFACE, "ip": HOST_IP})
     return config
 
 
-def config_name(cores):
-    return "soc" + ("_" + "_".join(sorted(cores)) if cores else "")
+def config_name(cores, cpu_type=None):
+    return "soc" + ("_" + "_".join(sorted(cores)) if cores else "") + (f"_{cpu_type}" if cpu_type else "")
 
 
 _DATE_STAMP = re.compile(rb"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
@@ -88,11 +101,14 @@ def _digest(paths):
     return h.hexdigest()
 
 
-def build(cores=(), build_root=None, force=False, quiet=True):
-    """Generate and compile the simulated SoC; returns its gateware folder (holding obj_dir/Vsim, csr.csv)."""
+def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True):
+    """Generate and compile the simulated SoC; returns its gateware folder (holding obj_dir/Vsim, csr.csv).
+    cpu_type="vexriscv" adds the CPU with its BIOS on the simulated UART (compiled with the RISC-V GCC)."""
     cores = tuple(sorted(cores))
+    # Tools installed in the venv (meson/ninja for the BIOS) live beside this Python.
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     build_root = build_root or os.path.join(ROOT, "build", "sim")
-    output_dir = os.path.join(build_root, config_name(cores))
+    output_dir = os.path.join(build_root, config_name(cores, cpu_type))
     gateware_dir = os.path.join(output_dir, "gateware")
     os.makedirs(output_dir, exist_ok=True)
     # One build at a time per configuration; runs of an existing build need no lock.
@@ -100,11 +116,11 @@ def build(cores=(), build_root=None, force=False, quiet=True):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if quiet:
             logging.disable(logging.INFO)  # LiteX logs the whole SoC hierarchy at INFO
-        soc = SimInnetSoC(cores=cores)
-        builder = Builder(soc, output_dir=output_dir, compile_software=False, compile_gateware=False,
+        soc = SimInnetSoC(cores=cores, cpu_type=cpu_type)
+        builder = Builder(soc, output_dir=output_dir, compile_software=cpu_type is not None, compile_gateware=False,
                           csr_csv=os.path.join(gateware_dir, "csr.csv"),
                           csr_json=os.path.join(gateware_dir, "csr.json"))
-        builder.build(sim_config=sim_config(), run=False, build=True, interactive=False)
+        builder.build(sim_config=sim_config(cpu_type), run=False, build=True, interactive=False)
         sources = [os.path.join(gateware_dir, f) for f in os.listdir(gateware_dir)
                    if f.endswith((".v", ".sv", ".init", ".js", ".h", ".cpp"))]
         digest = _digest(sources)
@@ -131,10 +147,11 @@ def build(cores=(), build_root=None, force=False, quiet=True):
 def main():
     parser = argparse.ArgumentParser(description="Build the simulated innet SoC (litex_sim + Verilator).")
     parser.add_argument("--cores", default="", help="comma-separated cores to include")
+    parser.add_argument("--cpu-type", default=None, choices=["vexriscv"], help="add a CPU (default: none)")
     parser.add_argument("--force", action="store_true", help="recompile even if the gateware did not change")
     args = parser.parse_args()
     cores = [c for c in args.cores.split(",") if c]
-    print(build(cores, force=args.force, quiet=False))
+    print(build(cores, cpu_type=args.cpu_type, force=args.force, quiet=False))
 
 
 if __name__ == "__main__":

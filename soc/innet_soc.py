@@ -9,6 +9,8 @@ from litex.soc.integration.soc import SoCRegion
 from litex.soc.integration.soc_core import SoCCore
 
 ETHERBONE_UDP_PORT = 1234
+# Name of each core's block in the SoC, hence its CSR prefix (Migen reserves `sync`, so the mesh is `syncnet`).
+CORE_NAMES = {"minisharp": "minisharp", "rifl": "rifl", "switch": "switch", "sparsr": "sparsr", "sync": "syncnet"}
 DEFAULT_MAC_ADDRESS = 0x10e2d5000000
 DEFAULT_IP_ADDRESS = "192.168.1.50"
 
@@ -50,7 +52,24 @@ class InnetSoC(SoCCore):
         return module
 
     # Cores ----------------------------------------------------------------------------------------
-    def add_sparsr(self, name="sparsr", wmem_rows=64, xmem_rows=16, origin=0x40000000):
+    def add_sync(self, name=CORE_NAMES["sync"], width=4, height=4, hop_latency=5, with_lamlet=True):
+        """Synchronizer mesh (width x height nodes plus the lamlet) with CSR triggers, results and latency."""
+        from cores.sync.soc_block import SyncBlock
+        return self._register_core(name, SyncBlock(width=width, height=height, hop_latency=hop_latency,
+                                                   with_lamlet=with_lamlet))
+
+    def add_rifl(self, name=CORE_NAMES["rifl"], frame_bits=256, latency=8):
+        """Two RIFL endpoints looped through fault-injecting channels, with traffic generators and checkers."""
+        from cores.rifl.soc_block import RIFLLoopback
+        return self._register_core(name, RIFLLoopback(frame_bits=frame_bits, latency=latency))
+
+    def add_switch(self, name=CORE_NAMES["switch"], n=4, data_width=128, voq_cells=4, iterations=2):
+        """A small RIFL switch between on-chip traffic generators and checkers (load points over CSRs)."""
+        from cores.switch.soc_block import SwitchBlock
+        return self._register_core(name, SwitchBlock(n=n, data_width=data_width, voq_cells=voq_cells,
+                                                     iterations=iterations))
+
+    def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=64, xmem_rows=16, origin=0x40000000):
         """Sparsr frame receiver with WMEM/XMEM; the host writes frames into a Wishbone window at `origin`."""
         from cores.sparsr.soc_block import SparsrBlock, WINDOW_BYTES
         block = self._register_core(name, SparsrBlock(wmem_rows=wmem_rows, xmem_rows=xmem_rows))

@@ -10,9 +10,8 @@ import random
 import sys
 import time
 
+from soc.innet_soc import CORE_NAMES
 from software.client import InnetClient
-
-CORE_DEMOS = ("minisharp", "rifl", "switch", "sparsr", "sync")
 
 
 def scratch_check(bus, n, seed=1):
@@ -55,13 +54,13 @@ def main():
     result["csr_reads_per_s"] = csr_reads_per_second(bus)
     print(f"Etherbone CSR reads   : {result['csr_reads_per_s']:.0f} per second")
     failures = result["scratch_mismatches"]
-    for core in CORE_DEMOS:
-        if not any(name.startswith(core + "_") for name in bus.regs.d):
+    for core, prefix in CORE_NAMES.items():
+        if not any(name.startswith(prefix + "_") for name in bus.regs.d):
             continue
-        module = importlib.import_module(f"software.{core}")
+        module = importlib.import_module(f"software.{core}.demo")
         print(f"--- {core} ---")
         try:
-            for line in module.demo(bus):
+            for line in module.demo(bus, prefix=prefix):
                 print(f"  {line}")
             result[core] = "ok"
         except Exception as e:  # a core demo failing must fail make sim, with its reason
