@@ -66,9 +66,9 @@ def test_soc_block_csr_triggers_and_latency():
     for c in out["cpl"]:
         assert c["value"] == reduce_values(modes[c["ident"]], [vals[(p, c["ident"])] for p in range(n)], 16)
         assert c["mode"] == modes[c["ident"]] and c["error"] == 0
-        # at least the trigger itself; at most 2 hops ((1,1) -> (0,0) -> lamlet) of 5 cycles + 1, plus one
-        # packet of the other ident ahead on a link (4 flits)
-        assert 1 <= c["latency"] <= 2 * 5 + 1 + 4
+        # at most 2 hops ((1,1) -> (0,0) -> lamlet) of 5 cycles, plus one packet of the other ident ahead on
+        # a link (4 flits)
+        assert 0 <= c["latency"] <= 2 * 5 + 4
     assert out["completions"] == 2 * n
     # node 9 does not exist; node 0 drops the mode-7 trigger; the back-to-back second go finds the block busy
     assert out["drops"] == 3
@@ -134,3 +134,12 @@ def test_demo_through_sim_bus():
     assert "error" not in out, out.get("error")
     assert len(out["lines"]) == 3 and "2x2 grid + lamlet" in out["lines"][0]
     assert all("15 completions correct" in line for line in out["lines"][1:])
+
+
+def test_bench_quick_matches_analytic():
+    from sim.bench.bench_sync import run
+    res = run(quick=True)
+    rows = res.tables[0].rows
+    assert len(rows) == 2
+    for row in rows:
+        assert row[4] == row[6] and row[5] == row[7]      # measured max/mean == analytic max/mean

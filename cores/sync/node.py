@@ -71,7 +71,7 @@ class SyncNode(LiteXModule):
     has emitted its completion. Each outgoing message is sent once its dependencies (`common.deps`) and the own
     trigger are in; it carries the slot's running reduction. One merge (trigger or packet) per cycle;
     hop latency n_flits + 1 cycles without contention; a completion is
-    presented the cycle after the last contribution is merged.
+    presented in the cycle its last contribution is merged.
     """
     def __init__(self, neighbours=DIRS, fold=None, n_idents=MAX_IDENTS, value_width=DEFAULT_VALUE_WIDTH):
         neighbours = tuple(d for d in DIRS if d in set(neighbours))
@@ -236,18 +236,26 @@ class SyncNode(LiteXModule):
                 *arrive(nxt[s], s),
             )
 
-        # Completion: lowest complete slot, held while the sink stalls ----------------------------------
+        # Completion: lowest complete slot, held while the sink stalls; when none is waiting, the round that
+        # the merge of this cycle completes is presented at once (from the merged value).
         cand = Signal(n_idents)
         pe, sel, sel_q, locked = Signal(max=max(n_idents, 2)), Signal(max=max(n_idents, 2)), \
             Signal(max=max(n_idents, 2)), Signal()
+        fresh, use_fresh = Signal(), Signal()
         src = self.source
         self.comb += [cand[s].eq(complete[s] & ~cur[s].done) for s in slots]
         self.comb += reduce(lambda acc, s: If(cand[s], pe.eq(s)).Else(acc),
                             reversed(list(slots)[:-1]), pe.eq(n_idents - 1))
+        after = [Array(cur[s].self_ for s in slots)[g_ident] | (grant == local)]
+        after += [Array(cur[s].arr[d] for s in slots)[g_ident] | (grant == i) for i, d in enumerate(neighbours)]
         self.comb += [
-            sel.eq(Mux(locked, sel_q, pe)),
-            src.valid.eq(cand != 0), src.ident.eq(sel), src.mode.eq(cur_mode[sel]),
-            src.error.eq(cur_err[sel]), src.value.eq(cur_acc[sel]),
+            fresh.eq(granted & ~g_drop & g_cur & reduce(and_, after)),
+            use_fresh.eq(fresh & (cand == 0)),
+            sel.eq(Mux(locked, sel_q, Mux(cand != 0, pe, g_ident))),
+            src.valid.eq((cand != 0) | fresh), src.ident.eq(sel),
+            src.mode.eq(Mux(use_fresh, m_mode, cur_mode[sel])),
+            src.error.eq(Mux(use_fresh, m_err, cur_err[sel])),
+            src.value.eq(Mux(use_fresh, m_acc, cur_acc[sel])),
         ]
         self.sync += [
             locked.eq(src.valid & ~src.ready), sel_q.eq(sel),

@@ -128,7 +128,8 @@ class SyncBlock(LiteXModule):
         sel = [Array(getattr(p.source, f) for p in parts)[grant] for f in ("ident", "mode", "error", "value")]
         self.comb += [
             entry.node.eq(grant), entry.ident.eq(sel[0]), entry.mode.eq(sel[1]), entry.error.eq(sel[2]),
-            entry.value.eq(sel[3]), entry.latency.eq(Mux(held[grant], stamp[grant], now) - last[sel[0]]),
+            entry.value.eq(sel[3]), entry.latency.eq(Mux(held[grant], stamp[grant], now) -
+                             Mux(taken & (p_ident == sel[0]), now, last[sel[0]])),
             fifo.din.eq(entry.raw_bits()),
             fifo.we.eq(req != 0),
             *[p.source.ready.eq(fifo.writable & (grant == i)) for i, p in enumerate(parts)],
