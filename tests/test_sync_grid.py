@@ -5,11 +5,11 @@ import random
 import pytest
 from migen import run_simulation
 
-from cores.sync.common import (DIRS, MODES, MODE_MAX, MODE_OR, MAX_IDENTS, LAMLET_DIR, OPPOSITE, VECTORS,
-                               IDENT_BITS, MODE_BITS, n_flits, pack, unpack, deps, min_hop_latency)
+from cores.sync.common import (DIRS, MODES, MODE_MAX, MODE_OR, MAX_IDENTS, OPPOSITE, VECTORS,
+                               MODE_BITS, n_flits, pack, unpack, deps, min_hop_latency)
 from cores.sync.grid import SyncGrid
 from cores.sync.node import SyncNode
-from software.sync.model import (LAMLET, reduce_values, participants, coverage, links, expected_messages,
+from software.sync.model import (LAMLET, reduce_values, participants, coverage, expected_messages,
                                  expected_result)
 
 
@@ -26,7 +26,6 @@ def run_grid(grid, schedules, seed, max_cycles, ready_prob=0.7, gap_max=3, count
     accepts, completions = {}, {p: [] for p in range(len(parts))}
     flits = {}
     events = {"trigger_drop": 0, "rx_drop": 0, "mismatch": 0}
-    result = {}
 
     def gen():
         idx = [0] * len(parts)
@@ -77,7 +76,6 @@ def run_grid(grid, schedules, seed, max_cycles, ready_prob=0.7, gap_max=3, count
                         gap[p] -= 1
                 yield node.sink.valid.eq(driving[p])
             yield
-        result["cycles"] = cycle
 
     run_simulation(grid, gen())
     packets = {k: v // nf for k, v in flits.items()}

@@ -26,7 +26,8 @@ class SyncHost:
         self.reg("trig_ctrl").write(fields_pack(TRIG_CTRL_FIELDS, node=node, ident=ident, mode=mode, go=1))
 
     def completions(self, count, timeout=10.0):
-        """Pop `count` completions: list of dicts (node, ident, mode, error, value, latency)."""
+        """Pop `count` completions: list of dicts (node, ident, mode, error, value, latency); raises after
+        `timeout` seconds without a new one."""
         out, t0 = [], time.time()
         while len(out) < count:
             if not fields_unpack(CPL_STATUS_FIELDS, self.reg("cpl_status").read())["valid"]:
@@ -38,6 +39,7 @@ class SyncHost:
             c["latency"] = self.reg("cpl_latency").read()
             self.reg("cpl_pop").write(1)
             out.append(c)
+            t0 = time.time()
         return out
 
     def counters(self):
