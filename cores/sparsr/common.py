@@ -1,0 +1,106 @@
+"""Sparsr host wire format: every constant, field and layout, defined once.
+
+The RTL (`cores/sparsr`), the host encoder/decoder (`software/sparsr`), the reference model and the tests
+import this module; nothing here is repeated elsewhere.
+
+Derivations (the spec lost its bit diagrams; the values below are the ones consistent with every number
+it still gives):
+
+* A frame is ``FRAME_WORDS`` = 256 words of 32 bits in both directions. The spec gives 253 payload words,
+  so the header is 3 words: CMD, LEN, ADDR (in this order, one word each).
+* A slot starts with 2 words: the tag and the row number.
+* A LIL entry is 5 bytes: one lane-number byte (256 lanes need 8 bits) and the 32-bit lane value.
+  Entries are packed back to back, little-endian, into a byte stream that is zero-padded to a whole word,
+  so ``n`` entries use ``ceil(5 n / 4)`` payload words.
+* 102 entries: ``ceil(5 * 102 / 4)`` = 128 payload words and 103 entries would need 129, so a LIL slot at
+  its limit is 2 + 128 = 130 words, which always fits the 253 payload words of one frame (a LIL slot is
+  never split). 128 words is half a raw row, so at the limit LIL still halves the row.
+* A raw row is 256 words; the longest piece one frame carries is 253 - 2 = 251 words, so a raw row always
+  needs two pieces (or more if the sender splits it further).
+"""
+
+# Words and rows -------------------------------------------------------------------------------------
+WORD_BITS = 32
+WORD_MASK = (1 << WORD_BITS) - 1
+LANE_BITS = 32                      # one lane = one word
+ROW_LANES = 256                     # a row is 8192 bits = 1024 bytes = 256 lanes of 32 bits
+ROW_WORDS = ROW_LANES * LANE_BITS // WORD_BITS
+ROW_BYTES = ROW_WORDS * WORD_BITS // 8
+
+# Frame ------------------------------------------------------------------------------------------------
+FRAME_WORDS = 256
+HEADER_WORDS = 3                    # CMD, LEN, ADDR
+HDR_CMD, HDR_LEN, HDR_ADDR = 0, 1, 2
+PAYLOAD_WORDS = FRAME_WORDS - HEADER_WORDS      # 253
+MAX_SLOTS = 4
+
+# Command values (the CMD word). Answers carry ANSWER_FLAG | the command they answer.
+CMD_WRITE_WMEM = 0x01   # slots -> WMEM (LIL slots through the LIL decoder)
+CMD_WRITE_XMEM = 0x02   # slots -> XMEM, stored as sent (LIL form or raw)
+CMD_READ_WMEM = 0x03    # payload [first_row, n_rows]; answered by raw-slot frames
+CMD_DMA_XMEM_WMEM = 0x04  # payload [xmem_row, wmem_row, n_rows]; LIL rows go through the LIL decoder
+CMD_STATUS = 0x05       # no payload; answered by one frame holding the counters (STATUS_COUNTERS order)
+ANSWER_FLAG = 0x80
+CMD_ANSWER_ROWS = ANSWER_FLAG | CMD_READ_WMEM
+CMD_ANSWER_STATUS = ANSWER_FLAG | CMD_STATUS
+WRITE_CMDS = (CMD_WRITE_WMEM, CMD_WRITE_XMEM)
+# Command frames: LEN = number of parameter words, ADDR = 0.
+CMD_PARAMS = {CMD_READ_WMEM: 2, CMD_DMA_XMEM_WMEM: 3, CMD_STATUS: 0}
+
+# Slot --------------------------------------------------------------------------------------------------
+SLOT_HEADER_WORDS = 2               # tag, row number
+SLOT_TAG, SLOT_ROW = 0, 1
+
+# Tag word fields: name -> (lsb, width). Bits not listed are reserved and must be zero.
+TAG_KIND = (0, 2)
+TAG_WIDTH = (2, 3)                  # log2 of the lane width in bits
+TAG_COUNT = (8, 9)                  # raw: words in this piece (1..251); LIL: entries (0..102)
+TAG_OFFSET = (17, 8)                # raw: first word of the row in this piece (0..255); LIL: 0
+TAG_FIELDS = (TAG_KIND, TAG_WIDTH, TAG_COUNT, TAG_OFFSET)
+TAG_RESERVED_MASK = WORD_MASK & ~sum(((1 << w) - 1) << l for l, w in TAG_FIELDS)
+
+KIND_END = 0b00                     # ends the slot list (so zero padding is never a slot)
+KIND_RAW = 0b01
+KIND_LIL = 0b10
+KIND_REFUSED = 0b11
+LANE_WIDTH_CODE = 5                 # 2**5 = 32-bit lanes: the only width accepted
+
+# LIL -----------------------------------------------------------------------------------------------
+LIL_ENTRY_BYTES = 5                 # lane-number byte + 32-bit value, little-endian
+LIL_MAX_PAYLOAD_WORDS = 128
+LIL_MAX_ENTRIES = LIL_MAX_PAYLOAD_WORDS * 4 // LIL_ENTRY_BYTES   # 102
+MAX_PIECE_WORDS = PAYLOAD_WORDS - SLOT_HEADER_WORDS             # 251
+
+# Refusal reasons: one counter each. A refused frame increments exactly one (the first rule it breaks).
+REASON_NONE = 0
+REASON_LENGTH = 1     # frame is not exactly FRAME_WORDS words between `last` marks
+REASON_CMD = 2        # unknown CMD, or a command frame with bad LEN/ADDR/parameters
+REASON_TAG = 3        # a slot that does not parse (kind 11, lane width, reserved bits, count, offset, overrun)
+REASON_LIL = 4        # a LIL entry breaking the rules (lanes not strictly increasing, non-zero padding)
+REASON_PIECE = 5      # a raw piece that does not continue the row in progress, or is not last in its frame
+REASON_HEADER = 6     # LEN / ADDR disagree with the slots (ADDR = slot count, LEN = payload words used)
+REASONS = {REASON_LENGTH: "length", REASON_CMD: "cmd", REASON_TAG: "tag", REASON_LIL: "lil",
+           REASON_PIECE: "piece", REASON_HEADER: "header"}
+REASON_BITS = 3
+
+# Counters in the order of the STATUS answer payload (and the CSR names, prefixed by nothing).
+STATUS_COUNTERS = ("frames_ok", "refused_length", "refused_cmd", "refused_tag", "refused_lil",
+                   "refused_piece", "refused_header", "slots_stored", "slots_refused_row")
+
+
+def field_get(word, field):
+    lsb, width = field
+    return (word >> lsb) & ((1 << width) - 1)
+
+
+def make_tag(kind, count=0, offset=0, width=LANE_WIDTH_CODE):
+    """A tag word (no range checks: tests use it to build bad tags too)."""
+    word = 0
+    for (lsb, w), v in ((TAG_KIND, kind), (TAG_WIDTH, width), (TAG_COUNT, count), (TAG_OFFSET, offset)):
+        word |= (v & ((1 << w) - 1)) << lsb
+    return word
+
+
+def lil_words(n_entries):
+    """Payload words of a LIL slot with `n_entries` entries: ceil(5 n / 4)."""
+    return (n_entries * LIL_ENTRY_BYTES + 3) // 4

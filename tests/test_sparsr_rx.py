@@ -1,0 +1,261 @@
+"""Sparsr receiver RTL (Migen simulation) against the reference card model and the host encoder.
+
+One simulated card per test module carries state from test to test; every answer frame (rows read back,
+status counters) must equal the model's word for word.
+"""
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+from cores.sparsr.common import (
+    FRAME_WORDS, ROW_LANES, ROW_WORDS, KIND_RAW, KIND_LIL, KIND_REFUSED, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
+    CMD_READ_WMEM, LIL_MAX_ENTRIES, STATUS_COUNTERS, make_tag, lil_words,
+)
+from cores.sparsr.receiver import SparsrReceiver
+from software.sparsr.api import Sparsr, FrameRefused, RowRefused
+from software.sparsr.frames import (encode_rows, frame, lil_payload, read_frame, dma_frame, status_frame,
+                                    parse_status, choose_kind)
+from software.sparsr.links import MigenLink
+from software.sparsr.model import CardModel
+
+WROWS, XROWS = 8, 2
+DENSITIES = (0, 1, 48, 49, 102, 103, 204, 256)
+
+
+def make_row(rng, n):
+    row = [0] * ROW_LANES
+    for lane in rng.sample(range(ROW_LANES), n):
+        row[lane] = rng.getrandbits(32) or 1
+    return row
+
+
+class Card:
+    """The RTL behind a MigenLink, and the model fed the same frames."""
+    def __init__(self, seed, valid_prob, ready_prob):
+        self.dut = SparsrReceiver(WROWS, XROWS, with_csr=False)
+        self.link = MigenLink(self.dut, seed=seed, valid_prob=valid_prob, ready_prob=ready_prob)
+        self.model = CardModel(WROWS, XROWS)
+        self.status = dict(self.model.counters)
+
+    def exchange(self, frames):
+        """Send frames; every answer and, afterwards, every counter must equal the model's."""
+        expected = []
+        for f in frames:
+            self.link.send_frame(f)
+            expected += self.model.receive(f)
+        got = [self.link.recv_frame() for _ in expected]
+        assert got == expected
+        counters = dict(zip(STATUS_COUNTERS, self.link.peek([self.dut.counters[n] for n in STATUS_COUNTERS])))
+        assert counters == self.model.counters
+        self.status = counters
+        return got
+
+    def delta(self, frames):
+        """Counter increments caused by `frames`."""
+        before = self.status
+        self.exchange(frames)
+        return {k: self.status[k] - before[k] for k in before if self.status[k] != before[k]}
+
+
+@pytest.fixture(scope="module")
+def card():
+    c = Card(seed=11, valid_prob=0.85, ready_prob=0.8)
+    yield c
+    c.link.close()
+
+
+def test_decoder_density_classes():
+    """The raw escape picks LIL up to 102 non-zero lanes, raw beyond (model of the encoder choice)."""
+    rng = random.Random(1)
+    kinds = {n: choose_kind(make_row(rng, n)) for n in DENSITIES}
+    assert kinds == {0: KIND_LIL, 1: KIND_LIL, 48: KIND_LIL, 49: KIND_LIL, 102: KIND_LIL, 103: KIND_RAW,
+                     204: KIND_RAW, 256: KIND_RAW}
+    assert lil_words(LIL_MAX_ENTRIES) == 128 and len(lil_payload(make_row(rng, 102))) == 128
+
+
+def test_roundtrip_every_density(card):
+    """One row of each density class at shuffled row numbers, stored and read back."""
+    rng = random.Random(3)
+    numbers = list(range(WROWS))
+    rng.shuffle(numbers)
+    frames = []
+    for number, n in zip(numbers, DENSITIES):
+        frames += encode_rows(number, [make_row(rng, n)])
+    card.exchange(frames + [read_frame(0, WROWS)])
+
+
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, WROWS - 1), st.sampled_from(DENSITIES)), min_size=1, max_size=3),
+       st.integers(0, 2**32 - 1))
+def test_roundtrip(card, rows, seed):
+    """Encode rows of every density class at random row numbers, store them, read back, compare."""
+    rng = random.Random(seed)
+    contents = {}
+    frames = []
+    for number, n in rows:
+        contents[number] = make_row(rng, n)
+        frames += encode_rows(number, [contents[number]], CMD_WRITE_WMEM)
+    lo, hi = min(contents), max(contents)
+    answers = card.exchange(frames + [read_frame(lo, hi - lo + 1)])
+    from software.sparsr.frames import AnswerDecoder
+    dec = AnswerDecoder()
+    for a in answers:
+        dec.push(a)
+    back = dict(dec.rows)
+    for number, row in contents.items():
+        assert back[number] == row
+
+
+def test_xmem_dma(card):
+    """Rows written to XMEM as sent (LIL or raw) reach WMEM through the DMA and the LIL decoder."""
+    rng = random.Random(5)
+    rows = [make_row(rng, 49), make_row(rng, 204)]
+    card.exchange(encode_rows(0, rows, CMD_WRITE_XMEM) + [dma_frame(0, 2, 2), read_frame(2, 2)])
+
+
+def test_pieces_across_frames_with_other_slots(card):
+    """A raw row cut into three pieces, with LIL slots before and after it in the same frames."""
+    rng = random.Random(7)
+    raw = make_row(rng, 256)
+    lil1, lil2 = make_row(rng, 10), make_row(rng, 30)
+    s1 = [make_tag(KIND_LIL, 10), 0] + lil_payload(lil1)
+    s2 = [make_tag(KIND_RAW, 100, 0), 1] + raw[:100]
+    s3 = [make_tag(KIND_RAW, 100, 100), 1] + raw[100:200]
+    s4 = [make_tag(KIND_RAW, 56, 200), 1] + raw[200:]
+    s5 = [make_tag(KIND_LIL, 30), 3] + lil_payload(lil2)
+    frames = [frame(CMD_WRITE_WMEM, s1 + s2, 2), frame(CMD_WRITE_WMEM, s3, 1), frame(CMD_WRITE_WMEM, s4 + s5, 2)]
+    assert card.delta(frames) == {"frames_ok": 3, "slots_stored": 5}
+    card.exchange([read_frame(0, 4)])
+    assert card.model.wmem[1] == raw and card.model.wmem[0] == lil1 and card.model.wmem[3] == lil2
+
+
+def _bad_frames():
+    """(name, frames, expected counter deltas): each frame breaks exactly one rule."""
+    rng = random.Random(9)
+    lil = make_row(rng, 5)
+    good_lil = [make_tag(KIND_LIL, 5), 2] + lil_payload(lil)
+    W = lambda slots, n, **kw: frame(CMD_WRITE_WMEM, slots, n, **kw)
+    raw = [rng.getrandbits(32) for _ in range(ROW_WORDS)]
+    p1 = [make_tag(KIND_RAW, 200, 0), 3] + raw[:200]
+    entries = lil_payload(lil)
+
+    def lil_with(lanes, pad=0):
+        data = bytearray()
+        for lane in lanes:
+            data += bytes([lane]) + (7).to_bytes(4, "little")
+        data += bytes(-len(data) % 4)
+        if pad:
+            data[-1] = pad
+        return [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+
+    cases = [
+        ("short frame", [W(good_lil, 1)[:-1]], "refused_length"),
+        ("long frame", [W(good_lil, 1) + [0]], "refused_length"),
+        ("unknown cmd", [frame(0x09, good_lil, 1)], "refused_cmd"),
+        ("read bad LEN", [frame(CMD_READ_WMEM, [0, 1], 0, length=3)], "refused_cmd"),
+        ("read past end", [read_frame(WROWS - 1, 2)], "refused_cmd"),
+        ("dma past end", [dma_frame(XROWS, 0, 1)], "refused_cmd"),
+        ("kind 11", [W([make_tag(KIND_REFUSED, 5), 2] + entries, 1)], "refused_tag"),
+        ("lane width", [W([make_tag(KIND_LIL, 5, width=4), 2] + entries, 1)], "refused_tag"),
+        ("reserved bit", [W([make_tag(KIND_LIL, 5) | 1 << 31, 2] + entries, 1)], "refused_tag"),
+        ("raw count 0", [W([make_tag(KIND_RAW, 0, 0), 2], 1)], "refused_tag"),
+        ("raw past row end", [W([make_tag(KIND_RAW, 10, 250), 2] + raw[:10], 1)], "refused_tag"),
+        ("lil 103 entries", [W([make_tag(KIND_LIL, 103), 2] + [0] * 129, 1)], "refused_tag"),
+        ("lil offset", [W([make_tag(KIND_LIL, 5, 3), 2] + entries, 1)], "refused_tag"),
+        ("slot overruns frame", [W([make_tag(KIND_LIL, 0), 1, make_tag(KIND_RAW, 251, 0), 2] + raw[:249], 2)],
+         "refused_tag"),
+        ("lane repeats", [W([make_tag(KIND_LIL, 3), 2] + lil_with([4, 9, 9]), 1)], "refused_lil"),
+        ("lane backwards", [W([make_tag(KIND_LIL, 3), 2] + lil_with([4, 9, 8]), 1)], "refused_lil"),
+        ("non-zero padding", [W([make_tag(KIND_LIL, 3), 2] + lil_with([4, 9, 10], pad=1), 1)], "refused_lil"),
+        ("ADDR wrong", [W(good_lil, 2)], "refused_header"),
+        ("LEN wrong", [W(good_lil, 1, length=len(good_lil) + 1)], "refused_header"),
+        ("no slot", [W([], 0)], "refused_header"),
+        ("five slots", [W([make_tag(KIND_LIL, 0), 1] * 5, 5)], "refused_header"),
+        ("piece without start", [W([make_tag(KIND_RAW, 10, 20), 2] + raw[:10], 1)], "refused_piece"),
+        ("unfinished piece not last", [W(p1 + [make_tag(KIND_LIL, 0), 1], 2)], "refused_piece"),
+    ]
+    # With row 3 in progress (p1 accepted), frames that do not continue it are refused; it then completes.
+    in_progress = [
+        ("LIL instead of piece", [W(good_lil, 1)], "refused_piece"),
+        ("wrong offset", [W([make_tag(KIND_RAW, 56, 199), 3] + raw[199:255], 1)], "refused_piece"),
+        ("wrong row", [W([make_tag(KIND_RAW, 56, 200), 2] + raw[200:], 1)], "refused_piece"),
+        ("read while in progress", [read_frame(0, 1)], "refused_piece"),
+        ("other memory", [frame(CMD_WRITE_XMEM, [make_tag(KIND_RAW, 56, 200), 1] + raw[200:], 1)],
+         "refused_piece"),
+    ]
+    finish = W([make_tag(KIND_RAW, 56, 200), 3] + raw[200:], 1)
+    return cases, W(p1, 1), in_progress, finish, raw
+
+
+def test_every_refusal_rule(card):
+    """Each bad frame increments exactly its reason's counter and stores nothing (the model, which
+    stores nothing either, must still agree on every row read back at the end)."""
+    cases, start, in_progress, finish, raw = _bad_frames()
+    card.exchange(encode_rows(0, [[0] * ROW_LANES] * 4))     # known contents of the rows the cases touch
+    for name, frames, counter in cases:
+        assert card.delta(frames) == {counter: 1}, name
+    assert card.delta([start]) == {"frames_ok": 1, "slots_stored": 1}
+    for name, frames, counter in in_progress:
+        assert card.delta(frames) == {counter: 1}, name
+    assert card.delta([finish]) == {"frames_ok": 1, "slots_stored": 1}
+    card.exchange([read_frame(0, 4)])
+    assert card.model.wmem[3] == raw and card.model.wmem[2] == [0] * ROW_LANES
+
+
+def test_row_past_end_refuses_only_its_slot(card):
+    rng = random.Random(13)
+    rows = [make_row(rng, 3), make_row(rng, 7), make_row(rng, 0)]
+    frames = encode_rows(WROWS - 2, rows)          # the third row is past the end
+    assert len(frames) == 1
+    assert card.delta(frames) == {"frames_ok": 1, "slots_stored": 2, "slots_refused_row": 1}
+    card.exchange([read_frame(WROWS - 2, 2)])
+
+
+def test_api_exceptions():
+    """The API maps the card's refusals to exceptions and reads back what it wrote."""
+    link = MigenLink(SparsrReceiver(WROWS, XROWS, with_csr=False), seed=3, valid_prob=0.9, ready_prob=0.9)
+    try:
+        api = Sparsr(link, WROWS, XROWS)
+        rng = random.Random(17)
+        rows = [make_row(rng, n) for n in (102, 256, 20, 103)]
+        api.write_wmem(0, rows)
+        assert api.read_wmem(1, 3) == rows[1:]
+        with pytest.raises(RowRefused):
+            api.write_wmem(WROWS - 1, rows[2:])
+        with pytest.raises(FrameRefused) as e:
+            api._exchange([frame(CMD_WRITE_WMEM, [make_tag(KIND_RAW, 3, 7), 0, 1, 2, 3], 1)])
+        assert e.value.reasons == {"piece": 1}
+        assert api.read_wmem(WROWS - 1, 1) == rows[2:3]
+    finally:
+        link.close()
+
+
+def worst_case_frames(rng):
+    """Frames that cost the executor the most: four LIL slots filling the payload, raw pieces."""
+    frames = []
+    for n in ((48, 48, 49, 49), (0, 0, 0, 0), (102, 90)):
+        slots = []
+        for k, count in enumerate(n):
+            slots += [make_tag(KIND_LIL, count), k % WROWS] + lil_payload(make_row(rng, count))
+        frames.append(frame(CMD_WRITE_WMEM, slots, len(n)))
+    rows = [make_row(rng, n) for n in (256, 10, 256, 204, 0, 101, 256, 103)]
+    return frames + encode_rows(0, rows[:4]) + encode_rows(0, rows[4:])
+
+
+def test_input_rate():
+    """Frames queued back to back are taken at one word per cycle, whatever their slots cost."""
+    link = MigenLink(SparsrReceiver(WROWS, XROWS, with_csr=False), seed=4)
+    model = CardModel(WROWS, XROWS)
+    try:
+        frames = worst_case_frames(random.Random(19))
+        for f in frames + [status_frame()]:
+            link.send_frame(f)
+            model.receive(f)
+        status = parse_status(link.recv_frame())
+    finally:
+        link.close()
+    assert status == model.counters and status["frames_ok"] == len(frames) + 1
+    assert link.words_in == FRAME_WORDS * (len(frames) + 1)
+    assert link.input_rate() == 1.0
