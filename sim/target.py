@@ -22,7 +22,11 @@ from litex.build.sim.config import SimConfig
 from litex.soc.integration.builder import Builder
 from migen.genlib.io import CRG as SimCRG
 
+from litex.gen import LiteXModule
+from liteeth.mac.core import LiteEthMACCore
+from liteeth.phy.gmii import LiteEthPHYGMIIRX, LiteEthPHYGMIITX
 from liteeth.phy.model import LiteEthPHYModel
+from migen import ClockDomainsRenamer
 
 from soc.innet_soc import InnetSoC
 
@@ -31,6 +35,27 @@ SIM_CLK_FREQ = int(1e6)        # nominal; Verilator runs as fast as it can
 TAP_INTERFACE = "tap0"         # lives in the runner's namespace only
 HOST_IP = "192.168.1.100"      # the TAP's address, inside the namespace
 SOC_IP = "192.168.1.50"
+MAX_DATA_PORTS = 4
+MINISHARP_PORTS = 2            # data ports of the simulated MiniSharp, TAPs ms0.. in the namespace
+
+
+def data_port_interface(i):
+    return f"ms{i}"
+
+
+class _GMIIDataPort(LiteXModule):
+    """One simulated Ethernet data port: GMII model pads (gmii_ethernet sim module, one TAP each) and a LiteEth
+    MAC core (preamble, FCS, padding) in the sys domain. `sink`/`source`: frames without preamble/FCS."""
+    def __init__(self, pads):
+        phy = LiteXModule()
+        phy.dw = 8
+        phy.tx = LiteEthPHYGMIITX(pads)
+        phy.rx = LiteEthPHYGMIIRX(pads)
+        phy.sink, phy.source = phy.tx.sink, phy.rx.source
+        self.phy = phy
+        self.mac = ClockDomainsRenamer({"eth_tx": "sys", "eth_rx": "sys"})(
+            LiteEthMACCore(phy, dw=8, with_preamble_crc=True, with_padding=True))
+        self.sink, self.source = self.mac.sink, self.mac.source
 
 _io = [
     ("sys_clk", 0, Pins(1)),
@@ -43,6 +68,14 @@ _io = [
         Subsignal("sink_ready",   Pins(1)),
         Subsignal("sink_data",    Pins(8)),
     ),
+    *[("gmii_eth", i,
+        Subsignal("rx_data", Pins(8)),
+        Subsignal("rx_dv",   Pins(1)),
+        Subsignal("rx_er",   Pins(1)),
+        Subsignal("tx_data", Pins(8)),
+        Subsignal("tx_en",   Pins(1)),
+        Subsignal("tx_er",   Pins(1)),
+    ) for i in range(MAX_DATA_PORTS)],
     ("eth_clocks", 0,
         Subsignal("tx", Pins(1)),
         Subsignal("rx", Pins(1)),
@@ -72,12 +105,22 @@ class SimInnetSoC(InnetSoC):
             adder = getattr(self, f"add_{core}", None)
             if adder is None:
                 raise ValueError(f"unknown core {core!r}")
-            adder()
+            if core == "minisharp":
+                self.data_ports = [_GMIIDataPort(platform.request("gmii_eth", i)) for i in range(MINISHARP_PORTS)]
+                adder(phys=[(p.sink, p.source) for p in self.data_ports])
+            else:
+                adder()
 
 
-def sim_config(cpu_type=None):
+def sim_config(cores=(), cpu_type=None):
     config = SimConfig()
     config.add_clocker("sys_clk", freq_hz=SIM_CLK_FREQ)
+    if "minisharp" in cores:
+        # gmii_ethernet keeps its clock-edge state per instance (the `ethernet` module does not), so it can
+        # serve several ports; each port is a TAP inside the runner's namespace.
+        for i in range(MINISHARP_PORTS):
+            config.add_module("gmii_ethernet", [("gmii_eth", i)],
+                              args={"interface": data_port_interface(i), "ip": f"192.168.{10 + i}.100"})
     if cpu_type is not None:
         config.add_module("serial2console", "serial")
     config.add_module("ethernet", "eth", args={"interface": TAP_INTERFACE, "ip": HOST_IP})
@@ -120,7 +163,8 @@ def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True):
         builder = Builder(soc, output_dir=output_dir, compile_software=cpu_type is not None, compile_gateware=False,
                           csr_csv=os.path.join(gateware_dir, "csr.csv"),
                           csr_json=os.path.join(gateware_dir, "csr.json"))
-        builder.build(sim_config=sim_config(cpu_type), run=False, build=True, interactive=False)
+        builder.build(sim_config=sim_config(cores, cpu_type), run=False, build=True, interactive=False,
+                      jobs=os.cpu_count())
         sources = [os.path.join(gateware_dir, f) for f in os.listdir(gateware_dir)
                    if f.endswith((".v", ".sv", ".init", ".js", ".h", ".cpp"))]
         digest = _digest(sources)

@@ -69,6 +69,21 @@ class InnetSoC(SoCCore):
         return self._register_core(name, SwitchBlock(n=n, data_width=data_width, voq_cells=voq_cells,
                                                      iterations=iterations))
 
+    def add_minisharp(self, phys, name=CORE_NAMES["minisharp"], **kwargs):
+        """MiniSharp on the data ports `phys`: one (sink, source) pair of 8-bit LiteEth PHY-layout streams per
+        port carrying whole Ethernet frames without preamble/FCS (e.g. a LiteEthMACCore's user side).
+        Keyword arguments go to MiniSharpSoCBlock (chunk_elements, n_contexts, n_slots, max_ranks, ...)."""
+        from cores.minisharp.soc_block import MiniSharpSoCBlock
+        if len(phys) < 2:
+            raise ValueError(f"MiniSharp needs at least 2 data ports, got {len(phys)}")
+        block = self._register_core(name, MiniSharpSoCBlock(num_ports=len(phys), **kwargs))
+        for i, (to_port, from_port) in enumerate(phys):
+            self.comb += [
+                from_port.connect(block.sinks[i], omit={"error"}),
+                block.sources[i].connect(to_port, omit={"error"}),
+            ]
+        return block
+
     def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=64, xmem_rows=16, origin=0x40000000):
         """Sparsr frame receiver with WMEM/XMEM; the host writes frames into a Wishbone window at `origin`."""
         from cores.sparsr.soc_block import SparsrBlock, WINDOW_BYTES
