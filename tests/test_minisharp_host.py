@@ -1,6 +1,5 @@
 """MiniSharp host software: reference model, packet builder/parser, Scapy layers, Lua dissector, the
 reduce() orchestration (against a lossy in-process switch model) and the CLI."""
-import os
 import random
 import shutil
 import subprocess

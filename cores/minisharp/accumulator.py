@@ -6,6 +6,9 @@ additions never overflow it and no carry has to cross limbs while accumulating (
 FP32 is one 24-bit shift into at most two adjacent limbs and short per-limb adds. Carries are resolved once,
 when the result is read out, by a pipeline that then rounds the exact sum once to nearest-even FP32.
 """
+from functools import reduce
+from operator import or_
+
 from migen import *
 
 from litex.gen import LiteXModule
@@ -24,9 +27,10 @@ def acc_state_bits(max_ranks):
 
 
 class _Decode(Module):
-    """FP32 -> signed per-limb addends and the value's special-value flags (combinational)."""
+    """FP32 -> per-limb magnitudes (significand shifted into place), sign, special-value flags (comb)."""
     def __init__(self, x):
-        self.addends = [Signal((ACC_LIMB_BITS + 2, True)) for _ in range(ACC_LIMBS)]
+        self.mags = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
+        self.negative = Signal()
         self.flags = {f: Signal() for f in ACC_FLAGS}
 
         # # #
@@ -41,32 +45,31 @@ class _Decode(Module):
             sig.eq(Mux(e == 0, m, Cat(m, 1))),
             sh.eq(Mux(e == 0, 0, e - 1)),         # subnormals sit at exponent 1
             shifted.eq(sig << sh[0:5]),
+            self.negative.eq(s),
             self.flags["nan"].eq(special & (m != 0)),
             self.flags["pinf"].eq(special & (m == 0) & ~s),
             self.flags["ninf"].eq(special & (m == 0) & s),
             self.flags["negzero"].eq(x == 0x80000000),
         ]
         lo, hi = shifted[:ACC_LIMB_BITS], shifted[ACC_LIMB_BITS:]
-        for k, a in enumerate(self.addends):
-            mag = Signal(ACC_LIMB_BITS)
+        for k, mag in enumerate(self.mags):
             self.comb += [
                 mag.eq(0),
                 If(~special,
                     If(sh[5:] == k, mag.eq(lo)),
                     If(sh[5:] == k - 1, mag.eq(hi)) if k else [],
                 ),
-                a.eq(Mux(s, -mag, mag)),
             ]
 
 
 class _Round(Module):
     """Accumulator state -> FP32 bits, rounded once to nearest-even. Pipelined: one state per cycle,
-    latency ACC_LIMBS + 5 cycles. `valid_i` travels with the data to `valid_o`."""
+    latency ACC_LIMBS + 6 cycles. `valid_i` travels with the data to `valid_o`."""
     def __init__(self, state, valid_i, max_ranks):
         self.valid_o = Signal()
         self.result = Signal(32)
         lw = limb_width(max_ranks)
-        self.latency = ACC_LIMBS + 5
+        self.latency = ACC_LIMBS + 6
 
         # # #
 
@@ -158,27 +161,37 @@ class _Round(Module):
         ]
 
         # Assemble: ((p - 23) << 23) + significand (+1 to round up) carries into the exponent by itself.
-        up = rnd & (stk | sig[0])
         body = Signal(34)
-        self.comb += body.eq(((p5 - 23) << 23) + sig + up)
+        sel6 = Signal(3)
+        sign6, valid6 = Signal(), Signal()
         nan_f, pinf_f, ninf_f, negzero_f = (fl5[ACC_FLAGS.index(f)] for f in ACC_FLAGS)
         self.sync += [
-            self.valid_o.eq(valid5),
-            If(nan_f | (pinf_f & ninf_f),
-                self.result.eq(FP32_QNAN)
-            ).Elif(pinf_f,
-                self.result.eq(FP32_PINF)
-            ).Elif(ninf_f,
-                self.result.eq(FP32_NINF)
-            ).Elif(is_zero5,
-                self.result.eq(Cat(C(0, 31), negzero_f))
-            ).Elif(small5,
-                self.result.eq(Cat(small_bits, C(0, 7), sign5))
-            ).Elif(body >= FP32_PINF,
-                self.result.eq(Cat(C(FP32_PINF, 31), sign5))
-            ).Else(
-                self.result.eq(Cat(body[:31], sign5))
-            )
+            body.eq(((p5 - 23) << 23) + sig + (rnd & (stk | sig[0]))),
+            sign6.eq(sign5), valid6.eq(valid5),
+            If(nan_f | (pinf_f & ninf_f), sel6.eq(0)
+            ).Elif(pinf_f, sel6.eq(1)
+            ).Elif(ninf_f, sel6.eq(2)
+            ).Elif(is_zero5, sel6.eq(Mux(negzero_f, 4, 3))
+            ).Elif(small5, sel6.eq(5)
+            ).Else(sel6.eq(6)),
+        ]
+        small6 = Signal(24)
+        self.sync += small6.eq(small_bits)
+        self.sync += [
+            self.valid_o.eq(valid6),
+            Case(sel6, {
+                0: self.result.eq(FP32_QNAN),
+                1: self.result.eq(FP32_PINF),
+                2: self.result.eq(FP32_NINF),
+                3: self.result.eq(0),
+                4: self.result.eq(0x80000000),
+                5: self.result.eq(Cat(small6, C(0, 7), sign6)),
+                "default": If(body >= FP32_PINF,
+                        self.result.eq(Cat(C(FP32_PINF, 31), sign6))
+                    ).Else(
+                        self.result.eq(Cat(body[:31], sign6))
+                    ),
+            })
         ]
 
 
@@ -187,9 +200,11 @@ class MSAccumulatorBank(LiteXModule):
 
     sink ops: ADD (addr, init, data = lanes FP32) adds element-wise, `init` starting from zero;
     READ (addr) emits the lanes' sums, each rounded once to FP32, on `source`, in order.
-    Throughput: one op per cycle; an op stalls only while an ADD to the same address is in flight
-    (2 cycles), and a READ only when `out_depth` results are already outstanding.
-    Latency: ADD visible to a later op after 2 cycles; READ result after ACC_LIMBS + 8 cycles.
+    Pipeline: r0 registers the op and reads the RAM, r1 decodes the FP32 and registers the RAM output,
+    r2 adds per limb, r3 writes back (and feeds the rounding pipeline for a READ).
+    Throughput: one op per cycle; an op stalls only while an ADD to the same address is in r0..r2
+    (consecutive addresses never stall), and a READ only when `out_depth` results are outstanding.
+    Latency: a READ result reaches the output FIFO 4 + ACC_LIMBS + 6 cycles after it is accepted.
     Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024.
     """
     def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32):
@@ -208,16 +223,18 @@ class MSAccumulatorBank(LiteXModule):
 
         # # #
 
-        self.specials.mem = mem = Memory(sw * lanes, depth)
-        self.specials.rdport = rdport = mem.get_port(has_re=True)
-        self.specials.wrport = wrport = mem.get_port(write_capable=True)
+        mem = Memory(sw * lanes, depth)
 
-        # Stage 1 / 2 registers.
-        s1_valid, s1_op, s1_first = Signal(), Signal(), Signal()
-        s1_addr = Signal(aw)
-        s2_valid, s2_op = Signal(), Signal()
-        s2_addr = Signal(aw)
-        s2_state = Signal(sw * lanes)
+        self.specials += mem
+        rdport = mem.get_port()
+        self.specials += rdport
+        wrport = mem.get_port(write_capable=True)
+        self.specials += wrport
+
+        # Pipeline registers: valid, op, addr, init per stage.
+        st = [dict(valid=Signal(), op=Signal(), addr=Signal(aw), init=Signal()) for _ in range(4)]
+        r0_data = Signal(32 * lanes)
+        r3_state = Signal(sw * lanes)
 
         # Result FIFO and credits.
         self.fifo = fifo = stream.SyncFIFO([("data", 32 * lanes)], out_depth, buffered=True)
@@ -225,54 +242,62 @@ class MSAccumulatorBank(LiteXModule):
         outstanding = Signal(max=out_depth + 1)
 
         hazard = Signal()
-        self.comb += hazard.eq(
-            (s1_valid & (s1_op == ACC_OP_ADD) & (s1_addr == self.sink.addr)) |
-            (s2_valid & (s2_op == ACC_OP_ADD) & (s2_addr == self.sink.addr)))
+        self.comb += hazard.eq(reduce(or_, [r["valid"] & (r["op"] == ACC_OP_ADD) & (r["addr"] == self.sink.addr)
+                                            for r in st[:3]]))
         credit = Signal()
         self.comb += credit.eq((self.sink.op == ACC_OP_ADD) | (outstanding < out_depth))
         self.comb += self.sink.ready.eq(~hazard & credit)
         accept = Signal()
         self.comb += accept.eq(self.sink.valid & self.sink.ready)
-        self.comb += rdport.adr.eq(self.sink.addr), rdport.re.eq(accept)
 
         rd_issue = accept & (self.sink.op == ACC_OP_READ)
         rd_done = self.source.valid & self.source.ready
         self.sync += outstanding.eq(outstanding + rd_issue - rd_done)
 
         self.sync += [
-            s1_valid.eq(accept), s1_op.eq(self.sink.op), s1_addr.eq(self.sink.addr), s1_first.eq(self.sink.init),
-            s2_valid.eq(s1_valid), s2_op.eq(s1_op), s2_addr.eq(s1_addr),
+            st[0]["valid"].eq(accept), st[0]["op"].eq(self.sink.op), st[0]["addr"].eq(self.sink.addr),
+            st[0]["init"].eq(self.sink.init), r0_data.eq(self.sink.data),
         ]
+        for a, b in zip(st[1:], st[:-1]):
+            self.sync += [a[k].eq(b[k]) for k in a]
         self.comb += [
-            wrport.adr.eq(s2_addr), wrport.dat_w.eq(s2_state),
-            wrport.we.eq(s2_valid & (s2_op == ACC_OP_ADD)),
+            rdport.adr.eq(st[0]["addr"]),
+            wrport.adr.eq(st[3]["addr"]), wrport.dat_w.eq(r3_state),
+            wrport.we.eq(st[3]["valid"] & (st[3]["op"] == ACC_OP_ADD)),
         ]
 
         rounds = []
         for ln in range(lanes):
-            dec = _Decode(self.sink.data[32 * ln:32 * ln + 32])
+            dec = _Decode(r0_data[32 * ln:32 * ln + 32])
             self.submodules += dec
-            add1 = [Signal((ACC_LIMB_BITS + 2, True)) for _ in range(ACC_LIMBS)]
-            vfl1 = {f: Signal() for f in ACC_FLAGS}
-            self.sync += [a1.eq(a0) for a1, a0 in zip(add1, dec.addends)]
-            self.sync += [vfl1[f].eq(dec.flags[f]) for f in ACC_FLAGS]
+            mag, neg = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)], Signal()
+            vfl = {f: Signal() for f in ACC_FLAGS}
+            self.sync += [m1.eq(m0) for m1, m0 in zip(mag, dec.mags)], neg.eq(dec.negative)
+            self.sync += [vfl[f].eq(dec.flags[f]) for f in ACC_FLAGS]
+            mag2, neg2, vfl2 = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)], Signal(), \
+                {f: Signal() for f in ACC_FLAGS}
+            old = Signal(sw)          # registered RAM output (the DP16KD output register)
+            self.sync += [m2.eq(m1) for m2, m1 in zip(mag2, mag)], neg2.eq(neg), old.eq(rdport.dat_r[sw * ln:sw * (ln + 1)])
+            self.sync += [vfl2[f].eq(vfl[f]) for f in ACC_FLAGS]
 
-            old = rdport.dat_r[sw * ln:sw * (ln + 1)]
             old_limbs = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
             self.comb += [ol.eq(old[k * lw:(k + 1) * lw]) for k, ol in enumerate(old_limbs)]
             old_fl = {f: old[ACC_LIMBS * lw + i] for i, f in enumerate(ACC_FLAGS)}
+            init = st[2]["init"]
             new_limbs = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
             new_fl = {f: Signal() for f in ACC_FLAGS}
-            self.comb += [nl.eq(Mux(s1_first, 0, ol) + a) for nl, ol, a in zip(new_limbs, old_limbs, add1)]
-            self.comb += [new_fl[f].eq(Mux(s1_first, 0, old_fl[f]) | vfl1[f]) for f in ("nan", "pinf", "ninf")]
-            self.comb += new_fl["negzero"].eq(Mux(s1_first, 1, old_fl["negzero"]) & vfl1["negzero"])
-            self.sync += s2_state[sw * ln:sw * (ln + 1)].eq(Mux(s1_op == ACC_OP_ADD,
+            base = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
+            self.comb += [b.eq(Mux(init, 0, ol)) for b, ol in zip(base, old_limbs)]
+            self.comb += [nl.eq(Mux(neg2, b - m, b + m)) for nl, b, m in zip(new_limbs, base, mag2)]
+            self.comb += [new_fl[f].eq(Mux(init, 0, old_fl[f]) | vfl2[f]) for f in ("nan", "pinf", "ninf")]
+            self.comb += new_fl["negzero"].eq(Mux(init, 1, old_fl["negzero"]) & vfl2["negzero"])
+            self.sync += r3_state[sw * ln:sw * (ln + 1)].eq(Mux(st[2]["op"] == ACC_OP_ADD,
                 Cat(*new_limbs, *[new_fl[f] for f in ACC_FLAGS]), old))
 
-            rnd = _Round(s2_state[sw * ln:sw * (ln + 1)], s2_valid & (s2_op == ACC_OP_READ), max_ranks)
+            rnd = _Round(r3_state[sw * ln:sw * (ln + 1)], st[3]["valid"] & (st[3]["op"] == ACC_OP_READ), max_ranks)
             self.submodules += rnd
             rounds.append(rnd)
-        self.latency = 2 + rounds[0].latency
+        self.latency = 4 + rounds[0].latency
         self.comb += [
             fifo.sink.valid.eq(rounds[0].valid_o),
             fifo.sink.data.eq(Cat(*[r.result for r in rounds])),

@@ -79,18 +79,23 @@ class MiniSharpCore(LiteXModule):
                 ser.dst_mac.eq(self.dst_macs[o]), ser.src_mac.eq(self.src_macs[o]),
             ]
 
-        # Counters.
+        # Counters, from registered event pulses.
+        def reg(sig):
+            r = Signal.like(sig)
+            self.sync += r.eq(sig)
+            return r
+        ev = [(reg(ing.drop), reg(ing.drop_reason), reg(ing.frame), reg(ing.fwd_frame)) for ing in self.ingress]
+        e_drop, e_reason, e_port = reg(engine.drop), reg(engine.drop_reason), reg(engine.drop_port)
         for r, cnt in enumerate(self.drops):
-            hits = [ing.drop & (ing.drop_reason == r) for ing in self.ingress] + \
-                   [engine.drop & (engine.drop_reason == r)]
+            hits = [d & (rs == r) for d, rs, _, _ in ev] + [e_drop & (e_reason == r)]
             self.sync += cnt.eq(cnt + sum(hits))
-        for i, ing in enumerate(self.ingress):
+        for i, (d, _, fr, fw) in enumerate(ev):
             src = self.sources[i]
             self.sync += [
-                self.rx_frames[i].eq(self.rx_frames[i] + ing.frame),
-                self.rx_drops[i].eq(self.rx_drops[i] + ing.drop + (engine.drop & (engine.drop_port == i))),
-                self.fwd_frames[i].eq(self.fwd_frames[i] + ing.fwd_frame),
-                self.tx_frames[i].eq(self.tx_frames[i] + (src.valid & src.ready & src.last)),
+                self.rx_frames[i].eq(self.rx_frames[i] + fr),
+                self.rx_drops[i].eq(self.rx_drops[i] + d + (e_drop & (e_port == i))),
+                self.fwd_frames[i].eq(self.fwd_frames[i] + fw),
+                self.tx_frames[i].eq(self.tx_frames[i] + reg(src.valid & src.ready & src.last)),
             ]
         self.sync += [
             self.setups.eq(self.setups + engine.setup_done),

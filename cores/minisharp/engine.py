@@ -43,7 +43,7 @@ class MSCollectiveEngine(LiteXModule):
     touched, then adds one payload word (`lanes` FP32) per cycle into the slot. When a chunk has
     expected_local_contributors distinct ranks its sums are read out (rounded once) on `result` after a
     `meta` record, and the slot is freed. Invalid frames are drained and reported on drop/drop_reason.
-    Overhead per frame: 5 cycles plus the payload words; result readout one word per cycle.
+    Overhead per frame: 7 cycles plus the payload words; result readout one word per cycle.
     """
     def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64):
         for name, v in (("lanes", lanes), ("chunk_elements", chunk_elements)):
@@ -71,6 +71,10 @@ class MSCollectiveEngine(LiteXModule):
         lce = log2_int(chunk_elements)
         self.bank = bank = MSAccumulatorBank(lanes=lanes, depth=n_slots * wpc, max_ranks=max_ranks, out_depth=32)
         self.comb += bank.source.connect(self.result)
+        # Registered valid and ready between the engine and the bank (timing); order is kept.
+        self.bank_buf = stream.Buffer(bank.sink.description, pipe_valid=True, pipe_ready=True)
+        self.comb += self.bank_buf.source.connect(bank.sink)
+        acc_in = self.bank_buf.sink
         rw = bits_for(max_ranks)
 
         # Context table.
@@ -123,8 +127,11 @@ class MSCollectiveEngine(LiteXModule):
         any_sfree, sfree_i, sfree_chain = _first_set(sfree_vec, n_slots)
         self.comb += shit_chain + sfree_chain
 
+        # Selected context, registered (state CTX).
+        k_expected, k_count, k_nchunks = Signal(rw), Signal(32), Signal(17)
+        k_first, k_last = Signal(8), Signal(8)
         remaining = Signal((34, True))
-        self.comb += remaining.eq(c_count[ctx_idx] - (d_chunk << lce))
+        self.comb += remaining.eq(k_count - (d_chunk << lce))
 
         exp_bytes = Signal(17)
         self.comb += exp_bytes.eq(exp_elems * FP32_BYTES)
@@ -175,7 +182,7 @@ class MSCollectiveEngine(LiteXModule):
             NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i),
             NextValue(ctx_free, any_free), NextValue(ctx_free_idx, free_i),
             NextValue(nwords, words(d_pbytes)), NextValue(widx, 0),
-            If(d_kind == KIND_SETUP, NextState("SETUP")).Else(NextState("CHECK1"))
+            If(d_kind == KIND_SETUP, NextState("SETUP")).Else(NextState("CTX"))
         )
         fsm.act("SETUP",
             If(setup_reserved_bad, *drop("bad_reserved")
@@ -197,9 +204,15 @@ class MSCollectiveEngine(LiteXModule):
             NextValue(c_first[ctx_idx], rf["egress_first"]), NextValue(c_last[ctx_idx], rf["egress_last"]),
             NextState("IDLE")
         )
+        fsm.act("CTX",
+            NextValue(k_expected, c_expected[ctx_idx]), NextValue(k_count, c_count[ctx_idx]),
+            NextValue(k_nchunks, c_nchunks[ctx_idx]), NextValue(k_first, c_first[ctx_idx]),
+            NextValue(k_last, c_last[ctx_idx]),
+            NextState("CHECK1")
+        )
         fsm.act("CHECK1",
-            NextValue(rank_bad, d_rank >= c_expected[ctx_idx]),
-            NextValue(chunk_bad, d_chunk >= c_nchunks[ctx_idx]),
+            NextValue(rank_bad, d_rank >= k_expected),
+            NextValue(chunk_bad, d_chunk >= k_nchunks),
             NextValue(exp_elems, Mux(remaining >= chunk_elements, chunk_elements, remaining)),
             NextValue(slot_hit, any_shit), NextValue(slot_idx, shit_i),
             NextValue(slot_free, any_sfree), NextValue(slot_free_idx, sfree_i),
@@ -228,10 +241,10 @@ class MSCollectiveEngine(LiteXModule):
         )
         fsm.act("ADD",
             If(widx < awords,
-                bank.sink.valid.eq(payload.valid), payload.ready.eq(bank.sink.ready)
+                acc_in.valid.eq(payload.valid), payload.ready.eq(acc_in.ready)
             ).Else(payload.ready.eq(1)),
-            bank.sink.op.eq(ACC_OP_ADD), bank.sink.addr.eq(addr), bank.sink.init.eq(init),
-            bank.sink.data.eq(payload.data),
+            acc_in.op.eq(ACC_OP_ADD), acc_in.addr.eq(addr), acc_in.init.eq(init),
+            acc_in.data.eq(payload.data),
             If(payload.valid & payload.ready,
                 NextValue(widx, widx + 1),
                 If(widx == nwords - 1, NextState("UPDATE"))
@@ -242,18 +255,18 @@ class MSCollectiveEngine(LiteXModule):
             NextValue(s_bitmap[cur], Mux(init, 0, s_bitmap[cur]) | (1 << d_rank)),
             NextValue(s_count[cur], new_count),
             NextValue(widx, 0),
-            If(new_count == c_expected[ctx_idx], NextState("RES_META")).Else(NextState("IDLE"))
+            If(new_count == k_expected, NextState("RES_META")).Else(NextState("IDLE"))
         )
         fsm.act("RES_META",
             self.meta.valid.eq(1),
             self.meta.collective_id.eq(d_coll), self.meta.chunk_index.eq(d_chunk),
             self.meta.n_elements.eq(exp_elems),
-            self.meta.egress_first.eq(c_first[ctx_idx]), self.meta.egress_last.eq(c_last[ctx_idx]),
+            self.meta.egress_first.eq(k_first), self.meta.egress_last.eq(k_last),
             If(self.meta.ready, NextState("RES_READ"))
         )
         fsm.act("RES_READ",
-            bank.sink.valid.eq(1), bank.sink.op.eq(ACC_OP_READ), bank.sink.addr.eq(addr),
-            If(bank.sink.ready,
+            acc_in.valid.eq(1), acc_in.op.eq(ACC_OP_READ), acc_in.addr.eq(addr),
+            If(acc_in.ready,
                 NextValue(widx, widx + 1),
                 If(widx == awords - 1,
                     self.chunk_done.eq(1),

@@ -17,9 +17,9 @@ def lane_byteswap(word, lanes):
 
 
 class CommitFIFO(LiteXModule):
-    """FIFO whose writes become visible only when committed: `abort` drops everything written since the
-    last commit (the frame being received). `commit`/`abort` take effect after the write of the same
-    cycle. Read side: a stream, one entry per cycle. `depth` a power of two (block RAM)."""
+    """FIFO whose writes become visible only when committed. `commit` publishes every entry written before
+    this cycle; `abort` discards the uncommitted ones (a write in the same cycle is kept: it starts the next
+    frame). Read side: a stream with a registered output, one entry per cycle. `depth`: a power of two."""
     def __init__(self, width, depth):
         if depth & (depth - 1) or depth < 2:
             raise ValueError(f"CommitFIFO depth must be a power of two >= 2, got {depth}")
@@ -34,29 +34,36 @@ class CommitFIFO(LiteXModule):
 
         aw = log2_int(depth)
         wp, cp, rp = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1)
-        self.specials.mem = mem = Memory(width, depth)
-        self.specials.wr = wr = mem.get_port(write_capable=True)
-        self.specials.rd = rd = mem.get_port(has_re=True)
+        mem = Memory(width, depth)
+        self.specials += mem
+        wr = mem.get_port(write_capable=True)
+        self.specials += wr
+        rd = mem.get_port(has_re=True)
+        self.specials += rd
         do_write = Signal()
-        wp_next = Signal(aw + 1)
+        pos = Signal(aw + 1)
         self.comb += [
-            self.full.eq((wp - rp)[:aw + 1] == depth),
+            pos.eq(Mux(self.abort, cp, wp)),
+            self.full.eq((pos - rp)[:aw + 1] == depth),
             do_write.eq(self.we & ~self.full),
-            wr.adr.eq(wp[:aw]), wr.dat_w.eq(self.din), wr.we.eq(do_write),
-            wp_next.eq(wp + do_write),
+            wr.adr.eq(pos[:aw]), wr.dat_w.eq(self.din), wr.we.eq(do_write),
         ]
         self.sync += [
-            If(self.abort, wp.eq(cp)).Else(wp.eq(wp_next)),
-            If(self.commit, cp.eq(wp_next)),
+            wp.eq(pos + do_write),
+            If(self.commit, cp.eq(wp)),
         ]
-        ovalid = Signal()
+        # RAM read -> RAM output -> output register (keeps the slow RAM clock-to-out off the consumers).
+        mvalid = Signal()
         do_read = Signal()
+        out = stream.Endpoint([("data", width)])
+        self.pipe = pipe = stream.PipeValid([("data", width)])
         self.comb += [
-            do_read.eq((rp != cp) & (~ovalid | self.source.ready)),
+            do_read.eq((rp != cp) & (~mvalid | out.ready)),
             rd.adr.eq(rp[:aw]), rd.re.eq(do_read),
-            self.source.valid.eq(ovalid), self.source.data.eq(rd.dat_r),
+            out.valid.eq(mvalid), out.data.eq(rd.dat_r),
+            out.connect(pipe.sink), pipe.source.connect(self.source),
         ]
-        self.sync += If(do_read, rp.eq(rp + 1), ovalid.eq(1)).Elif(self.source.ready, ovalid.eq(0))
+        self.sync += If(do_read, rp.eq(rp + 1), mvalid.eq(1)).Elif(out.ready, mvalid.eq(0))
 
 
 class MSPortIngress(LiteXModule):
@@ -169,48 +176,53 @@ class MSPortIngress(LiteXModule):
         self.dfifo = dfifo = stream.SyncFIFO(descriptor_layout, desc_depth)
         self.comb += dfifo.source.connect(self.desc)
 
-        # End-of-frame classification (combinational on the last beat).
+        # End-of-frame classification, one cycle after the last beat, from registered values.
+        end = Signal()
+        e_flen, e_error, e_povf, e_rovf = Signal(17), Signal(), Signal(), Signal()
+        self.sync += [
+            end.eq(beat & sink.last),
+            e_flen.eq(flen), e_error.eq(error_now), e_povf.eq(povf_now), e_rovf.eq(rovf_now),
+        ]
+
         def field(fields, name):
             for fname, off, n in fields:
                 if fname == name:
-                    return be_bytes(cap_next, off, n)
-        ethertype = be_bytes(cap_next, 12, 2)
-        major = cap_next[8 * CONTROL_OFFSET + 4:8 * CONTROL_OFFSET + 8]
-        opcode = cap_next[8 * (CONTROL_OFFSET + 1):8 * (CONTROL_OFFSET + 2)]
+                    return be_bytes(cap, off, n)
+        ethertype = be_bytes(cap, 12, 2)
+        major = cap[8 * CONTROL_OFFSET + 4:8 * CONTROL_OFFSET + 8]
+        opcode = cap[8 * (CONTROL_OFFSET + 1):8 * (CONTROL_OFFSET + 2)]
         plen = Signal(17)
-        self.comb += plen.eq(flen - MS_HEADER_BYTES)
+        self.comb += plen.eq(e_flen - MS_HEADER_BYTES)
 
-        end = Signal()
         forward, to_engine, kind = Signal(), Signal(), Signal()
         reason = Signal(max=len(DROP))
         dropping = Signal()
-        self.comb += end.eq(beat & sink.last)
 
         def drop(r):
             return [dropping.eq(1), reason.eq(DROP[r])]
 
         self.comb += [
-            If(error_now, *drop("phy_error")
-            ).Elif(flen < ETH_HEADER_BYTES, *drop("runt")
+            If(e_error, *drop("phy_error")
+            ).Elif(e_flen < ETH_HEADER_BYTES, *drop("runt")
             ).Elif(ethertype != ETHERTYPE,
                 If(self.policy == MSP_TRANSPARENT, forward.eq(1)).Else(*drop("not_minisharp"))
-            ).Elif(flen < MS_HEADER_BYTES, *drop("runt")
+            ).Elif(e_flen < MS_HEADER_BYTES, *drop("runt")
             ).Elif(major != VERSION_MAJOR, *drop("bad_version")
             ).Elif(opcode == MS_OP_COL_RES, forward.eq(1)
             ).Elif(opcode == MS_OP_COL_SETUP,
                 If(field(SETUP_OP_FIELDS, "reserved") != 0, *drop("bad_reserved")
                 ).Elif((plen < SETUP_RECORD_BYTES) |
-                       ((plen > SETUP_RECORD_BYTES) & (flen > ETH_MIN_FRAME)), *drop("bad_length")
+                       ((plen > SETUP_RECORD_BYTES) & (e_flen > ETH_MIN_FRAME)), *drop("bad_length")
                 ).Else(to_engine.eq(1), kind.eq(KIND_SETUP))
             ).Elif(opcode == MS_OP_COL_DATA,
                 If(field(DATA_OP_FIELDS, "reserved") != 0, *drop("bad_reserved")
-                ).Elif(povf_now, *drop("overflow")
+                ).Elif(e_povf, *drop("overflow")
                 ).Else(to_engine.eq(1), kind.eq(KIND_DATA))
             ).Else(*drop("bad_opcode")),
         ]
         fwd_go, eng_go = Signal(), Signal()
         self.comb += [
-            fwd_go.eq(end & forward & ~rovf_now),
+            fwd_go.eq(end & forward & ~e_rovf),
             eng_go.eq(end & to_engine & dfifo.sink.ready),
             rfifo.commit.eq(fwd_go), rfifo.abort.eq(end & ~fwd_go),
             pfifo.commit.eq(eng_go & (kind == KIND_DATA)), pfifo.abort.eq(end & ~(eng_go & (kind == KIND_DATA))),
@@ -221,7 +233,7 @@ class MSPortIngress(LiteXModule):
             dfifo.sink.rank.eq(field(DATA_OP_FIELDS, "rank")),
             dfifo.sink.chunk_index.eq(field(DATA_OP_FIELDS, "chunk_index")),
             dfifo.sink.payload_bytes.eq(plen),
-            dfifo.sink.record.eq(cap_next[8 * MS_HEADER_BYTES:]),
+            dfifo.sink.record.eq(cap[8 * MS_HEADER_BYTES:]),
             self.frame.eq(end),
             self.fwd_frame.eq(fwd_go),
             self.drop.eq(end & ~fwd_go & ~eng_go),

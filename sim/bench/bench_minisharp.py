@@ -5,14 +5,18 @@ the ABI chunk size (256 FP32): every port offered back-to-back frames with no in
 compares the RTL results with a float32 running sum (what a rounding switch computes) in the same run.
 quick=True: only the accuracy table with a small vector and the reference model (seconds, no builds).
 """
+import json
+import os
 import random
 import struct
+import subprocess
 import time
 
 import numpy as np
 
 from cores.minisharp import common as ms
 from sim.bench.framework import BenchResult, Table
+from sim.bench.ecp5 import ROOT
 from software.minisharp import packets as P
 from software.minisharp.reference import reduce_vectors
 
@@ -149,14 +153,33 @@ def ecp5_table():
         for dev in ("LFE5U-25F", "LFE5U-85F"):
             t0 = time.time()
             top = _Top(MiniSharpCore(**params))
+            bname = f"minisharp_{params['num_ports']}x{params['dw']}"
+            outdir = os.path.join(ROOT, "build", "ecp5", f"{bname}_{dev}")
+            if os.path.exists(os.path.join(outdir, "report.json")):
+                os.remove(os.path.join(outdir, "report.json"))
             try:
-                r = synth_ecp5(top, top.ios, f"minisharp_{params['num_ports']}x{params['dw']}", device=dev,
-                               freq_mhz=125)
+                r = synth_ecp5(top, top.ios, bname, device=dev, freq_mhz=125)
                 fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
                 t.add(name, dev, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(time.time() - t0))
-            except Exception as e:     # e.g. does not fit the device: report it in the table
-                t.add(name, dev, "-", "-", "-", "-", f"failed: {type(e).__name__}", round(time.time() - t0))
+            except subprocess.CalledProcessError:
+                # nextpnr exits with an error when 125 MHz is not met: report what it placed and routed.
+                t.add(name, dev, *_failed_report(outdir, sum(len(x) for x in top.ios)), round(time.time() - t0))
     return t
+
+
+def _failed_report(outdir, io_bits):
+    """LUT4/FF/DP16KD/LUTRAM/Fmax from nextpnr's report.json when the run failed timing or placement."""
+    try:
+        with open(os.path.join(outdir, "report.json")) as f:
+            rep = json.load(f)
+    except (OSError, ValueError):
+        return ["-", "-", "-", "-", "did not place"]
+    u = rep.get("utilization", {})
+    fmax = min((v["achieved"] for v in rep.get("fmax", {}).values()), default=0)
+    ff = u.get("TRELLIS_FF", {}).get("used")
+    return [u.get("TRELLIS_COMB", {}).get("used", "-"), ff - io_bits if ff is not None else "-",
+            u.get("DP16KD", {}).get("used", "-"), u.get("TRELLIS_RAMW", {}).get("used", "-"),
+            f"{fmax:.1f} (< 125)"]
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Scapy layers for MiniSharp v0.1, bound to Ether type 0x88B5; every field from cores.minisharp.common."""
-from scapy.fields import BitField, BitEnumField, ByteEnumField, FieldListField, XIntField
+from scapy.fields import BitField, ByteEnumField, FieldListField, XIntField
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
 
