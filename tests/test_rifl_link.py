@@ -257,7 +257,8 @@ def test_slow_receiver_flow_control():
 
 def test_bad_input_and_forged_control_frames():
     """Bad user beats are dropped and counted; a RETRANS outside the window, an unknown control code and a
-    corrupted control frame never hang the link or corrupt the stream."""
+    corrupted control frame never hang the link or corrupt the stream; a recovering receiver accepts data
+    only after the REPLAY marker for its expected id."""
     F = 64
     P = c.payload_bytes(F)
     ep = RIFLEndpoint(F, rtt=0)
@@ -278,11 +279,14 @@ def test_bad_input_and_forged_control_frames():
             ref_frame(F, c.SYNC_CTRL, 0, ref_ctrl_payload(F, 0xE, 0), 0),                  # unknown code
             idle(0) ^ (1 << 30),                                                          # corrupted
         ]
-        for f in forged:
+        data = lambda k: ref_frame(F, c.SYNC_DATA, c.META_ALL_VALID | c.META_EOP, 0x112233445500 + k, k)
+        for f in forged + [data(0)]:                # frame 0 while recovering without a REPLAY marker: dropped
             yield ep.rx_frame.eq(f)
             yield
-        for k in range(3):                          # the data stream goes on: frames 0, 1, 2
-            yield ep.rx_frame.eq(ref_frame(F, c.SYNC_DATA, c.META_ALL_VALID | c.META_EOP, 0x112233445500 + k, k))
+        yield ep.rx_frame.eq(ref_frame(F, c.SYNC_CTRL, 0, ref_ctrl_payload(F, c.CTRL_REPLAY, 0), 0))
+        yield
+        for k in range(3):                          # the replay: frames 0, 1, 2
+            yield ep.rx_frame.eq(data(k))
             yield
         for _ in range(8):
             yield ep.rx_frame.eq(idle(3))
@@ -305,7 +309,7 @@ def test_bad_input_and_forged_control_frames():
         cnt["link_up"] = yield ep.link_up
     run_simulation(ep, [drive(), mon(), rd()])
     assert cnt["tx_bad"] == 1 and cnt["bad_retrans"] == 1 and cnt["rx_frames"] == 3 and cnt["link_up"] == 1
-    assert cnt["rx_errors"] == 1    # unknown code and corrupted frame: one recovery, ended by frame 0
+    assert cnt["rx_errors"] == 1 and cnt["rx_discarded"] == 2   # one recovery; corrupted frame and early frame 0
     assert out == [int.from_bytes((0x112233445500 + k).to_bytes(P, "big"), "little") for k in range(3)]
 
 

@@ -1,5 +1,6 @@
 """RIFL SoC block driven through its CSR signals: generator -> endpoint -> channel -> endpoint -> checker,
-both ways, with errors, a link flap and a slow receiver; the checker's counts against the generator's."""
+both ways, with errors both ways, a link flap and a slow receiver; the checkers' counts against the
+generators'. Plus the benchmark's quick mode (smoke test)."""
 from migen import *
 from migen.sim import run_simulation
 
@@ -33,22 +34,21 @@ def run_block(cycles, err=0, burst=1, flap=None, rx_ready=0, limit=40, F=64, lat
     return res
 
 
-def check_exact(res, limit):
+def test_soc_block_errors_flap_slow_receiver():
+    res = run_block(800, err=int(0.03 * 2**32), burst=3, flap=(200, 240), rx_ready=100, limit=25)
     for d in ("ab", "ba"):
-        assert res[f"{d}_sent"] == limit
-        assert res[f"{d}_delivered"] == limit
+        assert res[f"{d}_sent"] == 25 and res[f"{d}_delivered"] == 25
         for k in ("lost", "duplicated", "out_of_order", "corrupted"):
             assert res[f"{d}_{k}"] == 0, (d, k, res)
-
-
-def test_soc_block_errors_both_ways():
-    res = run_block(650, err=int(0.03 * 2**32), burst=3, limit=25)
-    check_exact(res, 25)
-    assert res["ab_channel_errors"] > 3 and res["ba_channel_errors"] > 3
+        assert res[f"{d}_channel_errors"] > 3
     assert res["a_replays"] > 0 and res["b_replays"] > 0 and res["status"] == 3
-
-
-def test_soc_block_flap_and_slow_receiver():
-    res = run_block(800, flap=(120, 160), rx_ready=60, limit=25)
-    check_exact(res, 25)
     assert res["a_link_downs"] >= 1 and res["a_rx_overflow"] == 0 and res["b_rx_overflow"] == 0
+
+
+def test_bench_quick():
+    from sim.bench import bench_rifl
+    res = bench_rifl.run(quick=True)
+    goodput = res.tables[0]
+    assert goodput.rows and all(row[-1] == 0 for row in goodput.rows)      # no loss in the checkers
+    assert 0 < goodput.rows[0][6] < 1                                       # errors cost goodput
+    assert res.tables[1].rows[0][1] > 0                                      # latency measured

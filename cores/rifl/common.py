@@ -43,12 +43,13 @@ CTRL_IDLE = 0x1        # nothing to send; seq = sender's next new frame id ("you
 CTRL_PAUSE = 0x2       # sender's receiver is not aligned: the link is not up, send no data
 CTRL_RETRANS = 0x3     # sender's receiver failed a check: replay from frame id seq
 CTRL_FC = 0x4          # flow control: numbered like data, carried in the replay buffer
+CTRL_REPLAY = 0x5      # a replay starting at frame id seq follows (arms the recovering receiver)
 CTRL_CODE_BITS = 4
 
 # Control payload, MSB first from the top of the payload; the rest of the payload is zero.
 CTRL_LAYOUT = [
     ("code", CTRL_CODE_BITS),
-    ("seq", SEQ_BITS),          # IDLE: sender's next new id; RETRANS: receiver's expected id
+    ("seq", SEQ_BITS),          # IDLE: sender's next new id; RETRANS: receiver's expected id; REPLAY: first id
     ("recovering", 1),          # sender's receiver is waiting for a replay
     ("fc_on_valid", 1),         # per-VOQ flow control (switch): pause channel fc_on_channel
     ("fc_on_channel", 8),

@@ -7,7 +7,7 @@ from litex.soc.interconnect.csr import CSRStatus, CSRField
 
 from cores.rifl.common import (
     ALIGN_DOWN_FRAMES, ALIGN_UP_FRAMES, CHECK_BITS, CRC12_POLY, CTRL_FC, CTRL_IDLE, CTRL_LAYOUT,
-    CTRL_PAUSE, CTRL_PAYLOAD_BITS, CTRL_RETRANS, FC_OFF_DEN, FC_OFF_NUM, FC_ON_DEN, FC_ON_NUM,
+    CTRL_PAUSE, CTRL_PAYLOAD_BITS, CTRL_REPLAY, CTRL_RETRANS, FC_OFF_DEN, FC_OFF_NUM, FC_ON_DEN, FC_ON_NUM,
     LINK_FC_CHANNEL, META_ALL_VALID, META_EOP, SEQ_BITS, SEQ_MASK, SYNC_CTRL, SYNC_DATA, check_frame_bits,
     holdoff_cycles, payload_bytes, replay_log2, rx_depth_for, rx_depth_min, scrambler_mask, user_layout)
 
@@ -45,10 +45,11 @@ def _xor_tree(terms):
     return terms[0]
 
 
-def crc12_expr(body):
-    """CRC-12 of a Migen signal, MSB first: one XOR tree a bit. Used only in synchronous statements, so the
-    Migen simulator evaluates each tree once a cycle."""
-    return Cat(*[_xor_tree([body[i] for i in taps]) for taps in crc12_matrix(len(body))])
+def crc12_bits(body):
+    """CRC-12 of a Migen signal, MSB first: one XOR tree a bit (bit 0 first). Used in synchronous
+    statements, one statement a bit, so the Migen simulator evaluates each tree once a cycle and the
+    Verilog stays within tool line limits."""
+    return [_xor_tree([body[i] for i in taps]) for taps in crc12_matrix(len(body))]
 
 
 def _ctrl_payload(pbits, **fields):
@@ -142,6 +143,7 @@ class RIFLEndpoint(LiteXModule):
             sink_ok.eq((sink.nbytes != 0) & (sink.nbytes <= P)),
         ]
         sel_ctrl, sel_replay, sel_fc, sel_data = Signal(), Signal(), Signal(), Signal()
+        marker_pending = Signal()    # a REPLAY marker must precede the replayed frames
         ctrl_code = Signal(4)
         self.comb += [
             If(~self.rx_aligned,
@@ -150,6 +152,8 @@ class RIFLEndpoint(LiteXModule):
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_IDLE),
             ).Elif(self.recovering & ~toggle,
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_RETRANS),
+            ).Elif(marker_pending,
+                sel_ctrl.eq(1), ctrl_code.eq(CTRL_REPLAY),
             ).Elif(replaying,
                 sel_replay.eq(1),
             ).Elif((fc_want != fc_sent) & guard_ok,
@@ -172,7 +176,8 @@ class RIFLEndpoint(LiteXModule):
                                     fc_off_valid=~fc_want, fc_off_channel=C(LINK_FC_CHANNEL, 8)),
                       C(0, 2), C(SYNC_CTRL, 2))
         ctrl_body = Cat(_ctrl_payload(pbits, code=ctrl_code,
-                                      seq=Mux(ctrl_code == CTRL_RETRANS, rx_seq, tx_seq),
+                                      seq=Mux(ctrl_code == CTRL_RETRANS, rx_seq,
+                                              Mux(ctrl_code == CTRL_REPLAY, rp, tx_seq)),
                                       recovering=self.recovering),
                         C(0, 2), C(SYNC_CTRL, 2))
         new_body = Signal(bbits)
@@ -209,7 +214,8 @@ class RIFLEndpoint(LiteXModule):
         self.sync += [
             s2_body.eq(Mux(s1_replay, rport.dat_r, s1_body)),
             s2_id.eq(s1_id),
-            self.tx_frame.eq(Cat(crc12_expr(s2_body) ^ s2_id, s2_body ^ mask)),
+            self.tx_frame[CHECK_BITS:].eq(s2_body ^ mask),
+            *[self.tx_frame[k].eq(bit ^ s2_id[k]) for k, bit in enumerate(crc12_bits(s2_body))],
         ]
 
         # ----- RX: stage A register, stage B descramble + CRC, stage C decide -----
@@ -221,7 +227,7 @@ class RIFLEndpoint(LiteXModule):
         self.comb += rx_body_a.eq(ra[CHECK_BITS:] ^ mask)
         self.sync += [
             b_body.eq(rx_body_a),
-            b_syn.eq(crc12_expr(rx_body_a) ^ ra[:CHECK_BITS]),
+            *[b_syn[k].eq(bit ^ ra[k]) for k, bit in enumerate(crc12_bits(rx_body_a))],
         ]
         b_sync = b_body[bbits - 2:]
         b_meta = b_body[pbits:pbits + 2]
@@ -230,7 +236,7 @@ class RIFLEndpoint(LiteXModule):
         sync_valid = Signal()
         is_data, is_ctrl = Signal(), Signal()
         ok_data, ok_fc, ok_unnum = Signal(), Signal(), Signal()
-        ok_idle, ok_pause, ok_retrans = Signal(), Signal(), Signal()
+        ok_idle, ok_pause, ok_retrans, ok_marker = Signal(), Signal(), Signal(), Signal()
         fail = Signal()
         self.comb += [
             is_data.eq(b_sync == SYNC_DATA),
@@ -242,36 +248,50 @@ class RIFLEndpoint(LiteXModule):
             ok_idle.eq(ok_unnum & (f["code"] == CTRL_IDLE)),
             ok_pause.eq(ok_unnum & (f["code"] == CTRL_PAUSE)),
             ok_retrans.eq(ok_unnum & (f["code"] == CTRL_RETRANS)),
-            fail.eq(~(ok_data | ok_fc | ok_idle | ok_pause | ok_retrans)),
+            ok_marker.eq(ok_unnum & (f["code"] == CTRL_REPLAY)),
+            fail.eq(~(ok_data | ok_fc | ok_idle | ok_pause | ok_retrans | ok_marker)),
         ]
+
+        armed = Signal()     # recovering receiver saw the REPLAY marker for its expected id
+        accept = Signal()    # numbered frames may be accepted now
 
         # Receive buffer.
         self.fifo = fifo = stream.SyncFIFO(user_layout(F), rx_depth, buffered=True)
         self.comb += fifo.source.connect(source)
         rx_bytes = [b_payload[pbits - 8 * (k + 1):pbits - 8 * k] for k in range(P)]
         self.comb += [
-            fifo.sink.valid.eq(ok_data),
+            fifo.sink.valid.eq(ok_data & accept),
             fifo.sink.data.eq(Cat(*rx_bytes)),
             fifo.sink.nbytes.eq(Mux(b_meta & META_ALL_VALID, P, rx_bytes[P - 1])),
             fifo.sink.last.eq((b_meta & META_EOP) != 0),
         ]
-        gap = Signal()   # an IDLE announcing more frames than we received: something was lost
-        self.comb += gap.eq(ok_idle & (f["seq"] != rx_seq))
+        # An IDLE announcing more frames than we received, or a replay that does not start at the expected
+        # id, means something is missing or stale: recover.
+        gap = Signal()
+        self.comb += gap.eq((ok_idle | ok_marker) & (f["seq"] != rx_seq))
+        # While recovering, numbered frames are accepted only right after a REPLAY marker for the expected
+        # id (armed; any failure disarms). Frames that overtook the error could otherwise pass the check
+        # when a line error happens to turn their id into the expected one (the id is XOR'd into the CRC).
+        self.comb += accept.eq(~self.recovering | armed)
 
         def start_recovery():
             return [If(self.link_up, If(~self.recovering, inc("rx_errors")).Else(inc("rx_discarded"))),
-                    self.recovering.eq(1)]
+                    self.recovering.eq(1), armed.eq(0)]
 
         self.sync += [
             If(fail | gap,
                 *start_recovery(),
+            ).Elif((ok_data | ok_fc) & ~accept,
+                If(self.link_up, inc("rx_discarded")),
             ).Elif(ok_data,
+                armed.eq(0),
                 If(fifo.sink.ready,
                     rx_seq.eq(rx_seq + 1), self.recovering.eq(0), inc("rx_frames"),
                 ).Else(
                     inc("rx_overflow"), self.recovering.eq(1),
                 ),
             ).Elif(ok_fc,
+                armed.eq(0),
                 rx_seq.eq(rx_seq + 1), self.recovering.eq(0), inc("rx_frames"),
                 If(f["fc_on_valid"] & (f["fc_on_channel"] == LINK_FC_CHANNEL),
                     self.remote_xoff.eq(1), inc("fc_on_rcvd"),
@@ -279,7 +299,9 @@ class RIFLEndpoint(LiteXModule):
                     self.remote_xoff.eq(0),
                 ),
             ).Elif(ok_idle,
-                self.recovering.eq(0),
+                self.recovering.eq(0), armed.eq(0),
+            ).Elif(ok_marker,
+                armed.eq(1),
             ),
         ]
 
@@ -327,13 +349,14 @@ class RIFLEndpoint(LiteXModule):
         self.sync += [
             If(holdoff != 0, holdoff.eq(holdoff - 1)),
             If(sel_replay | sel_data | sel_fc, rp.eq(rp + 1)),
+            If(sel_ctrl & (ctrl_code == CTRL_REPLAY), marker_pending.eq(0)),
             If(ok_retrans,
                 If(~s_in_window,
                     inc("bad_retrans"),
                 ).Else(
                     If(seq_lt(ack, f["seq"], 1 << (SEQ_BITS - 1)), ack.eq(f["seq"])),
                     If((holdoff == 0) | (f["seq"] != base),
-                        rp.eq(f["seq"]), base.eq(f["seq"]), holdoff.eq(H), inc("replays"),
+                        rp.eq(f["seq"]), base.eq(f["seq"]), holdoff.eq(H), marker_pending.eq(1), inc("replays"),
                     ),
                 ),
             ),
