@@ -7,7 +7,7 @@ FP32 is one 24-bit shift into at most two adjacent limbs and short per-limb adds
 when the result is read out, by a pipeline that then rounds the exact sum once to nearest-even FP32.
 """
 from functools import reduce
-from operator import or_
+from operator import and_, or_
 
 from migen import *
 
@@ -62,14 +62,24 @@ class _Decode(Module):
             ]
 
 
+def _lzc(x):
+    """(all zero, leading zero count) of a power-of-two-wide Value, as a balanced tree."""
+    n = len(x)
+    if n == 2:
+        return x == 0, x[1] == 0
+    zh, ch = _lzc(x[n // 2:])
+    zl, cl = _lzc(x[:n // 2])
+    return zh & zl, Mux(zh, Cat(cl, C(1, 1)), Cat(ch, C(0, 1)))
+
+
 class _Round(Module):
     """Accumulator state -> FP32 bits, rounded once to nearest-even. Pipelined: one state per cycle,
-    latency ACC_LIMBS + 6 cycles. `valid_i` travels with the data to `valid_o`."""
+    latency ACC_LIMBS + 7 cycles. `valid_i` travels with the data to `valid_o`."""
     def __init__(self, state, valid_i, max_ranks):
         self.valid_o = Signal()
         self.result = Signal(32)
         lw = limb_width(max_ranks)
-        self.latency = ACC_LIMBS + 6
+        self.latency = ACC_LIMBS + 7
 
         # # #
 
@@ -77,8 +87,8 @@ class _Round(Module):
         flags = state[ACC_LIMBS * lw:]
         valid = valid_i
 
-        # Carry propagation, one limb a stage: digits[k] = low 32 bits, carry signed.
-        digits = []
+        # Carry propagation, one limb a stage: digits[k] = low 32 bits (and a zero flag), carry signed.
+        digits, dz = [], []
         carry = Signal((lw - ACC_LIMB_BITS + 1, True))
         self.comb += carry.eq(0)
         pending = [Signal((lw, True)) for _ in limbs]
@@ -88,56 +98,65 @@ class _Round(Module):
             t = Signal((lw + 1, True))
             self.comb += t.eq(pending[k] + carry)
             n_digits = [Signal(ACC_LIMB_BITS) for _ in range(k + 1)]
+            n_dz = [Signal() for _ in range(k + 1)]
             n_pending = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
             n_carry = Signal((lw - ACC_LIMB_BITS + 1, True))
             n_valid, n_fl = Signal(), Signal(len(ACC_FLAGS))
             self.sync += [
                 [nd.eq(d) for nd, d in zip(n_digits, digits)],
+                [nz.eq(z) for nz, z in zip(n_dz, dz)],
                 n_digits[k].eq(t[:ACC_LIMB_BITS]),
+                n_dz[k].eq(t[:ACC_LIMB_BITS] == 0),
                 n_carry.eq(t >> ACC_LIMB_BITS),
                 [n_pending[i].eq(pending[i]) for i in range(k + 1, ACC_LIMBS)],
                 n_valid.eq(valid), n_fl.eq(fl),
             ]
-            digits, pending, carry, valid, fl = n_digits, n_pending, n_carry, n_valid, n_fl
+            digits, dz, pending, carry, valid, fl = n_digits, n_dz, n_pending, n_carry, n_valid, n_fl
 
         # Sign and magnitude: negative sums are negated as ~D + 1, the +1 reaching digit k when all lower
-        # digits are zero (a prefix AND, no long carry chain).
+        # digits are zero (an AND of registered zero flags, no long carry chain).
         neg = carry < 0
         mag = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
         sign, valid2, fl2 = Signal(), Signal(), Signal(len(ACC_FLAGS))
-        low_zero = C(1, 1)
         for k in range(ACC_LIMBS):
+            low_zero = reduce(and_, dz[:k], C(1, 1))
             self.sync += mag[k].eq(Mux(neg, ~digits[k] + low_zero, digits[k]))
-            low_zero = low_zero & (digits[k] == 0)
         self.sync += sign.eq(neg), valid2.eq(valid), fl2.eq(fl)
 
-        # Leading non-zero digit t: a 64-bit window (digit t, digit t-1) and a sticky bit for the rest.
+        # Non-zero flags of the magnitude digits.
+        nz = [Signal() for _ in range(ACC_LIMBS)]
+        magr = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
+        lowhi_zero = Signal()
+        sign2b, valid2b, fl2b = Signal(), Signal(), Signal(len(ACC_FLAGS))
+        self.sync += [
+            [z.eq(m != 0) for z, m in zip(nz, mag)], [r.eq(m) for r, m in zip(magr, mag)],
+            lowhi_zero.eq(mag[0][24:] == 0),
+            sign2b.eq(sign), valid2b.eq(valid2), fl2b.eq(fl2),
+        ]
+
+        # Leading non-zero digit t (one-hot): a 64-bit window (digit t, digit t-1), a sticky bit for the rest.
         t = Signal(max=ACC_LIMBS)
         window = Signal(2 * ACC_LIMB_BITS)
         sticky = Signal()
         is_zero, small = Signal(), Signal()
         sign3, valid3, fl3 = Signal(), Signal(), Signal(len(ACC_FLAGS))
-        cases_t = [t.eq(0), window.eq(Cat(C(0, ACC_LIMB_BITS), mag[0])), sticky.eq(0)]
-        for k in range(1, ACC_LIMBS):
-            below = C(0, 1)
-            for i in range(k - 1):
-                below = below | (mag[i] != 0)
-            cases_t.append(If(mag[k] != 0, t.eq(k), window.eq(Cat(mag[k - 1], mag[k])), sticky.eq(below)))
-        self.sync += cases_t
+        top1 = [Signal() for _ in range(ACC_LIMBS)]
+        self.comb += [top1[k].eq(nz[k] & ~reduce(or_, nz[k + 1:], C(0, 1))) for k in range(ACC_LIMBS)]
+        wins = [Mux(top1[k], Cat(magr[k - 1] if k else C(0, ACC_LIMB_BITS), magr[k]), 0) for k in range(ACC_LIMBS)]
         self.sync += [
-            is_zero.eq(Cat(*mag) == 0),
-            small.eq((Cat(*mag[1:]) == 0) & (mag[0][24:] == 0)),
-            sign3.eq(sign), valid3.eq(valid2), fl3.eq(fl2),
+            t.eq(reduce(or_, [Mux(top1[k], k, 0) for k in range(1, ACC_LIMBS)])),
+            window.eq(reduce(or_, wins)),
+            sticky.eq(reduce(or_, [top1[k] & reduce(or_, nz[:k - 1]) for k in range(2, ACC_LIMBS)])),
+            is_zero.eq(~reduce(or_, nz)),
+            small.eq(~reduce(or_, nz[1:]) & lowhi_zero),
+            sign3.eq(sign2b), valid3.eq(valid2b), fl3.eq(fl2b),
         ]
 
         # Normalise the window: leading zeros of the top digit, then shift.
         lz = Signal(max=ACC_LIMB_BITS)
         top = window[ACC_LIMB_BITS:]
         lzv = Signal(max=ACC_LIMB_BITS)
-        prio = lzv.eq(ACC_LIMB_BITS - 1)
-        for i in range(ACC_LIMB_BITS):   # highest set bit wins: last assignment in the chain
-            prio = [prio, If(top[i], lzv.eq(ACC_LIMB_BITS - 1 - i))]
-        self.comb += prio
+        self.comb += lzv.eq(_lzc(top)[1])
         p = Signal(10)          # position of the leading one (weight 2^(p-149))
         win4, t4, sticky4 = Signal(2 * ACC_LIMB_BITS), Signal(max=ACC_LIMBS), Signal()
         is_zero4, small4, sign4, valid4, fl4 = Signal(), Signal(), Signal(), Signal(), Signal(len(ACC_FLAGS))
@@ -204,7 +223,7 @@ class MSAccumulatorBank(LiteXModule):
     r2 adds per limb, r3 writes back (and feeds the rounding pipeline for a READ).
     Throughput: one op per cycle; an op stalls only while an ADD to the same address is in r0..r2
     (consecutive addresses never stall), and a READ only when `out_depth` results are outstanding.
-    Latency: a READ result reaches the output FIFO 4 + ACC_LIMBS + 6 cycles after it is accepted.
+    Latency: a READ result reaches the output FIFO 4 + ACC_LIMBS + 7 cycles after it is accepted.
     Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024.
     """
     def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32):

@@ -19,12 +19,10 @@ def engine_meta_layout():
 
 
 def _first_set(vec, n):
-    """(any, index of the lowest set bit) of a list of 1-bit Values."""
+    """(any, index of the lowest set bit, statements) of a list of 1-bit Values: one-hot, then OR-encode."""
     idx = Signal(max=max(n, 2))
-    chain = []
-    for i in reversed(range(n)):
-        chain = [If(vec[i], idx.eq(i)).Else(*chain)] if chain else [If(vec[i], idx.eq(i))]
-    return reduce_or(vec), idx, chain
+    first = [vec[i] & ~reduce_or(vec[:i]) if i else vec[0] for i in range(n)]
+    return reduce_or(vec), idx, [idx.eq(reduce_or([Mux(first[i], i, 0) for i in range(n)]))]
 
 
 def reduce_or(vec):

@@ -28,6 +28,7 @@ class CommitFIFO(LiteXModule):
         self.full = Signal()
         self.commit = Signal()
         self.abort = Signal()
+        self.overflow = Signal()     # a write was refused since the last commit/abort (before this cycle)
         self.source = stream.Endpoint([("data", width)])
 
         # # #
@@ -51,6 +52,8 @@ class CommitFIFO(LiteXModule):
         self.sync += [
             wp.eq(pos + do_write),
             If(self.commit, cp.eq(wp)),
+            If(self.commit | self.abort, self.overflow.eq(self.we & self.full)
+            ).Elif(self.we & self.full, self.overflow.eq(1)),
         ]
         # RAM read -> RAM output -> output register (keeps the slow RAM clock-to-out off the consumers).
         mvalid = Signal()
@@ -152,36 +155,33 @@ class MSPortIngress(LiteXModule):
             self.sync += If(beat,
                 gw.eq(word),
                 If(sink.last | (gi == k - 1) | ~pbeat, gi.eq(0)).Else(gi.eq(gi + 1)))
-        povf = Signal()
-        povf_now = Signal()
-        self.comb += povf_now.eq(povf | (pfifo.we & pfifo.full))
 
-        # Raw frames for forwarding.
+        # Raw frames for forwarding (written one cycle late, to line up with the frame decision).
         rw = dw + 1 + (B if B > 1 else 0)
         self.rfifo = rfifo = CommitFIFO(rw, raw_bytes // B)
-        self.comb += [
+        self.sync += [
             rfifo.we.eq(beat),
             rfifo.din.eq(Cat(sink.data, sink.last, *([sink.last_be] if B > 1 else []))),
-            self.fwd.valid.eq(rfifo.source.valid),
+        ]
+        self.comb += [            self.fwd.valid.eq(rfifo.source.valid),
             self.fwd.data.eq(rfifo.source.data[:dw]),
             self.fwd.last.eq(rfifo.source.data[dw]),
             self.fwd.last_be.eq(rfifo.source.data[dw + 1:] if B > 1 else self.fwd.last),
             rfifo.source.ready.eq(self.fwd.ready),
         ]
-        rovf = Signal()
-        rovf_now = Signal()
-        self.comb += rovf_now.eq(rovf | (rfifo.we & rfifo.full))
 
         # Descriptor FIFO.
         self.dfifo = dfifo = stream.SyncFIFO(descriptor_layout, desc_depth)
         self.comb += dfifo.source.connect(self.desc)
 
-        # End-of-frame classification, one cycle after the last beat, from registered values.
+        # End-of-frame classification one cycle after the last beat, from registered values; the decision
+        # is registered and applied one cycle later (t+2). By then the next frame can only have rewritten
+        # capture bytes 0..2*B-1 (MACs), which the descriptor does not use, and no payload word.
         end = Signal()
-        e_flen, e_error, e_povf, e_rovf = Signal(17), Signal(), Signal(), Signal()
+        e_flen, e_error = Signal(17), Signal()
         self.sync += [
             end.eq(beat & sink.last),
-            e_flen.eq(flen), e_error.eq(error_now), e_povf.eq(povf_now), e_rovf.eq(rovf_now),
+            e_flen.eq(flen), e_error.eq(error_now),
         ]
 
         def field(fields, name):
@@ -216,14 +216,21 @@ class MSPortIngress(LiteXModule):
                 ).Else(to_engine.eq(1), kind.eq(KIND_SETUP))
             ).Elif(opcode == MS_OP_COL_DATA,
                 If(field(DATA_OP_FIELDS, "reserved") != 0, *drop("bad_reserved")
-                ).Elif(e_povf, *drop("overflow")
                 ).Else(to_engine.eq(1), kind.eq(KIND_DATA))
             ).Else(*drop("bad_opcode")),
         ]
+        d_end, d_forward, d_to_engine, d_kind, d_dropping = Signal(), Signal(), Signal(), Signal(), Signal()
+        d_reason = Signal(max=len(DROP))
+        d_plen = Signal(16)
+        self.sync += [
+            d_end.eq(end), d_forward.eq(forward), d_to_engine.eq(to_engine), d_kind.eq(kind),
+            d_dropping.eq(dropping), d_reason.eq(reason), d_plen.eq(plen),
+        ]
+        end, forward, to_engine, kind, dropping, reason = d_end, d_forward, d_to_engine, d_kind, d_dropping, d_reason
         fwd_go, eng_go = Signal(), Signal()
         self.comb += [
-            fwd_go.eq(end & forward & ~e_rovf),
-            eng_go.eq(end & to_engine & dfifo.sink.ready),
+            fwd_go.eq(end & forward & ~rfifo.overflow),
+            eng_go.eq(end & to_engine & dfifo.sink.ready & ~((kind == KIND_DATA) & pfifo.overflow)),
             rfifo.commit.eq(fwd_go), rfifo.abort.eq(end & ~fwd_go),
             pfifo.commit.eq(eng_go & (kind == KIND_DATA)), pfifo.abort.eq(end & ~(eng_go & (kind == KIND_DATA))),
             dfifo.sink.valid.eq(eng_go),
@@ -232,7 +239,7 @@ class MSPortIngress(LiteXModule):
                                             field(DATA_OP_FIELDS, "collective_id"))),
             dfifo.sink.rank.eq(field(DATA_OP_FIELDS, "rank")),
             dfifo.sink.chunk_index.eq(field(DATA_OP_FIELDS, "chunk_index")),
-            dfifo.sink.payload_bytes.eq(plen),
+            dfifo.sink.payload_bytes.eq(d_plen),
             dfifo.sink.record.eq(cap[8 * MS_HEADER_BYTES:]),
             self.frame.eq(end),
             self.fwd_frame.eq(fwd_go),
@@ -241,9 +248,9 @@ class MSPortIngress(LiteXModule):
         ]
         self.sync += If(beat,
             If(sink.last,
-                count.eq(0), error_seen.eq(0), povf.eq(0), rovf.eq(0)
+                count.eq(0), error_seen.eq(0)
             ).Else(
                 count.eq(Mux(count > 0xFFF0, count, count + B)),
-                error_seen.eq(error_now), povf.eq(povf_now), rovf.eq(rovf_now)
+                error_seen.eq(error_now)
             )
         )
