@@ -14,6 +14,8 @@ import numpy as np
 from cores.switch.common import FIXED_LATENCY_CELLS
 from software.switch.islip import ISLIP
 
+QUANTILES = [100 * (1 - 10 ** (-e / 20)) for e in range(0, 81)]     # 0 .. 99.99 %, log-spaced tail
+
 
 def safc(trace, n):
     dep = np.full(len(trace["time"]), -1, np.int64)
@@ -91,12 +93,18 @@ def stats(trace, dep, n, cell_times, warmup):
     measured = (first >= warmup) & (first < cell_times)
     done = measured & (last < np.iinfo(np.int64).max // 2)
     lat = (last - first + 1 + FIXED_LATENCY_CELLS)[done]
+
+    qs = np.percentile(lat, QUANTILES + [50, 99, 99.9]).tolist() if len(lat) else [float("nan")] * (len(QUANTILES) + 3)
     return {
         "offered": offered,
         "utilisation": util,
         "packets": int(np.count_nonzero(measured)),
         "undelivered": int(np.count_nonzero(measured & ~done)),
         "mean_latency": float(lat.mean()) if len(lat) else float("nan"),
-        "p99_latency": float(np.percentile(lat, 99)) if len(lat) else float("nan"),
-        "latencies": lat,
+        "p50_latency": qs[-3],
+        "p99_latency": qs[-2],
+        "p999_latency": qs[-1],
+        "max_latency": float(lat.max()) if len(lat) else float("nan"),
+        "quantiles": qs[:len(QUANTILES)],                # the latency distribution, for CCDF plots
     }
+

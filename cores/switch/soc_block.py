@@ -1,0 +1,234 @@
+"""SoC block: a small RIFL switch with on-chip traffic generators, checkers and latency/throughput counters."""
+from migen import Signal, If, Cat, Constant, Mux
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
+
+from cores.rifl.common import L2_HEADER_LAYOUT
+from cores.switch.common import check_ports, l2_field, log2
+from cores.switch.switch import RIFLSwitch
+
+TS_BITS = 32            # generation timestamp carried in the first data beat
+SRC_BITS = 8
+SEQ_BITS = 24
+
+
+def xorshift32(module, state):
+    """Next xorshift32 value of `state` (comb)."""
+    a, b, c = Signal(32), Signal(32), Signal(32)
+    module.comb += [a.eq(state ^ (state << 13)), b.eq(a ^ (a >> 17)), c.eq(b ^ (b << 5))]
+    return c
+
+
+def one_hop_header(dst_port1):
+    """Layer 2 header of a one-hop packet (total = remain = 1) with Dst Port 1 = dst_port1 (a signal)."""
+    parts = []
+    for name, bits in reversed(L2_HEADER_LAYOUT):                  # Cat is LSB first, the layout MSB first
+        if name == "dst_port1":
+            parts.append(dst_port1[:bits])
+        else:
+            parts.append(Constant(1 if name in ("total_hops", "remain_hops") else 0, bits))
+    return Cat(*parts)
+
+
+def generator_seed(port):
+    """Distinct non-zero xorshift32 seed of each generator."""
+    return ((0x1234567 + 0x9E3779B9 * (port + 1)) & 0xFFFFFFFF) or 1
+
+
+class SwitchGenerator(LiteXModule):
+    """Traffic source for one switch input: one Bernoulli draw per cell time with probability
+    threshold / 65536; destination offset uniform over the N-1 other ports (or fixed); honours the
+    per-VOQ flow-control frames of its switch port (a paused cell waits; its latency keeps counting)."""
+    def __init__(self, sw, port, seed, now, tick, enable, threshold, offset):
+        n, beats = sw.n, sw.beats
+        w = log2(n)
+        sink, fc = sw.sinks[port], sw.fcs[port]
+        self.cells = Signal(32)
+        self.busy = busy = Signal()
+        self.clear = Signal()
+
+        # # #
+
+        rng = Signal(32, reset=seed)
+        nxt = xorshift32(self, rng)
+        self.sync += rng.eq(nxt)
+        paused = Signal(n)
+        self.comb += fc.ready.eq(1)
+        self.sync += If(fc.valid,
+            paused.eq((paused | Cat(*[fc.on_valid & (fc.on_channel == c) for c in range(n)]))
+                      & ~Cat(*[fc.off_valid & (fc.off_channel == c) for c in range(n)])))
+
+        beat, j, ts, seq = Signal(max=beats), Signal(8), Signal(TS_BITS), Signal(SEQ_BITS)
+        draw = Signal(17)
+        self.comb += draw.eq(rng[:16])
+        pick = Signal(8)
+        self.comb += pick.eq(Mux(offset != 0, offset, 1 + ((rng[16:32] * (n - 1)) >> 16)))
+        go = Signal()
+        self.comb += [
+            go.eq(busy & ((beat != 0) | ~(paused >> j[:w])[0])),
+            sink.valid.eq(go),
+            sink.last.eq(beat == beats - 1),
+            sink.header.eq(one_hop_header(j)),
+            sink.data.eq(Mux(beat == 0, Cat(ts, Constant(port, SRC_BITS), seq), Cat(seq, Constant(port, SRC_BITS)))),
+        ]
+        finishing = go & (beat == beats - 1)
+        self.sync += [
+            If(go,
+                beat.eq(beat + 1),
+                If(finishing, beat.eq(0), busy.eq(0), seq.eq(seq + 1), self.cells.eq(self.cells + 1)),
+            ),
+            # One draw per cell time, also in the cycle a cell finishes, so back-to-back cells keep line rate.
+            If((~busy | finishing) & tick & enable & (draw < threshold),
+                busy.eq(1), j.eq(pick), ts.eq(now)),
+            If(self.clear, self.cells.eq(0)),
+        ]
+
+
+class SwitchChecker(LiteXModule):
+    """Sink for one switch output: checks each cell's forwarded header and its output port
+    ((src + original Dst Port 1) mod N must equal this port), measures generation-to-delivery latency."""
+    def __init__(self, sw, port, now):
+        n = sw.n
+        w = log2(n)
+        src = sw.sources[port]
+        self.cells = Signal(32)
+        self.errors = Signal(32)
+        self.lat_sum = Signal(64)
+        self.lat_max = Signal(32)
+        self.clear = Signal()
+
+        # # #
+
+        first = Signal(reset=1)
+        ts = Signal(TS_BITS)
+        lat = Signal(32)
+        from_port = src.data[TS_BITS:TS_BITS + SRC_BITS]
+        hop = l2_field(src.header, "dst_port5")          # Dst Port 1 of the hop just made, rotated to the end
+        bad = Signal()
+        self.comb += [
+            src.ready.eq(1),
+            bad.eq((l2_field(src.header, "remain_hops") != 0) | ((from_port + hop)[:w] != port)),
+            lat.eq(now - ts),
+        ]
+        self.sync += [
+            If(src.valid,
+                first.eq(src.last),
+                If(first, ts.eq(src.data[:TS_BITS]), If(bad, self.errors.eq(self.errors + 1))),
+                If(src.last,
+                    self.cells.eq(self.cells + 1),
+                    self.lat_sum.eq(self.lat_sum + lat),
+                    If(lat > self.lat_max, self.lat_max.eq(lat)),
+                ),
+            ),
+            If(self.clear, self.cells.eq(0), self.errors.eq(0), self.lat_sum.eq(0), self.lat_max.eq(0)),
+        ]
+
+
+class SwitchBlock(LiteXModule):
+    """A `n`-port RIFL switch (cores.switch.switch.RIFLSwitch) between on-chip generators and checkers.
+
+    Software sets a load point (`load`, `pattern`, `duration`), pulses `control.start` (which also clears
+    the counters) and reads the results once `status.done` is set: cells generated and delivered,
+    latency sum / max in cycles (generation to last beat delivered, including any wait for flow control),
+    checker errors, switch drops and network collisions. One cell time = `beats` cycles (`info`).
+    """
+    def __init__(self, n=4, data_width=128, voq_cells=8, iterations=2):
+        check_ports(n)
+        self.switch = sw = RIFLSwitch(n, data_width, voq_cells, iterations)
+        self.control = CSRStorage(fields=[
+            CSRField("start", size=1, pulse=True, description="Clear the counters and start a run."),
+        ])
+        self.load = CSRStorage(fields=[
+            CSRField("threshold", size=17, reset=1 << 15,
+                     description="Offered load per input: cells per cell time x 65536 (65536 = every cell time)."),
+        ])
+        self.pattern = CSRStorage(fields=[
+            CSRField("offset", size=8, reset=0,
+                     description="0: uniform destinations; else every input sends with this Dst Port 1 value."),
+        ])
+        self.duration = CSRStorage(fields=[
+            CSRField("cycles", size=32, reset=10000, description="Cycles during which the generators offer cells."),
+        ])
+        self.status = CSRStatus(fields=[
+            CSRField("done", size=1, description="Generation over and every generated cell accounted for."),
+            CSRField("running", size=1, description="Generators active."),
+        ])
+        self.info = CSRStatus(fields=[
+            CSRField("ports", size=8, description="Switch ports."),
+            CSRField("beats", size=8, description="Cycles per cell time."),
+            CSRField("iterations", size=8, description="iSLIP iterations."),
+        ])
+        self.cycles = CSRStatus(32, description="Cycles since start (frozen when done).")
+        self.tx_cells = CSRStatus(32, description="Cells sent by the generators.")
+        self.rx_cells = CSRStatus(32, description="Cells received by the checkers.")
+        self.lat_sum = CSRStatus(64, description="Sum of cell latencies in cycles.")
+        self.lat_max = CSRStatus(32, description="Largest cell latency in cycles.")
+        self.errors = CSRStatus(32, description="Cells delivered with a wrong header or to a wrong port.")
+        self.drops = CSRStatus(32, description="Cells dropped by the switch (all reasons).")
+        self.collisions = CSRStatus(32, description="Batcher-Banyan contention events.")
+
+        # # #
+
+        now = Signal(32)
+        tick_ct = Signal(max=sw.beats)
+        tick = Signal()
+        running, done = Signal(), Signal()
+        left = Signal(32)
+        start = self.control.fields.start
+        self.sync += [
+            now.eq(now + 1),
+            If(tick_ct == sw.beats - 1, tick_ct.eq(0)).Else(tick_ct.eq(tick_ct + 1)),
+            If(start, running.eq(1), done.eq(0), left.eq(self.duration.fields.cycles), self.cycles.status.eq(0)),
+            If(running, left.eq(left - 1), If(left <= 1, running.eq(0))),
+            If(~done & ~start, self.cycles.status.eq(self.cycles.status + 1)),
+        ]
+        self.comb += tick.eq(tick_ct == 0)
+        gens, chks = [], []
+        for i in range(n):
+            g = SwitchGenerator(sw, i, generator_seed(i), now, tick, running,
+                                self.load.fields.threshold, self.pattern.fields.offset)
+            c = SwitchChecker(sw, i, now)
+            setattr(self, f"gen{i}", g)
+            setattr(self, f"chk{i}", c)
+            self.comb += [g.clear.eq(start), c.clear.eq(start)]
+            gens.append(g)
+            chks.append(c)
+        tx = sum(g.cells for g in gens)
+        rx = sum(c.cells for c in chks)
+        drops_total = Signal(32)
+        drops_base = Signal(32)                     # the switch's own counters are not cleared by a start
+        drops = Signal(32)
+        self.comb += [
+            drops_total.eq(sum(inp.drop_hops + inp.drop_loop + inp.drop_full + inp.drop_malformed
+                               for inp in sw.inputs)),
+            drops.eq(drops_total - drops_base),
+        ]
+        idle = Cat(*[g.busy for g in gens]) == 0
+        self.sync += [
+            If(start, drops_base.eq(drops_total)),
+            If(~running & ~start & (left == 0) & idle & (tx == rx + drops), done.eq(1)),
+        ]
+        self.comb += [
+            self.status.fields.done.eq(done & ~start),         # never stale in the cycle a start lands
+            self.status.fields.running.eq(running),
+            self.info.fields.ports.eq(n),
+            self.info.fields.beats.eq(sw.beats),
+            self.info.fields.iterations.eq(iterations),
+            self.tx_cells.status.eq(tx),
+            self.rx_cells.status.eq(rx),
+            self.lat_sum.status.eq(sum(c.lat_sum for c in chks)),
+            self.lat_max.status.eq(max_of(self, [c.lat_max for c in chks])),
+            self.errors.status.eq(sum(c.errors for c in chks)),
+            self.drops.status.eq(drops),
+            self.collisions.status.eq(sw.collisions),
+        ]
+
+
+def max_of(module, values):
+    out = values[0]
+    for v in values[1:]:
+        m = Signal(32)
+        module.comb += m.eq(Mux(v > out, v, out))
+        out = m
+    return out
