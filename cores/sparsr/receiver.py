@@ -123,14 +123,16 @@ class SparsrReceiver(LiteXModule):
         vw_w, vw_r = vals_w.get_port(write_capable=True), vals_w.get_port()
         vals_x = Memory(32, (X + 1) * ROW_WORDS, name="sparsr_xmem")
         vx_w, vx_r = vals_x.get_port(write_capable=True), vals_x.get_port()
-        mask_w = Memory(ROW_LANES, R + 1, init=[0] * (R + 1), name="sparsr_wmask")
+        mask_w = Memory(ROW_LANES, R + 1, name="sparsr_wmask")
         mk_w, mk_r = mask_w.get_port(write_capable=True), mask_w.get_port()
-        # XMEM form of each physical row: Cat(count, is_lil); at reset every row is an empty LIL row.
-        form_x = Memory(10, X + 1, init=[1 << 9] * (X + 1), name="sparsr_xform")
+        # XMEM form of each physical row: Cat(count, is_raw); at reset (all zero) every row is an empty LIL row.
+        form_x = Memory(10, X + 1, name="sparsr_xform")
         fx = form_x.get_port(write_capable=True, async_read=True)
-        map_w = Memory(pwb, R, init=list(range(R)), name="sparsr_wmap")
+        # Row maps hold physical row XOR row number, so the all-zero reset state is the identity map
+        # (no memory initialisation needed).
+        map_w = Memory(pwb, R, name="sparsr_wmap")
         mw = map_w.get_port(write_capable=True, async_read=True)
-        map_x = Memory(pxb, X, init=list(range(X)), name="sparsr_xmap")
+        map_x = Memory(pxb, X, name="sparsr_xmap")
         mx = map_x.get_port(write_capable=True, async_read=True)
         self.specials += [fbuf, fb_w, fb_r, vals_w, vw_w, vw_r, vals_x, vx_w, vx_r, mask_w, mk_w, mk_r,
                           form_x, fx, map_w, mw, map_x, mx]
@@ -384,9 +386,11 @@ class SparsrReceiver(LiteXModule):
         in_dma = Signal()
         dleft = Signal(32)
         mask_acc = Signal(ROW_LANES)
+        mw_phys, mx_phys = Signal(pwb), Signal(pxb)
         self.comb += [
             mw.adr.eq(trow_w), mx.adr.eq(trow_x),
-            mk_r.adr.eq(mw.dat_r),
+            mw_phys.eq(mw.dat_r ^ trow_w), mx_phys.eq(mx.dat_r ^ trow_x),
+            mk_r.adr.eq(mw_phys),
             fx.adr.eq(physx),
         ]
         move_word = Signal(32)
@@ -474,15 +478,15 @@ class SparsrReceiver(LiteXModule):
                 NextValue(si, si + 1), NextState("W_SLOT"),
             ).Elif(x_nw == 0,
                 If(x_tox,
-                    fx.adr.eq(mx.dat_r), fx.dat_w.eq(1 << 9), fx.we.eq(1),
+                    fx.adr.eq(mx_phys), fx.dat_w.eq(0), fx.we.eq(1),
                 ).Else(
-                    mk_w.adr.eq(mw.dat_r), mk_w.dat_w.eq(0), mk_w.we.eq(1),
+                    mk_w.adr.eq(mw_phys), mk_w.dat_w.eq(0), mk_w.we.eq(1),
                 ),
                 NextValue(cnt["slots_stored"], cnt["slots_stored"] + 1),
                 NextValue(si, si + 1), NextState("W_SLOT"),
             ).Else(
                 NextValue(src_x, 0),
-                NextValue(phys, Mux(x_raw, Mux(x_tox, free_x, free_w), Mux(x_tox, mx.dat_r, mw.dat_r))),
+                NextValue(phys, Mux(x_raw, Mux(x_tox, free_x, free_w), Mux(x_tox, mx_phys, mw_phys))),
                 *start_move,
             )
         )
@@ -511,15 +515,15 @@ class SparsrReceiver(LiteXModule):
                 If(x_raw,
                     If(x_fin,
                         If(x_tox,
-                            mx.dat_w.eq(free_x), mx.we.eq(1), NextValue(free_x, mx.dat_r),
-                            fx.adr.eq(free_x), fx.dat_w.eq(0), fx.we.eq(1),
+                            mx.dat_w.eq(free_x ^ trow_x), mx.we.eq(1), NextValue(free_x, mx_phys),
+                            fx.adr.eq(free_x), fx.dat_w.eq(1 << 9), fx.we.eq(1),
                         ).Else(
-                            mw.dat_w.eq(free_w), mw.we.eq(1), NextValue(free_w, mw.dat_r),
+                            mw.dat_w.eq(free_w ^ trow_w), mw.we.eq(1), NextValue(free_w, mw_phys),
                             mk_w.adr.eq(free_w), mk_w.dat_w.eq((1 << ROW_LANES) - 1), mk_w.we.eq(1),
                         )
                     )
                 ).Elif(x_tox,
-                    fx.adr.eq(phys[:pxb]), fx.dat_w.eq(Cat(x_cnt, C(1, 1))), fx.we.eq(1),
+                    fx.adr.eq(phys[:pxb]), fx.dat_w.eq(x_cnt), fx.we.eq(1),
                 ).Else(
                     mk_w.adr.eq(phys[:pwb]), mk_w.dat_w.eq(fin_mask), mk_w.we.eq(1),
                 ),
@@ -536,16 +540,16 @@ class SparsrReceiver(LiteXModule):
             If(dleft == 0,
                 release.eq(1), NextState("IDLE"),
             ).Else(
-                NextValue(physx, mx.dat_r), NextValue(in_dma, 1), NextValue(src_x, 1), NextValue(x_tox, 0),
+                NextValue(physx, mx_phys), NextValue(in_dma, 1), NextValue(src_x, 1), NextValue(x_tox, 0),
                 NextState("D_FORM"),
             )
         )
         fsm.act("D_FORM",
             vx_r.adr.eq(Cat(C(0, 8), physx)),
             NextValue(rd_ptr, 0),
-            NextValue(x_raw, ~fx.dat_r[9]), NextValue(x_fin, 1), NextValue(x_off, 0), NextValue(x_cnt, fx.dat_r[:9]),
-            NextValue(x_nw, Mux(fx.dat_r[9], (fx.dat_r[:9] * LIL_ENTRY_BYTES + 3) >> 2, ROW_WORDS)),
-            NextValue(phys, Mux(fx.dat_r[9], mw.dat_r, free_w)),
+            NextValue(x_raw, fx.dat_r[9]), NextValue(x_fin, 1), NextValue(x_off, 0), NextValue(x_cnt, fx.dat_r[:9]),
+            NextValue(x_nw, Mux(fx.dat_r[9], ROW_WORDS, (fx.dat_r[:9] * LIL_ENTRY_BYTES + 3) >> 2)),
+            NextValue(phys, Mux(fx.dat_r[9], free_w, mw_phys)),
             NextState("D_PREP"),
         )
         fsm.act("D_PREP",
@@ -590,7 +594,7 @@ class SparsrReceiver(LiteXModule):
             )
         )
         fsm.act("R_DATA",
-            vw_r.adr.eq(Cat(ro, mw.dat_r)),
+            vw_r.adr.eq(Cat(ro, mw_phys)),
             If(can_push,
                 emit.eq(1), emit_mem.eq(1),
                 NextValue(ro, ro + 1), NextValue(dleft, dleft - 1),

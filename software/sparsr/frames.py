@@ -47,18 +47,19 @@ def frame(cmd, payload, n_slots=0, length=None):
     return [cmd, length, n_slots] + list(payload) + [0] * (PAYLOAD_WORDS - len(payload))
 
 
-def row_slots(row_number, row):
+def row_slots(row_number, row, allow_lil=True):
     """One row before packing: ("lil", slot words) or ("raw", row number, row words)."""
     check_row(row)
-    if choose_kind(row) == KIND_LIL:
+    if allow_lil and choose_kind(row) == KIND_LIL:
         payload = lil_payload(row)
         n = sum(1 for v in row if v)
         return ("lil", [make_tag(KIND_LIL, n), row_number] + payload)
     return ("raw", row_number, list(row))
 
 
-def encode_rows(first_row, rows, cmd=WRITE_CMDS[0]):
-    """Write frames storing `rows` at first_row, first_row+1, ... in memory `cmd` (write WMEM or XMEM)."""
+def encode_rows(first_row, rows, cmd=WRITE_CMDS[0], allow_lil=True):
+    """Write frames storing `rows` at first_row, first_row+1, ... in memory `cmd` (write WMEM or XMEM).
+    allow_lil=False sends every row raw (the baseline the benchmark compares against)."""
     if cmd not in WRITE_CMDS:
         raise ValueError(f"cmd must be one of {WRITE_CMDS}")
     frames, slots, used = [], [], 0
@@ -70,7 +71,7 @@ def encode_rows(first_row, rows, cmd=WRITE_CMDS[0]):
         slots, used = [], 0
 
     for i, row in enumerate(rows):
-        item = row_slots(first_row + i, row)
+        item = row_slots(first_row + i, row, allow_lil)
         if item[0] == "lil":
             words = item[1]
             if len(slots) == MAX_SLOTS or used + len(words) > PAYLOAD_WORDS:

@@ -128,7 +128,7 @@ class MigenLink:
 class EtherboneLink:
     """The SoC block over Etherbone. bus: software.client.InnetClient; name: the block's name in the SoC
     (CSR prefix, and the memory region holding its buffers unless `base` is given)."""
-    def __init__(self, bus, name="sparsr", base=None, timeout=5.0):
+    def __init__(self, bus, name="sparsr", base=None, timeout=60.0):
         self.bus, self.timeout = bus, timeout
         self.base = base if base is not None else getattr(bus.mems, name).base
         self.reg = lambda r: getattr(bus.regs, f"{name}_{r}")
