@@ -106,8 +106,12 @@ class SimInnetSoC(InnetSoC):
             if adder is None:
                 raise ValueError(f"unknown core {core!r}")
             if core == "minisharp":
-                self.data_ports = [_GMIIDataPort(platform.request("gmii_eth", i)) for i in range(MINISHARP_PORTS)]
-                adder(phys=[(p.sink, p.source) for p in self.data_ports])
+                ports = []
+                for i in range(MINISHARP_PORTS):
+                    port = _GMIIDataPort(platform.request("gmii_eth", i))
+                    setattr(self, f"data_port{i}", port)
+                    ports.append(port)
+                adder(phys=[(p.sink, p.source) for p in ports])
             else:
                 adder()
 
