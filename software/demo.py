@@ -12,6 +12,7 @@ import time
 
 from soc.innet_soc import CORE_NAMES
 from software.client import InnetClient
+from software.minisharp import tap_demo
 
 
 def scratch_check(bus, n, seed=1):
@@ -62,6 +63,10 @@ def main():
         try:
             for line in module.demo(bus, prefix=prefix):
                 print(f"  {line}")
+            if core == "minisharp" and tap_demo.available():
+                for line in tap_demo.tap_demo(bus, prefix=prefix, elements=int(os.environ.get("INNET_MS_ELEMENTS",
+                                                                                              100_000))):
+                    print(f"  {line}")
             result[core] = "ok"
         except Exception as e:  # a core demo failing must fail make sim, with its reason
             print(f"  FAILED: {e}")
