@@ -15,7 +15,7 @@ from cores.sparsr.common import (
 from cores.sparsr.receiver import SparsrReceiver
 from software.sparsr.api import Sparsr, FrameRefused, RowRefused
 from software.sparsr.frames import (encode_rows, frame, lil_payload, read_frame, dma_frame, status_frame,
-                                    parse_status, choose_kind)
+                                    parse_status, choose_kind, AnswerDecoder)
 from software.sparsr.links import MigenLink
 from software.sparsr.model import CardModel
 
@@ -65,8 +65,8 @@ def card():
     c.link.close()
 
 
-def test_decoder_density_classes():
-    """The raw escape picks LIL up to 102 non-zero lanes, raw beyond (model of the encoder choice)."""
+def test_encoder_raw_escape():
+    """The encoder picks LIL up to 102 non-zero lanes (128 payload words), raw beyond."""
     rng = random.Random(1)
     kinds = {n: choose_kind(make_row(rng, n)) for n in DENSITIES}
     assert kinds == {0: KIND_LIL, 1: KIND_LIL, 48: KIND_LIL, 49: KIND_LIL, 102: KIND_LIL, 103: KIND_RAW,
@@ -99,7 +99,6 @@ def test_roundtrip(card, rows, seed):
         frames += encode_rows(number, [contents[number]], CMD_WRITE_WMEM)
     lo, hi = min(contents), max(contents)
     answers = card.exchange(frames + [read_frame(lo, hi - lo + 1)])
-    from software.sparsr.frames import AnswerDecoder
     dec = AnswerDecoder()
     for a in answers:
         dec.push(a)

@@ -427,6 +427,7 @@ class SparsrReceiver(LiteXModule):
         # Read plan of one answer frame: a first piece and, if that ends a row, a second one.
         rleft = Signal(32)
         ro = Signal(8)
+        self.comb += vw_r.adr.eq(Cat(ro, mw_phys))     # only R_DATA uses what it reads
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
         two, second = Signal(), Signal()
         a_pc1, a_space = Signal(9), Signal(9)
@@ -594,7 +595,6 @@ class SparsrReceiver(LiteXModule):
             )
         )
         fsm.act("R_DATA",
-            vw_r.adr.eq(Cat(ro, mw_phys)),
             If(can_push,
                 emit.eq(1), emit_mem.eq(1),
                 NextValue(ro, ro + 1), NextValue(dleft, dleft - 1),
