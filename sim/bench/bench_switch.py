@@ -257,7 +257,7 @@ def run(quick=False, ecp5=True):
                 ["pattern", "size", "load", "iSLIP util", "SAFC util", "FIFO util", "iSLIP mean", "SAFC mean",
                  "FIFO mean", "iSLIP p99", "SAFC p99"])
     kinds = [("bursty", CELL_BYTES), ("bernoulli", "variable")] if quick else \
-        [("bursty", CELL_BYTES), ("bernoulli", 4 * CELL_BYTES), ("bernoulli", "variable"), ("bursty", "variable")]
+        [("bursty", CELL_BYTES), ("bernoulli", 4 * CELL_BYTES), ("bernoulli", "variable")]
     for pattern, size in kinds:
         for load in (loads if quick else MIX_LOADS):
             m = runs.measure(exe, n, load, pattern, size)
