@@ -333,3 +333,7 @@ def test_parameter_checks():
         RIFLChannel(256, latency=-2)
     with pytest.raises(ValueError):
         RIFLEndpoint(256, rtt=10, rx_depth=c.rx_depth_min(10) - 1)
+    ep = RIFLEndpoint(64, rtt=0, with_csr=True)
+    names = {csr.name for csr in ep.get_csrs()}
+    assert {"status", "rx_errors", "replays", "fc_on_sent", "link_downs"} <= names
+    assert len(names) == 1 + len(ep.counters)
