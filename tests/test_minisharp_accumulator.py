@@ -124,17 +124,17 @@ def test_special_cases():
 
 def test_random_values():
     """256-way sums (max_ranks), short sums and exact cancellations across the whole FP32 range (about
-    9,000 values in the Migen simulator; tests/test_minisharp_core.py sends 100,000 through the core)."""
+    6,000 values in the Migen simulator; tests/test_minisharp_core.py sends 100,000 through the core)."""
     rng = random.Random(3)
     total = 0
-    cols = [[rand_finite(rng) for _ in range(256)] for _ in range(16)]             # 4,096 values
+    cols = [[rand_finite(rng) for _ in range(256)] for _ in range(10)]             # 2,560 values
     total += sum(len(c) for c in cols)
     check(cols, seed=1)
-    cols = [[rand_finite(rng) for _ in range(rng.randrange(1, 40))] for _ in range(150)]
+    cols = [[rand_finite(rng) for _ in range(rng.randrange(1, 40))] for _ in range(100)]
     total += sum(len(c) for c in cols)
     check(cols, seed=2, ready_p=0.5)
     cols = []   # exact cancellation: x1..xn, then -x1..-xn in shuffled order, plus a tiny residue
-    for _ in range(25):
+    for _ in range(15):
         xs = [rand_finite(rng) for _ in range(rng.randrange(1, 60))]
         col = xs + [x ^ NEG for x in xs]
         rng.shuffle(col)
@@ -143,7 +143,7 @@ def test_random_values():
         cols.append(col)
     total += sum(len(c) for c in cols)
     check(cols, seed=3)
-    assert total >= 8_000
+    assert total >= 5_000
 
 
 def test_permutation_invariance_and_lanes():

@@ -55,7 +55,13 @@ class MiniSharpCore(LiteXModule):
         self.ingress = [MSPortIngress(dw, lanes, payload_bytes=pbytes, raw_bytes=2048) for _ in range(num_ports)]
         self.engine = engine = MSCollectiveEngine(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks)
         self.fanout = fanout = MSResultFanout(num_ports, lanes)
-        self.comb += engine.meta.connect(fanout.meta), engine.result.connect(fanout.result)
+        # Registered valid and ready between the engine and the fan-out (timing).
+        self.meta_buf = stream.Buffer(engine.meta.description, pipe_valid=True, pipe_ready=True)
+        self.result_buf = stream.Buffer(engine.result.description, pipe_valid=True, pipe_ready=True)
+        self.comb += [
+            engine.meta.connect(self.meta_buf.sink), self.meta_buf.source.connect(fanout.meta),
+            engine.result.connect(self.result_buf.sink), self.result_buf.source.connect(fanout.result),
+        ]
         res_fifo_words = res_fifo_words or wpc
         fwd = [[stream.Endpoint(port_description(dw)) for _ in range(num_ports)] for _ in range(num_ports)]
         for i, ing in enumerate(self.ingress):

@@ -102,7 +102,8 @@ def latency(vm, elements):
     return run.out_cycles[0][0][0] - run.in_last[1][0], len(f1)
 
 
-def run(quick=False):
+def run(quick=False, all_builds=False):
+    """quick: accuracy table only. all_builds: also the ECP5 runs of ECP5_MORE (30+ more minutes)."""
     from cores.minisharp.vsim import VerilatedMiniSharp, verilator_available
     res = BenchResult("minisharp")
     if quick or not verilator_available():
@@ -137,11 +138,17 @@ def run(quick=False):
             res.data[f"latency {name} {el}"] = cyc
     acc, _ = accuracy_table(vecs_for_acc, rtl_vec)
     res.tables += [tt, lt, acc]
-    res.tables.append(ecp5_table())
+    res.tables.append(ecp5_table(ECP5_BUILDS + (ECP5_MORE if all_builds else [])))
     return res
 
 
-def ecp5_table():
+ECP5_BUILDS = [("2 x 8-bit", dict(num_ports=2, dw=8), "LFE5U-25F")]
+ECP5_MORE = [("2 x 8-bit", dict(num_ports=2, dw=8), "LFE5U-85F"),
+             ("4 x 64-bit, 2 lanes", dict(num_ports=4, dw=64), "LFE5U-85F"),
+             ("4 x 64-bit, 2 lanes", dict(num_ports=4, dw=64), "LFE5U-25F")]
+
+
+def ecp5_table(builds=ECP5_BUILDS):
     from cores.minisharp.core import MiniSharpCore
     from cores.minisharp.vsim import _Top
     from sim.bench.ecp5 import synth_ecp5
@@ -149,21 +156,20 @@ def ecp5_table():
               ["build", "device", "LUT4", "FF", "DP16KD", "LUTRAM", "Fmax MHz", "synth s"],
               notes="MiniSharpCore with the ABI chunk (256 FP32), 4 chunk slots, 8 contexts, max 64 ranks; "
                     "all ports, configuration inputs and counters are I/Os.")
-    for name, params in (("2 x 8-bit", dict(num_ports=2, dw=8)), ("4 x 64-bit, 2 lanes", dict(num_ports=4, dw=64))):
-        for dev in ("LFE5U-25F", "LFE5U-85F"):
-            t0 = time.time()
-            top = _Top(MiniSharpCore(**params))
-            bname = f"minisharp_{params['num_ports']}x{params['dw']}"
-            outdir = os.path.join(ROOT, "build", "ecp5", f"{bname}_{dev}")
-            if os.path.exists(os.path.join(outdir, "report.json")):
-                os.remove(os.path.join(outdir, "report.json"))
-            try:
-                r = synth_ecp5(top, top.ios, bname, device=dev, freq_mhz=125)
-                fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
-                t.add(name, dev, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(time.time() - t0))
-            except subprocess.CalledProcessError:
-                # nextpnr exits with an error when 125 MHz is not met: report what it placed and routed.
-                t.add(name, dev, *_failed_report(outdir, sum(len(x) for x in top.ios)), round(time.time() - t0))
+    for name, params, dev in builds:
+        t0 = time.time()
+        top = _Top(MiniSharpCore(**params))
+        bname = f"minisharp_{params['num_ports']}x{params['dw']}"
+        outdir = os.path.join(ROOT, "build", "ecp5", f"{bname}_{dev}")
+        if os.path.exists(os.path.join(outdir, "report.json")):
+            os.remove(os.path.join(outdir, "report.json"))
+        try:
+            r = synth_ecp5(top, top.ios, bname, device=dev, freq_mhz=125)
+            fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
+            t.add(name, dev, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(time.time() - t0))
+        except subprocess.CalledProcessError:
+            # nextpnr exits with an error when 125 MHz is not met: report what it placed and routed.
+            t.add(name, dev, *_failed_report(outdir, sum(len(x) for x in top.ios)), round(time.time() - t0))
     return t
 
 
@@ -184,6 +190,6 @@ def _failed_report(outdir, io_bits):
 
 if __name__ == "__main__":
     import sys
-    r = run(quick="--quick" in sys.argv)
+    r = run(quick="--quick" in sys.argv, all_builds="--all" in sys.argv)
     print(r.markdown())
     print(r.write())
