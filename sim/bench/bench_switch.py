@@ -330,9 +330,11 @@ def ccdf_plot(points, n, k):
     return p
 
 
-def _synth(module, ios, name, device, freq_mhz):
-    """synth_ecp5, lowering the target when nextpnr fails timing (it exits non-zero below the target)."""
+def _synth(make, name, device, freq_mhz):
+    """synth_ecp5 of a fresh `make()` -> (module, ios), lowering the target when nextpnr fails timing (it exits
+    non-zero below the target; a Migen module can only be converted once, hence the factory)."""
     for _ in range(3):
+        module, ios = make()
         try:
             return synth_ecp5(module, ios, name, device=device, freq_mhz=freq_mhz)
         except subprocess.CalledProcessError:
@@ -340,20 +342,27 @@ def _synth(module, ios, name, device, freq_mhz):
     raise RuntimeError(f"{name}: no timing closure down to {freq_mhz * 2} MHz")
 
 
+def _scheduler(n, k):
+    m = ISLIPScheduler(n, k)
+    return m, [m.req, m.start, m.busy, m.done, m.match_valid, m.match_flat, m.overruns]
+
+
+def _network(n, width):
+    m = BatcherBanyan(n, width)
+    return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions]
+
+
 def ecp5_table():
     t = Table("ECP5 (out of context, nextpnr-ecp5)", ["block", "N", "device", "LUT4", "FF", "Fmax MHz",
                                                       "cycles/decision", "decisions/s at Fmax (M)"])
     for n, target in ((8, 80), (16, 60), (32, 40)):
-        m = ISLIPScheduler(n, 3)
         dev = "LFE5U-25F" if n < 32 else "LFE5U-85F"
-        r = _synth(m, [m.req, m.start, m.busy, m.done, m.match_valid, m.match_flat, m.overruns],
-                   f"switch_islip_n{n}_k3", dev, target)
+        r = _synth(lambda: _scheduler(n, 3), f"switch_islip_n{n}_k3", dev, target)
         f = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else float("nan")
-        t.add("iSLIP k=3", n, dev, r["lut4"], r["ff"], f, m.latency + 1, f / (m.latency + 1))
+        cycles = ISLIPScheduler(n, 3).latency + 1
+        t.add("iSLIP k=3", n, dev, r["lut4"], r["ff"], f, cycles, f / cycles)
     for n in (8, 16):
-        m = BatcherBanyan(n, 64 + 48 + 1)
-        ios = m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions]
-        r = _synth(m, ios, f"switch_bb_n{n}", "LFE5U-85F", 100)
+        r = _synth(lambda: _network(n, 64 + 48 + 1), f"switch_bb_n{n}", "LFE5U-85F", 60)
         f = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else float("nan")
         t.add("Batcher-Banyan, 113-bit lanes", n, "LFE5U-85F", r["lut4"], r["ff"], f, 1, f)
     t.notes = ("Scheduler: one decision every 2k+2 cycles (2k+1 latency plus the start cycle); a 256-byte cell "
@@ -361,7 +370,6 @@ def ecp5_table():
                "pipelined (latency = sorter + banyan stages). Fmax is nextpnr's achieved figure; the target is "
                "lowered when a run misses it.")
     return t
-
 
 if __name__ == "__main__":
     r = run(quick="--quick" in sys.argv, ecp5="--no-ecp5" not in sys.argv)
