@@ -39,6 +39,17 @@ def _field(word, field):
     return word[lsb:lsb + width]
 
 
+def _entry_bytes(count):
+    """count * LIL_ENTRY_BYTES as shifts and adds (no multiplier on the path)."""
+    assert LIL_ENTRY_BYTES == 5
+    return (count << 2) + count
+
+
+def _lil_words(count):
+    """Payload words of `count` LIL entries: ceil(5 count / 4)."""
+    return (_entry_bytes(count) + 3) >> 2
+
+
 class LILDecoder(LiteXModule):
     """Turns the payload words of one LIL slot into (lane, value) entries.
 
@@ -127,7 +138,8 @@ class SparsrReceiver(LiteXModule):
         mk_w, mk_r = mask_w.get_port(write_capable=True), mask_w.get_port()
         # XMEM form of each physical row: Cat(count, is_raw); at reset (all zero) every row is an empty LIL row.
         form_x = Memory(10, X + 1, name="sparsr_xform")
-        fx = form_x.get_port(write_capable=True, async_read=True)
+        fx = form_x.get_port(write_capable=True)
+        fx_r = form_x.get_port(async_read=True)
         # Row maps hold physical row XOR row number, so the all-zero reset state is the identity map
         # (no memory initialisation needed).
         map_w = Memory(pwb, R, name="sparsr_wmap")
@@ -135,7 +147,7 @@ class SparsrReceiver(LiteXModule):
         map_x = Memory(pxb, X, name="sparsr_xmap")
         mx = map_x.get_port(write_capable=True, async_read=True)
         self.specials += [fbuf, fb_w, fb_r, vals_w, vw_w, vw_r, vals_x, vx_w, vx_r, mask_w, mk_w, mk_r,
-                          form_x, fx, map_w, mw, map_x, mx]
+                          form_x, fx, fx_r, map_w, mw, map_x, mx]
         free_w = Signal(pwb, reset=R)
         free_x = Signal(pxb, reset=X)
 
@@ -195,7 +207,7 @@ class SparsrReceiver(LiteXModule):
         k_end = Signal(11)
         self.comb += [
             k_res.eq((word & TAG_RESERVED_MASK) != 0),
-            k_w.eq((k_cnt * LIL_ENTRY_BYTES + 3) >> 2),
+            k_w.eq(_lil_words(k_cnt)),
             k_nw.eq(Mux(k_kind == KIND_LIL, k_w, k_cnt)),
             k_end.eq(idx + 1 + k_nw),
         ]
@@ -327,7 +339,7 @@ class SparsrReceiver(LiteXModule):
                     ps.eq(PS_ROW),
                     s_raw.eq(k_kind == KIND_RAW), s_cnt.eq(k_cnt), s_off.eq(k_off), s_end.eq(k_end),
                     s_cont.eq(q_valid),
-                    phase.eq(0), ent.eq(0), has_prev.eq(0), pw.eq(0), pad_start.eq(k_cnt * LIL_ENTRY_BYTES),
+                    phase.eq(0), ent.eq(0), has_prev.eq(0), pw.eq(0), pad_start.eq(_entry_bytes(k_cnt)),
                 )
             ),
             If(at_row,
@@ -391,7 +403,7 @@ class SparsrReceiver(LiteXModule):
             mw.adr.eq(trow_w), mx.adr.eq(trow_x),
             mw_phys.eq(mw.dat_r ^ trow_w), mx_phys.eq(mx.dat_r ^ trow_x),
             mk_r.adr.eq(mw_phys),
-            fx.adr.eq(physx),
+            fx_r.adr.eq(physx),
         ]
         move_word = Signal(32)
         raw_lane = Signal(8)
@@ -463,7 +475,7 @@ class SparsrReceiver(LiteXModule):
                 NextValue(x_tox, j_kind[ebank] == JOB_WRITE_X),
                 NextValue(trow_w, t_row[tix_e]), NextValue(trow_x, t_row[tix_e]),
                 NextValue(rd_ptr, t_start[tix_e] + 2),
-                NextValue(x_nw, Mux(t_raw[tix_e], t_cnt[tix_e], (t_cnt[tix_e] * LIL_ENTRY_BYTES + 3) >> 2)),
+                NextValue(x_nw, Mux(t_raw[tix_e], t_cnt[tix_e], _lil_words(t_cnt[tix_e]))),
                 NextValue(in_dma, 0),
                 NextState("W_PREP"),
             )
@@ -548,9 +560,10 @@ class SparsrReceiver(LiteXModule):
         fsm.act("D_FORM",
             vx_r.adr.eq(Cat(C(0, 8), physx)),
             NextValue(rd_ptr, 0),
-            NextValue(x_raw, fx.dat_r[9]), NextValue(x_fin, 1), NextValue(x_off, 0), NextValue(x_cnt, fx.dat_r[:9]),
-            NextValue(x_nw, Mux(fx.dat_r[9], ROW_WORDS, (fx.dat_r[:9] * LIL_ENTRY_BYTES + 3) >> 2)),
-            NextValue(phys, Mux(fx.dat_r[9], free_w, mw_phys)),
+            NextValue(x_raw, fx_r.dat_r[9]), NextValue(x_fin, 1), NextValue(x_off, 0),
+            NextValue(x_cnt, fx_r.dat_r[:9]),
+            NextValue(x_nw, Mux(fx_r.dat_r[9], ROW_WORDS, _lil_words(fx_r.dat_r[:9]))),
+            NextValue(phys, Mux(fx_r.dat_r[9], free_w, mw_phys)),
             NextState("D_PREP"),
         )
         fsm.act("D_PREP",
