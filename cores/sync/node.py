@@ -214,7 +214,7 @@ class SyncNode(LiteXModule):
             self.ev_rx_drop.eq(reduce(add, rx_overflow, 0) + (granted & (grant != local) & g_drop)),
         ]
 
-        def arrive(st, s):
+        def arrive(st):
             stmts = [If(grant == local, st.self_.eq(1))]
             stmts += [If(grant == i, st.arr[d].eq(1)) for i, d in enumerate(neighbours)]
             return stmts
@@ -230,10 +230,10 @@ class SyncNode(LiteXModule):
                 *[nxt[s].arr[d].eq(0) for d in neighbours],
             ).Elif(hit & g_cur,
                 cur[s].act.eq(1), cur_mode[s].eq(m_mode), cur_err[s].eq(m_err), cur_acc[s].eq(m_acc),
-                *arrive(cur[s], s),
+                *arrive(cur[s]),
             ).Elif(hit,
                 nxt[s].act.eq(1), nxt_mode[s].eq(m_mode), nxt_err[s].eq(m_err), nxt_acc[s].eq(m_acc),
-                *arrive(nxt[s], s),
+                *arrive(nxt[s]),
             )
 
         # Completion: lowest complete slot, held while the sink stalls; when none is waiting, the round that
