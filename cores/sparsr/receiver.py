@@ -448,9 +448,22 @@ class SparsrReceiver(LiteXModule):
             a_space.eq(PAYLOAD_WORDS - 2 - a_pc1),
         ]
 
+        # Decoded LIL entries are registered and written to WMEM one cycle later (timing); the lane mask of
+        # a LIL slot is written in the cycle after its last word, always a W_SLOT or D_NEXT cycle, which
+        # uses neither WMEM port, so the pipeline stage costs no cycle.
+        e_valid, e_lane, e_value, e_fin, e_fin_set = Signal(), Signal(8), Signal(32), Signal(), Signal()
+        e_bit = Signal(ROW_LANES)
+        self.sync += [
+            e_valid.eq(dec.entry_valid), e_lane.eq(dec.lane), e_value.eq(dec.value), e_fin.eq(e_fin_set),
+            If(e_valid, mask_acc.eq(mask_acc | e_bit)),
+        ]
+        self.comb += [
+            e_bit.eq(Mux(e_valid, C(1, ROW_LANES) << e_lane, 0)),
+            If(e_valid, vw_w.adr.eq(Cat(e_lane, phys[:pwb])), vw_w.dat_w.eq(e_value), vw_w.we.eq(1)),
+            If(e_fin, mk_w.adr.eq(phys[:pwb]), mk_w.dat_w.eq(mask_acc | e_bit), mk_w.we.eq(1)),
+        ]
+
         self.fsm = fsm = FSM(reset_state="IDLE")
-        w_entry_bit = Signal(ROW_LANES)
-        self.comb += w_entry_bit.eq(Mux(dec.entry_valid, C(1, ROW_LANES) << dec.lane, 0))
         fsm.act("IDLE",
             If(busy[ebank],
                 NextValue(si, 0),
@@ -504,8 +517,6 @@ class SparsrReceiver(LiteXModule):
             )
         )
         # Move the words of one slot (or one XMEM row): raw -> row words, LIL -> decoder or copy.
-        fin_mask = Signal(ROW_LANES)
-        self.comb += fin_mask.eq(mask_acc | w_entry_bit)
         fsm.act("MOVE",
             If(src_x, vx_r.adr.eq(Cat(rd_ptr[:8], physx))).Else(fb_r.adr.eq(Cat(rd_ptr[:8], ebank))),
             If(issue_left != 0, NextValue(rd_ptr, rd_ptr + 1), NextValue(issue_left, issue_left - 1)),
@@ -521,10 +532,9 @@ class SparsrReceiver(LiteXModule):
                 vx_w.adr.eq(Cat(o[:8], phys[:pxb])), vx_w.dat_w.eq(move_word), vx_w.we.eq(1),
             ).Else(
                 dec.word_valid.eq(1), dec.word.eq(move_word),
-                vw_w.adr.eq(Cat(dec.lane, phys[:pwb])), vw_w.dat_w.eq(dec.value), vw_w.we.eq(dec.entry_valid),
-                NextValue(mask_acc, fin_mask),
             ),
             If(proc_left == 1,
+                e_fin_set.eq(~x_raw & ~x_tox),
                 If(x_raw,
                     If(x_fin,
                         If(x_tox,
@@ -537,8 +547,6 @@ class SparsrReceiver(LiteXModule):
                     )
                 ).Elif(x_tox,
                     fx.adr.eq(phys[:pxb]), fx.dat_w.eq(x_cnt), fx.we.eq(1),
-                ).Else(
-                    mk_w.adr.eq(phys[:pwb]), mk_w.dat_w.eq(fin_mask), mk_w.we.eq(1),
                 ),
                 If(in_dma,
                     NextState("D_NEXT"),
