@@ -63,11 +63,11 @@ class InnetSoC(SoCCore):
         from cores.rifl.soc_block import RIFLLoopback
         return self._register_core(name, RIFLLoopback(frame_bits=frame_bits, latency=latency))
 
-    def add_switch(self, name=CORE_NAMES["switch"], n=4, data_width=128, voq_cells=4, iterations=2):
-        """A small RIFL switch between on-chip traffic generators and checkers (load points over CSRs)."""
+    def add_switch(self, name=CORE_NAMES["switch"], **kwargs):
+        """A small RIFL switch between on-chip traffic generators and checkers (load points over CSRs).
+        Keyword arguments go to SwitchBlock (n, data_width, voq_cells, iterations)."""
         from cores.switch.soc_block import SwitchBlock
-        return self._register_core(name, SwitchBlock(n=n, data_width=data_width, voq_cells=voq_cells,
-                                                     iterations=iterations))
+        return self._register_core(name, SwitchBlock(**kwargs))
 
     def add_minisharp(self, phys, name=CORE_NAMES["minisharp"], **kwargs):
         """MiniSharp on the data ports `phys`: one (sink, source) pair of 8-bit LiteEth PHY-layout streams per

@@ -28,9 +28,13 @@ class _Injector(LiteXModule):
 
         # # #
 
-        self.specials.mem = mem = Memory(8, nbytes)
-        self.specials.wr = wr = mem.get_port(write_capable=True)
-        self.specials.rd = rd = mem.get_port()
+        mem = Memory(8, nbytes)
+
+        self.specials += mem
+        wr = mem.get_port(write_capable=True)
+        self.specials += wr
+        rd = mem.get_port()
+        self.specials += rd
         wptr = Signal(max=nbytes + 4)
         pending = Signal(32)
         nfill = Signal(3)
@@ -80,9 +84,13 @@ class _Capture(LiteXModule):
 
         # # #
 
-        self.specials.mem = mem = Memory(9, nbytes)
-        self.specials.wr = wr = mem.get_port(write_capable=True)
-        self.specials.rd = rd = mem.get_port()
+        mem = Memory(9, nbytes)
+
+        self.specials += mem
+        wr = mem.get_port(write_capable=True)
+        self.specials += wr
+        rd = mem.get_port()
+        self.specials += rd
         level = Signal(16)
         sel = stream.Endpoint(port_description(8))
         self.comb += Case(self.ctrl.fields.port, {i: [sel.valid.eq(s.valid & s.ready), sel.data.eq(s.data),
