@@ -18,7 +18,7 @@ from software.sparsr.model import CardModel
 from cores.sparsr.common import CMD_WRITE_WMEM
 
 DENSITIES = (0, 1, 8, 16, 32, 48, 64, 80, 102, 103, 128, 204, 256)
-# nextpnr fails a run whose target it misses; this design reaches ~50 MHz (docs/sparsr.md, critical path).
+# nextpnr fails a run whose target it misses; this design reaches ~63 MHz (docs/sparsr.md, critical path).
 ECP5_TARGET_MHZ = 40
 
 
