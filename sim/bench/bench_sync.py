@@ -172,7 +172,7 @@ def run(quick=False, large=False):
         area = Table("ECP5 resources (out of context, yowasp yosys + nextpnr)",
                      ["design", "device", "LUT4", "FF", "BRAM", "LUTRAM", "Fmax MHz", "LUT4 / node", "FF / node"])
         node = SyncNode(DIRS, n_idents=8, value_width=32)
-        r = synth_ecp5(node, node_ios(node), "sync_node", device="LFE5U-25F", freq_mhz=100)
+        r = synth_ecp5(node, node_ios(node), "sync_node", device="LFE5U-25F", freq_mhz=20)
         area.add("node, 8 links, 8 idents, 32-bit", r["device"], r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"],
                  str(r["fmax_mhz"]), r["lut4"], r["ff"])
         res.data["ecp5_node"] = r
@@ -182,7 +182,7 @@ def run(quick=False, large=False):
                if not any(s is getattr(p.tx.get(d), "valid", None) or s is getattr(p.tx.get(d), "data", None)
                           or s is getattr(p.rx.get(d), "valid", None) or s is getattr(p.rx.get(d), "data", None)
                           for d in p.neighbours)]
-        r = synth_ecp5(grid, ios, "sync_grid_2x2", device="LFE5U-45F", freq_mhz=100)
+        r = synth_ecp5(grid, ios, "sync_grid_2x2", device="LFE5U-45F", freq_mhz=20)
         n = len(grid.participants)
         area.add("2x2 grid + lamlet, 8 idents, 32-bit", r["device"], r["lut4"], r["ff"], r["bram_dp16kd"],
                  r["lutram"], str(r["fmax_mhz"]), round(r["lut4"] / n), round(r["ff"] / n))
