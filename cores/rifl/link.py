@@ -380,8 +380,8 @@ class RIFLEndpoint(LiteXModule):
             CSRField("recovering", size=1, description="receiver is waiting for a replay"),
             CSRField("remote_xoff", size=1, description="remote asked us to pause (flow control ON)"),
         ])
-        self.comb += self._status.status.eq(Cat(self.link_up, self.rx_aligned, self.remote_up, self.recovering,
-                                                self.remote_xoff))
+        for name in ("link_up", "rx_aligned", "remote_up", "recovering", "remote_xoff"):
+            self.comb += getattr(self._status.fields, name).eq(getattr(self, name))
         for name, desc in COUNTERS:
             csr = CSRStatus(32, name=name, description=desc)
             setattr(self, "_" + name, csr)

@@ -187,7 +187,8 @@ class RIFLLoopback(LiteXModule):
         self.sync += cycles.eq(cycles + 1)
         self.comb += [
             self.cycles.status.eq(cycles),
-            self.status.status.eq(Cat(self.a.link_up, self.b.link_up)),   # field signals need the CSR bank
+            self.status.fields.link_up_a.eq(self.a.link_up),    # a CSRStatus with fields drives .status
+            self.status.fields.link_up_b.eq(self.b.link_up),    # from its field signals: drive those
             self.ch_ab.sink_frame.eq(self.a.tx_frame), self.b.rx_frame.eq(self.ch_ab.source_frame),
             self.ch_ba.sink_frame.eq(self.b.tx_frame), self.a.rx_frame.eq(self.ch_ba.source_frame),
             self.gen_ab.source.connect(self.a.sink), self.b.source.connect(self.chk_ab.sink),
