@@ -1,5 +1,4 @@
 """RIFL demo over a live SoC: error rates in, delivered/lost/duplicated counts out (make sim)."""
-import time
 
 DIRECTIONS = ("ab", "ba")
 CHECKS = ("sent", "delivered", "lost", "duplicated", "out_of_order", "corrupted", "channel_errors")
@@ -23,8 +22,20 @@ def _snapshot(bus, prefix):
     return snap
 
 
-def run_rate(bus, ber, prefix="rifl", frame_bits=256, seconds=0.5, burst=1, timeout=10.0):
-    """Run both generators for `seconds` at bit error rate `ber`; returns the counter deltas."""
+def _wait_cycles(bus, prefix, cycles, until=lambda: False):
+    """Poll until `until()` holds or `cycles` cycles of the SoC's clock (its `cycles` CSR, simulated time in
+    litex_sim) have passed since the call; returns whether `until()` held."""
+    reg = _reg(bus, prefix, "cycles")
+    start = reg.read()
+    while not until():
+        if (reg.read() - start) % 2**32 >= cycles:
+            return until()
+    return True
+
+
+def run_rate(bus, ber, prefix="rifl", frame_bits=256, cycles=20_000, burst=1, drain_cycles=200_000):
+    """Run both generators for `cycles` SoC clock cycles at bit error rate `ber`, then wait (up to
+    `drain_cycles`) until every sent packet is accounted for; returns the counter deltas."""
     thr = frame_error_threshold(ber, frame_bits)
     _reg(bus, prefix, "err_ab").write(thr)
     _reg(bus, prefix, "err_ba").write(thr)
@@ -32,36 +43,35 @@ def run_rate(bus, ber, prefix="rifl", frame_bits=256, seconds=0.5, burst=1, time
     _reg(bus, prefix, "rx_ready").write(0)
     before = _snapshot(bus, prefix)
     _reg(bus, prefix, "control").write(1 | (burst << 8))
-    time.sleep(seconds)
+    _wait_cycles(bus, prefix, cycles)
     _reg(bus, prefix, "control").write(burst << 8)
-    deadline = time.time() + timeout
-    while True:       # wait until every sent packet is accounted for
-        after = _snapshot(bus, prefix)
-        done = all(after[f"{d}_sent"] - before[f"{d}_sent"] <=
+    after = {}
+
+    def drained():
+        after.update(_snapshot(bus, prefix))
+        return all(after[f"{d}_sent"] - before[f"{d}_sent"] <=
                    sum(after[f"{d}_{k}"] - before[f"{d}_{k}"] for k in CHECKS[1:6]) for d in DIRECTIONS)
-        if done or time.time() > deadline:
-            break
-        time.sleep(0.05)
+    _wait_cycles(bus, prefix, drain_cycles, drained)
     return {k: (after[k] - before[k]) % 2**32 for k in after}
 
 
-def demo(bus, prefix="rifl", frame_bits=256, rates=(0, 1e-6, 1e-5, 1e-4)):
-    """Report delivered/lost/duplicated per direction at a few bit error rates; raise on any loss."""
+def demo(bus, prefix="rifl", frame_bits=256, rates=(0, 1e-6, 1e-5, 1e-4), cycles=20_000, up_cycles=2_000_000):
+    """Report delivered/lost/duplicated per direction at a few bit error rates, `cycles` SoC clock cycles of
+    traffic each; raise if the links are not up within `up_cycles` cycles or on any loss. All waits count
+    the SoC's own clock (the `cycles` CSR), so a slow simulator only slows the demo down."""
+    if not _wait_cycles(bus, prefix, up_cycles, lambda: _reg(bus, prefix, "status").read() & 3 == 3):
+        raise RuntimeError(f"RIFL links did not come up within {up_cycles} cycles "
+                           f"(status {_reg(bus, prefix, 'status').read():#x})")
     lines = []
-    deadline = time.time() + 5.0
-    while _reg(bus, prefix, "status").read() & 3 != 3:
-        if time.time() > deadline:
-            raise RuntimeError("RIFL links did not come up")
-        time.sleep(0.05)
     for ber in rates:
-        d = run_rate(bus, ber, prefix, frame_bits)
+        d = run_rate(bus, ber, prefix, frame_bits, cycles)
         for di in DIRECTIONS:
             lines.append(f"rifl BER {ber:g} {di}: sent {d[f'{di}_sent']} delivered {d[f'{di}_delivered']} "
                          f"lost {d[f'{di}_lost']} duplicated {d[f'{di}_duplicated']} "
                          f"out-of-order {d[f'{di}_out_of_order']} corrupted {d[f'{di}_corrupted']} "
                          f"channel errors {d[f'{di}_channel_errors']}")
             bad = sum(d[f"{di}_{k}"] for k in ("lost", "duplicated", "out_of_order", "corrupted"))
-            if bad or d[f"{di}_delivered"] != d[f"{di}_sent"]:
+            if bad or d[f"{di}_sent"] == 0 or d[f"{di}_delivered"] != d[f"{di}_sent"]:
                 raise RuntimeError("RIFL delivery mismatch: " + lines[-1])
-        lines.append(f"rifl BER {ber:g}: replays A {d['a_replays']} B {d['b_replays']}")
+        lines.append(f"rifl BER {ber:g}: {cycles} cycles, replays A {d['a_replays']} B {d['b_replays']}")
     return lines
