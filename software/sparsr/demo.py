@@ -20,9 +20,9 @@ def random_row(rng, n_nonzero):
     return row
 
 
-def demo(bus, n_rows=300, seed=1, name="sparsr"):
-    link = EtherboneLink(bus, name=name)
-    config = getattr(bus.regs, f"{name}_config").read()
+def demo(bus, n_rows=300, seed=1, prefix="sparsr"):
+    link = EtherboneLink(bus, name=prefix)
+    config = getattr(bus.regs, f"{prefix}_config").read()
     wmem_rows, xmem_rows = config & 0xffff, config >> 16
     api = Sparsr(link, wmem_rows, xmem_rows)
     rng = random.Random(seed)
