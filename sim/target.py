@@ -57,17 +57,17 @@ class _GMIIDataPort(LiteXModule):
             LiteEthMACCore(phy, dw=8, with_preamble_crc=True, with_padding=True))
         self.sink, self.source = self.mac.sink, self.mac.source
 
+
+def _stream_pads(name):
+    """8-bit valid/ready byte-stream pads, as LiteX's serial2console and ethernet sim modules expect."""
+    return (name, 0, *[Subsignal(f"{d}_{s}", Pins(w)) for d in ("source", "sink")
+                       for s, w in (("valid", 1), ("ready", 1), ("data", 8))])
+
+
 _io = [
     ("sys_clk", 0, Pins(1)),
     ("sys_rst", 0, Pins(1)),
-    ("serial", 0,
-        Subsignal("source_valid", Pins(1)),
-        Subsignal("source_ready", Pins(1)),
-        Subsignal("source_data",  Pins(8)),
-        Subsignal("sink_valid",   Pins(1)),
-        Subsignal("sink_ready",   Pins(1)),
-        Subsignal("sink_data",    Pins(8)),
-    ),
+    _stream_pads("serial"),
     *[("gmii_eth", i,
         Subsignal("rx_data", Pins(8)),
         Subsignal("rx_dv",   Pins(1)),
@@ -80,14 +80,7 @@ _io = [
         Subsignal("tx", Pins(1)),
         Subsignal("rx", Pins(1)),
     ),
-    ("eth", 0,
-        Subsignal("source_valid", Pins(1)),
-        Subsignal("source_ready", Pins(1)),
-        Subsignal("source_data",  Pins(8)),
-        Subsignal("sink_valid",   Pins(1)),
-        Subsignal("sink_ready",   Pins(1)),
-        Subsignal("sink_data",    Pins(8)),
-    ),
+    _stream_pads("eth"),
 ]
 
 

@@ -14,18 +14,7 @@ import sys
 from cores.minisharp import common as ms
 from software.minisharp.demo import random_vector
 from software.minisharp.dissector import write_dissector
-from software.minisharp.host import RawSocketTransport, reduce
-
-
-class _SplitTransport:
-    def __init__(self, tx, rx):
-        self.tx, self.rx, self.mac = tx, rx, tx.mac
-
-    def send(self, frame):
-        self.tx.send(frame)
-
-    def recv(self, timeout):
-        return self.rx.recv(timeout)
+from software.minisharp.host import RawSocketTransport, SplitTransport, reduce
 
 
 def main(argv=None):
@@ -56,7 +45,7 @@ def main(argv=None):
     rng = random.Random(args.seed)
     vectors = [random_vector(rng, args.elements) for _ in range(args.ranks)]
     tx = RawSocketTransport(args.iface)
-    transport = _SplitTransport(tx, RawSocketTransport(args.rx_iface)) if args.rx_iface else tx
+    transport = SplitTransport(tx, RawSocketTransport(args.rx_iface)) if args.rx_iface else tx
     res = reduce(transport, vectors, collective_id=args.collective_id, egress=(args.egress_first, args.egress_last),
                  shuffle=args.shuffle, window=args.window, retry_s=args.retry, chunk_elements=args.chunk_elements,
                  switch_mac=args.switch_mac, seed=args.seed, timeout=args.timeout)

@@ -41,6 +41,18 @@ class RawSocketTransport:
         self.sock.close()
 
 
+class SplitTransport:
+    """Send through one transport, receive through another (results leave on a different port)."""
+    def __init__(self, tx, rx):
+        self.tx, self.rx, self.mac = tx, rx, tx.mac
+
+    def send(self, frame):
+        self.tx.send(frame)
+
+    def recv(self, timeout):
+        return self.rx.recv(timeout)
+
+
 class AggregationManager:
     """Builds the COL_SETUP frame that installs a collective context on the switch."""
     def __init__(self, src_mac, switch_mac="ff:ff:ff:ff:ff:ff"):

@@ -9,23 +9,11 @@ import socket
 from cores.minisharp import common as ms
 from software.minisharp import packets as P
 from software.minisharp.demo import random_vector
-from software.minisharp.host import RawSocketTransport, reduce
+from software.minisharp.host import RawSocketTransport, SplitTransport, reduce
 from software.minisharp.reference import reduce_vectors
 
 HOST_MAC = "02:00:00:00:00:aa"
 SWITCH_MAC = "ff:ff:ff:ff:ff:ff"
-
-
-class _Split:
-    """Send on one interface, receive on another."""
-    def __init__(self, tx, rx):
-        self.tx, self.rx, self.mac = tx, rx, tx.mac
-
-    def send(self, frame):
-        self.tx.send(frame)
-
-    def recv(self, timeout):
-        return self.rx.recv(timeout)
 
 
 def _counters(bus, prefix):
@@ -48,7 +36,7 @@ def tap_demo(bus, prefix="minisharp", iface_in="ms0", iface_out="ms1", ranks=4, 
     lines = []
     rng = random.Random(seed)
     tx, rx = RawSocketTransport(iface_in), RawSocketTransport(iface_out)
-    transport = _Split(tx, rx)
+    transport = SplitTransport(tx, rx)
     try:
         num_ports = bus.regs.d[f"{prefix}_config"].read() & 0xff
         out_port = num_ports - 1
