@@ -31,7 +31,7 @@ sim: deps
 	$(PY) -m sim.demo
 
 test: deps
-	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --timeout 2400 $(PYTEST_ARGS)
 
 bench: deps
 	$(PY) -m sim.bench $(BENCH)
