@@ -243,7 +243,7 @@ def run(quick=False):
     if not quick:
         m = RIFLEndpoint(256, rtt=2 * round(RTT_S * LINE_RATE / 256 / 2))
         ios = [m.tx_frame, m.rx_frame, m.link_up] + list(m.sink.flatten()) + list(m.source.flatten())
-        r = synth_ecp5(m, ios, "rifl_ep256", device="LFE5U-25F", freq_mhz=50)   # nextpnr fails below target
+        r = synth_ecp5(m, ios, "rifl_ep256", device="LFE5U-25F", freq_mhz=100)
         ecp5 = Table("ECP5 (LFE5U-25F), one endpoint, F = 256, RTT 118 frames",
                      ["LUT4", "FF", "DP16KD", "LUTRAM", "Fmax (MHz)", "line rate at Fmax (Gb/s)"])
         fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else 0

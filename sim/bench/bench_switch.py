@@ -331,15 +331,9 @@ def ccdf_plot(points, n, k):
 
 
 def _synth(make, name, device, freq_mhz):
-    """synth_ecp5 of a fresh `make()` -> (module, ios), lowering the target when nextpnr fails timing (it exits
-    non-zero below the target; a Migen module can only be converted once, hence the factory)."""
-    for _ in range(3):
-        module, ios = make()
-        try:
-            return synth_ecp5(module, ios, name, device=device, freq_mhz=freq_mhz)
-        except subprocess.CalledProcessError:
-            freq_mhz = freq_mhz // 2
-    raise RuntimeError(f"{name}: no timing closure down to {freq_mhz * 2} MHz")
+    """synth_ecp5 of `make()` -> (module, ios) (a factory: a Migen module can only be converted once)."""
+    module, ios = make()
+    return synth_ecp5(module, ios, name, device=device, freq_mhz=freq_mhz)
 
 
 def _scheduler(n, k):
