@@ -42,6 +42,6 @@ class BoardSoC(InnetSoC):
             pads       = platform.request("eth", 0),
             tx_delay   = 0e-9,
             rx_delay   = 0e-9)
-        self.add_management_etherbone(self.ethphy, ip_address=eth_ip)
+        self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
         for core in cores:
             getattr(self, f"add_{core}")()
