@@ -9,7 +9,7 @@ from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
 from soc.innet_soc import InnetSoC
 
-DEFAULT_SYS_CLK_FREQ = int(75e6)
+DEFAULT_SYS_CLK_FREQ = int(60e6)
 
 
 class CRG(LiteXModule):

@@ -33,6 +33,8 @@ class InnetClient(CommUDP):
         self.total_timeout = timeout
         self.retries = retries
         self.bind_address = bind_address
+        # Read back with every write burst: the first identifier word (read-only, no side effects).
+        self.ack_address = self.bases.identifier_mem if csr_csv is not None else 0
 
     # Connection -----------------------------------------------------------------------------------
     def open(self, probe=True):
@@ -68,33 +70,53 @@ class InnetClient(CommUDP):
         """One Etherbone read record; resent every `timeout/retries` s until `timeout` has passed."""
         deadline = time.monotonic() + self.total_timeout
         while time.monotonic() < deadline:
-            self.read_counter = (self.read_counter + 1) & 0xffffffff
-            record = EtherboneRecord(addr_size=self.addr_width // 8)
-            record.reads = EtherboneReads(addr_size=self.addr_width // 8, addrs=[addr + 4 * j for j in range(n)])
-            record.rcount = n
-            record.reads.base_ret_addr = self.read_counter
-            packet = EtherbonePacket(addr_width=self.addr_width)
-            packet.records = [record]
-            packet.encode()
-            self.socket.sendto(packet.bytes, (self.server, self.port))
-            try:
-                while True:
-                    data, _ = self.socket.recvfrom(8192)
-                    answer = EtherbonePacket(self.addr_width, data)
-                    answer.decode()
-                    reply = answer.records[-1] if answer.records else None
-                    # Ignore anything but the answer to this try (late answers, stray requests).
-                    if reply is not None and reply.writes is not None and reply.writes.base_addr == self.read_counter:
-                        return reply.writes.get_datas()
-            except socket.timeout:
-                continue
+            datas = self._transact(reads=[addr + 4 * j for j in range(n)])
+            if datas is not None:
+                return datas
         raise TargetUnreachable(f"no Etherbone answer from {self.server}:{self.port} within "
                                 f"{self.total_timeout:.1f} s (read of 0x{addr:08x})")
 
     def write(self, addr, datas):
+        """Acknowledged writes: each write burst is followed by a read of `ack_address`, and the next burst
+        leaves only once that read is answered. The SoC's Etherbone serves requests in order, so the answer
+        proves the writes were done, and with one request in flight its receive buffers never overflow
+        (fire-and-forget writes can be lost silently when the target is slow, as in simulation). The write
+        itself is never resent (it may not be idempotent); only the acknowledging read is."""
         datas = datas if isinstance(datas, list) else [datas]
         for base in range(0, len(datas), MAX_BURST_WORDS):
             CommUDP.write(self, addr + 4 * base, datas[base:base + MAX_BURST_WORDS])
+            try:
+                self._read_burst(self.ack_address, 1)
+            except TargetUnreachable:
+                raise TargetUnreachable(f"no Etherbone acknowledgement from {self.server}:{self.port} within "
+                                        f"{self.total_timeout:.1f} s (write of 0x{addr + 4 * base:08x})") from None
+
+    def _transact(self, reads):
+        """Send one read record and wait one retry period for its answer."""
+        self.read_counter = (self.read_counter + 1) & 0xffffffff
+        record = EtherboneRecord(addr_size=self.addr_width // 8)
+        record.reads = EtherboneReads(addr_size=self.addr_width // 8, addrs=list(reads))
+        record.rcount = len(reads)
+        record.reads.base_ret_addr = self.read_counter
+        packet = EtherbonePacket(addr_width=self.addr_width)
+        packet.records = [record]
+        packet.encode()
+        self.socket.sendto(packet.bytes, (self.server, self.port))
+        return self._await(self.read_counter)
+
+    def _await(self, tag):
+        """The answer to request `tag` within one retry period, or None; other packets are ignored (late
+        answers to earlier tries, stray requests)."""
+        try:
+            while True:
+                data, _ = self.socket.recvfrom(8192)
+                answer = EtherbonePacket(self.addr_width, data)
+                answer.decode()
+                reply = answer.records[-1] if answer.records else None
+                if reply is not None and reply.writes is not None and reply.writes.base_addr == tag:
+                    return reply.writes.get_datas()
+        except socket.timeout:
+            return None
 
     # Helpers --------------------------------------------------------------------------------------
     def ident(self):

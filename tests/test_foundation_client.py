@@ -49,9 +49,11 @@ def test_random_reads_writes_and_bursts():
                 else:
                     n = rng.randrange(1, 3 * MAX_BURST_WORDS)
                     assert bus.read(addr, n) == [model.get(addr + 4 * i, 0) for i in range(n)]
-        # Bursts are split into records the SoC's Etherbone buffer can hold.
-        assert all(r.rcount <= MAX_BURST_WORDS and r.wcount <= MAX_BURST_WORDS
-                   for p in fake.requests for r in p.records)
+        # Bursts are split into records the SoC's Etherbone buffer can hold, and every write burst is
+        # followed by the read that acknowledges it.
+        records = [r for p in fake.requests for r in p.records]
+        assert all(r.rcount <= MAX_BURST_WORDS and r.wcount <= MAX_BURST_WORDS for r in records)
+        assert all(nxt.rcount == 1 and not nxt.wcount for r, nxt in zip(records, records[1:]) if r.wcount)
 
 
 def test_ident_stops_at_nul():
@@ -60,6 +62,17 @@ def test_ident_stops_at_nul():
     with FakeEtherboneTarget(port=PORT, memory=memory):
         with client() as bus:
             assert bus.ident() == text
+
+
+def test_unacknowledged_write_raises_instead_of_resending():
+    with FakeEtherboneTarget(port=PORT, answer=False) as fake:
+        bus = client(timeout=1.0)
+        bus.open(probe=False)
+        with pytest.raises(TargetUnreachable, match="acknowledgement"):
+            bus.write(0x10, [1, 2, 3])
+        bus.close()
+        time.sleep(0.2)
+        assert sum(1 for p in fake.requests for r in p.records if r.wcount) == 1   # never resent
 
 
 def test_unreachable_target_fails_within_timeout():
