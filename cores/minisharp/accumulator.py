@@ -217,13 +217,16 @@ class _Round(Module):
 class MSAccumulatorBank(LiteXModule):
     """A RAM of `depth` words of `lanes` exact FP32 accumulators (MS_ACC_EXACT_FP32_MAG277).
 
-    sink ops: ADD (addr, init, data = lanes FP32) adds element-wise, `init` starting from zero;
-    READ (addr) emits the lanes' sums, each rounded once to FP32, on `source`, in order.
-    Pipeline: r0 registers the op and reads the RAM, r1 decodes the FP32 and registers the RAM output,
-    r2 adds per limb, r3 writes back (and feeds the rounding pipeline for a READ).
-    Throughput: one op per cycle; an op stalls only while an ADD to the same address is in r0..r2
-    (consecutive addresses never stall), and a READ only when `out_depth` results are outstanding.
-    Latency: a READ result reaches the output FIFO 4 + ACC_LIMBS + 7 cycles after it is accepted.
+    sink ops: ADD (addr, init, data = lanes FP32) adds element-wise, `init` starting from zero, and with
+    `emit` also sends the new sums (rounded once to FP32) on `source`; READ (addr) sends the stored sums.
+    Results leave in op order. Pipeline: r0 registers the op, r1 the RAM address, r2 holds the RAM output
+    (the block RAM's own register) and decodes the FP32, r3 registers both in the fabric and adds per limb,
+    r4 writes back and feeds the rounding pipeline. The RAM output meets no logic before a fabric register
+    (the DP16KD clock-to-out is 5.8 ns of the 8 ns at 125 MHz).
+    Throughput: one op per cycle; an op waits only while an ADD to the same address is in r0..r2 (its
+    write-back would come after this op's RAM read; consecutive addresses never wait), and an emitting op
+    only when `out_depth` results are outstanding.
+    Latency: a result reaches `source` 5 + ACC_LIMBS + 7 cycles after its op is accepted.
     Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024.
     """
     def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32):
@@ -234,7 +237,7 @@ class MSAccumulatorBank(LiteXModule):
         if not 1 <= max_ranks <= 1024:
             raise ValueError(f"max_ranks must be in 1..1024 (288-bit window), got {max_ranks}")
         aw = bits_for(depth - 1)
-        self.sink = stream.Endpoint([("op", 1), ("addr", aw), ("init", 1), ("data", 32 * lanes)])
+        self.sink = stream.Endpoint([("op", 1), ("addr", aw), ("init", 1), ("emit", 1), ("data", 32 * lanes)])
         self.source = stream.Endpoint([("data", 32 * lanes)])
         self.lanes, self.depth = lanes, depth
         sw = acc_state_bits(max_ranks)
@@ -250,10 +253,10 @@ class MSAccumulatorBank(LiteXModule):
         wrport = mem.get_port(write_capable=True)
         self.specials += wrport
 
-        # Pipeline registers: valid, op, addr, init per stage.
-        st = [dict(valid=Signal(), op=Signal(), addr=Signal(aw), init=Signal()) for _ in range(4)]
-        r0_data = Signal(32 * lanes)
-        r3_state = Signal(sw * lanes)
+        # Pipeline registers: valid, op, addr, init, emit per stage r0..r4.
+        st = [dict(valid=Signal(), op=Signal(), addr=Signal(aw), init=Signal(), emit=Signal()) for _ in range(5)]
+        r0_data, r1_data, r2_data = Signal(32 * lanes), Signal(32 * lanes), Signal(32 * lanes)
+        r4_state = Signal(sw * lanes)
 
         # Result FIFO and credits.
         self.fifo = fifo = stream.SyncFIFO([("data", 32 * lanes)], out_depth, buffered=True)
@@ -263,60 +266,64 @@ class MSAccumulatorBank(LiteXModule):
         hazard = Signal()
         self.comb += hazard.eq(reduce(or_, [r["valid"] & (r["op"] == ACC_OP_ADD) & (r["addr"] == self.sink.addr)
                                             for r in st[:3]]))
+        emits = Signal()
+        self.comb += emits.eq((self.sink.op == ACC_OP_READ) | self.sink.emit)
         credit = Signal()
-        self.comb += credit.eq((self.sink.op == ACC_OP_ADD) | (outstanding < out_depth))
+        self.comb += credit.eq(~emits | (outstanding < out_depth))
         self.comb += self.sink.ready.eq(~hazard & credit)
         accept = Signal()
         self.comb += accept.eq(self.sink.valid & self.sink.ready)
 
-        rd_issue = accept & (self.sink.op == ACC_OP_READ)
+        rd_issue = accept & emits
         rd_done = self.source.valid & self.source.ready
         self.sync += outstanding.eq(outstanding + rd_issue - rd_done)
 
         self.sync += [
             st[0]["valid"].eq(accept), st[0]["op"].eq(self.sink.op), st[0]["addr"].eq(self.sink.addr),
-            st[0]["init"].eq(self.sink.init), r0_data.eq(self.sink.data),
+            st[0]["init"].eq(self.sink.init), st[0]["emit"].eq(self.sink.emit),
+            r0_data.eq(self.sink.data), r1_data.eq(r0_data), r2_data.eq(r1_data),
         ]
         for a, b in zip(st[1:], st[:-1]):
             self.sync += [a[k].eq(b[k]) for k in a]
         self.comb += [
             rdport.adr.eq(st[0]["addr"]),
-            wrport.adr.eq(st[3]["addr"]), wrport.dat_w.eq(r3_state),
-            wrport.we.eq(st[3]["valid"] & (st[3]["op"] == ACC_OP_ADD)),
+            wrport.adr.eq(st[4]["addr"]), wrport.dat_w.eq(r4_state),
+            wrport.we.eq(st[4]["valid"] & (st[4]["op"] == ACC_OP_ADD)),
         ]
 
         rounds = []
         for ln in range(lanes):
-            dec = _Decode(r0_data[32 * ln:32 * ln + 32])
+            # r2: the RAM output (`ram_q`, the register that synthesis moves into the block RAM) is
+            # registered again in the fabric, next to the decoded FP32.
+            dec = _Decode(r2_data[32 * ln:32 * ln + 32])
             self.submodules += dec
             mag, neg = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)], Signal()
             vfl = {f: Signal() for f in ACC_FLAGS}
-            self.sync += [m1.eq(m0) for m1, m0 in zip(mag, dec.mags)], neg.eq(dec.negative)
+            ram_q, old = Signal(sw), Signal(sw)
+            self.sync += [m.eq(d) for m, d in zip(mag, dec.mags)], neg.eq(dec.negative)
             self.sync += [vfl[f].eq(dec.flags[f]) for f in ACC_FLAGS]
-            mag2, neg2, vfl2 = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)], Signal(), \
-                {f: Signal() for f in ACC_FLAGS}
-            old = Signal(sw)          # registered RAM output (the DP16KD output register)
-            self.sync += [m2.eq(m1) for m2, m1 in zip(mag2, mag)], neg2.eq(neg), old.eq(rdport.dat_r[sw * ln:sw * (ln + 1)])
-            self.sync += [vfl2[f].eq(vfl[f]) for f in ACC_FLAGS]
+            self.sync += ram_q.eq(rdport.dat_r[sw * ln:sw * (ln + 1)]), old.eq(ram_q)
 
+            # r3: per-limb add (carry chunking: no carry crosses limbs), sticky flags.
             old_limbs = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
             self.comb += [ol.eq(old[k * lw:(k + 1) * lw]) for k, ol in enumerate(old_limbs)]
             old_fl = {f: old[ACC_LIMBS * lw + i] for i, f in enumerate(ACC_FLAGS)}
-            init = st[2]["init"]
+            init = st[3]["init"]
             new_limbs = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
             new_fl = {f: Signal() for f in ACC_FLAGS}
             base = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
             self.comb += [b.eq(Mux(init, 0, ol)) for b, ol in zip(base, old_limbs)]
-            self.comb += [nl.eq(Mux(neg2, b - m, b + m)) for nl, b, m in zip(new_limbs, base, mag2)]
-            self.comb += [new_fl[f].eq(Mux(init, 0, old_fl[f]) | vfl2[f]) for f in ("nan", "pinf", "ninf")]
-            self.comb += new_fl["negzero"].eq(Mux(init, 1, old_fl["negzero"]) & vfl2["negzero"])
-            self.sync += r3_state[sw * ln:sw * (ln + 1)].eq(Mux(st[2]["op"] == ACC_OP_ADD,
+            self.comb += [nl.eq(Mux(neg, b - m, b + m)) for nl, b, m in zip(new_limbs, base, mag)]
+            self.comb += [new_fl[f].eq(Mux(init, 0, old_fl[f]) | vfl[f]) for f in ("nan", "pinf", "ninf")]
+            self.comb += new_fl["negzero"].eq(Mux(init, 1, old_fl["negzero"]) & vfl["negzero"])
+            self.sync += r4_state[sw * ln:sw * (ln + 1)].eq(Mux(st[3]["op"] == ACC_OP_ADD,
                 Cat(*new_limbs, *[new_fl[f] for f in ACC_FLAGS]), old))
 
-            rnd = _Round(r3_state[sw * ln:sw * (ln + 1)], st[3]["valid"] & (st[3]["op"] == ACC_OP_READ), max_ranks)
+            emit4 = st[4]["valid"] & ((st[4]["op"] == ACC_OP_READ) | st[4]["emit"])
+            rnd = _Round(r4_state[sw * ln:sw * (ln + 1)], emit4, max_ranks)
             self.submodules += rnd
             rounds.append(rnd)
-        self.latency = 4 + rounds[0].latency
+        self.latency = 5 + rounds[0].latency
         self.comb += [
             fifo.sink.valid.eq(rounds[0].valid_o),
             fifo.sink.data.eq(Cat(*[r.result for r in rounds])),

@@ -55,8 +55,10 @@ class MiniSharpCore(LiteXModule):
         self.ingress = [MSPortIngress(dw, lanes, payload_bytes=pbytes, raw_bytes=2048) for _ in range(num_ports)]
         self.engine = engine = MSCollectiveEngine(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks)
         self.fanout = fanout = MSResultFanout(num_ports, lanes)
-        # Registered valid and ready between the engine and the fan-out (timing).
-        self.meta_buf = stream.Buffer(engine.meta.description, pipe_valid=True, pipe_ready=True)
+        # Between the engine and the fan-out: a meta queue (the engine emits a chunk's meta record when it
+        # accepts the completing contribution, while the previous results may still be in flight) and a
+        # registered valid and ready for the result words (timing).
+        self.meta_buf = stream.SyncFIFO(engine.meta.description, 4, buffered=True)
         self.result_buf = stream.Buffer(engine.result.description, pipe_valid=True, pipe_ready=True)
         self.comb += [
             engine.meta.connect(self.meta_buf.sink), self.meta_buf.source.connect(fanout.meta),
@@ -76,12 +78,13 @@ class MiniSharpCore(LiteXModule):
         for o in range(num_ports):
             mfifo = stream.SyncFIFO(result_meta_layout, 2)
             wfifo = stream.SyncFIFO([("data", 32 * lanes)], res_fifo_words, buffered=True)
+            wpipe = stream.PipeValid([("data", 32 * lanes)])   # a fabric register after the block RAM's
             ser = MSResultSerializer(dw, lanes)
             arb = Arbiter([ser.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
-            self.submodules += mfifo, wfifo, ser, arb
+            self.submodules += mfifo, wfifo, wpipe, ser, arb
             self.comb += [
                 fanout.meta_sources[o].connect(mfifo.sink), fanout.word_sources[o].connect(wfifo.sink),
-                mfifo.source.connect(ser.meta), wfifo.source.connect(ser.words),
+                mfifo.source.connect(ser.meta), wfifo.source.connect(wpipe.sink), wpipe.source.connect(ser.words),
                 ser.dst_mac.eq(self.dst_macs[o]), ser.src_mac.eq(self.src_macs[o]),
             ]
 

@@ -78,6 +78,7 @@ class MSResultFanout(LiteXModule):
 class MSResultSerializer(LiteXModule):
     """Turns (meta, words) into an Ethernet COL_RES frame on a `dw`-bit port stream: the port's MAC
     addresses (`dst_mac`, `src_mac`, from CSRs), the MiniSharp header, then n FP32 big-endian.
+    A frame starts once its first result word is there (words then arrive at least at the port rate).
     One beat per cycle; a stalled `source` stalls only this port."""
     def __init__(self, dw, lanes):
         B = dw // 8
@@ -109,7 +110,7 @@ class MSResultSerializer(LiteXModule):
         self.comb += last.eq(pos + B >= nbytes)
         self.fsm = fsm = FSM(reset_state="HEADER")
         fsm.act("HEADER",
-            self.source.valid.eq(self.meta.valid),
+            self.source.valid.eq(self.meta.valid & self.words.valid),   # the values follow without a gap
             self.source.data.eq(Array(hdr[i * dw:(i + 1) * dw] for i in range(MS_HEADER_BYTES // B))[hb]),
             If(self.source.valid & self.source.ready,
                 NextValue(hb, hb + 1),

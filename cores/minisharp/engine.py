@@ -5,7 +5,7 @@ from migen.genlib.roundrobin import RoundRobin, SP_CE
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.minisharp.accumulator import MSAccumulatorBank, ACC_OP_ADD, ACC_OP_READ
+from cores.minisharp.accumulator import MSAccumulatorBank, ACC_OP_ADD
 from cores.minisharp.common import (
     KIND_SETUP, DROP, descriptor_layout, result_meta_layout, record_field, MS_HEADER_BYTES, ETH_MIN_FRAME,
     MS_COL_REDUCE, MS_RED_SUM, MS_FMT_FP32, MS_ACC_EXACT_FP32_MAG277, FP32_BYTES,
@@ -35,13 +35,19 @@ def reduce_or(vec):
 class MSCollectiveEngine(LiteXModule):
     """Serves the descriptors of `num_ports` ingress ports (round robin, one frame at a time).
 
-    COL_SETUP: validates the record and installs or replaces a context (table of `n_contexts`).
-    COL_DATA: looks up the context and the chunk slot (`n_slots`, keyed by context and Chunk Index), checks
-    rank, chunk index, payload length and duplicates (rank bitmap per slot) before the first accumulator is
-    touched, then adds one payload word (`lanes` FP32) per cycle into the slot. When a chunk has
-    expected_local_contributors distinct ranks its sums are read out (rounded once) on `result` after a
-    `meta` record, and the slot is freed. Invalid frames are drained and reported on drop/drop_reason.
-    Overhead per frame: 7 cycles plus the payload words; result readout one word per cycle.
+    Two stages that overlap, so that frames follow each other in the accumulator with no gap:
+    * validation (one frame after the other): COL_SETUP validates the record and installs or replaces a
+      context (table of `n_contexts`). COL_DATA looks up the context and the chunk slot (`n_slots`, keyed
+      by context and Chunk Index) and checks rank, chunk index, payload length and duplicates (rank bitmap
+      per slot); an accepted frame updates the slot at once (rank bit, count; the completing one frees it
+      and emits the result `meta` record) and queues a job; a rejected one is reported on
+      drop/drop_reason and queues a drain job for its payload. 7 cycles a frame (3 for a setup).
+    * payload: jobs in order, one payload word (`lanes` FP32) per cycle into the slot's accumulators
+      (the first contribution initialises, the completing one adds and emits the rounded sums on
+      `result`); the next job starts in the cycle after the last word of the previous one.
+    Throughput: one payload word per cycle, back-to-back frames (validation hides behind the previous
+    frame's words when a frame has at least 7 words). Latency: first result word 5 cycles after the
+    descriptor + the accumulator latency (5 + 16).
     """
     def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64):
         for name, v in (("lanes", lanes), ("chunk_elements", chunk_elements)):
@@ -74,6 +80,13 @@ class MSCollectiveEngine(LiteXModule):
         self.comb += self.bank_buf.source.connect(bank.sink)
         acc_in = self.bank_buf.sink
         rw = bits_for(max_ranks)
+        pw = bits_for(max(num_ports - 1, 1))
+        sw = bits_for(max(n_slots - 1, 1))
+
+        # Jobs from validation to the payload stage.
+        job_layout = [("port", pw), ("drop", 1), ("emit", 1), ("init", 1), ("slot", sw),
+                      ("lastw", 16), ("awords", 16)]
+        self.jobs = jobs = stream.SyncFIFO(job_layout, 2)
 
         # Context table.
         c_valid = Array(Signal() for _ in range(n_contexts))
@@ -95,9 +108,7 @@ class MSCollectiveEngine(LiteXModule):
         sel = rr.grant
         self.comb += [rr.request[i].eq(self.desc_sinks[i].valid) for i in range(num_ports)]
         desc = stream.Endpoint(descriptor_layout)
-        payload = stream.Endpoint([("data", 32 * lanes)])
-        self.comb += Case(sel, {i: [self.desc_sinks[i].connect(desc), self.payload_sinks[i].connect(payload)]
-                                for i in range(num_ports)})
+        self.comb += Case(sel, {i: self.desc_sinks[i].connect(desc) for i in range(num_ports)})
         self.comb += self.drop_port.eq(sel)
 
         # Current frame.
@@ -107,18 +118,19 @@ class MSCollectiveEngine(LiteXModule):
             Signal(max=max(n_contexts, 2))
         slot_hit, slot_idx, slot_free, slot_free_idx = Signal(), Signal(max=max(n_slots, 2)), Signal(), \
             Signal(max=max(n_slots, 2))
-        rank_bad, chunk_bad = Signal(), Signal()
+        rank_bad, chunk_bad, dup, len_ok, complete = Signal(), Signal(), Signal(), Signal(), Signal()
+        rbit = Signal(n_slots)
         exp_elems = Signal(max=chunk_elements + 1)
         cur, init = Signal(max=max(n_slots, 2)), Signal()
-        nwords, awords, widx = Signal(16), Signal(16), Signal(16)
+        nwords, awords, new_count = Signal(16), Signal(16), Signal(rw)
 
-        # Context lookup (combinational from d_coll).
+        # Context lookup (from d_coll).
         hit_vec = [c_valid[i] & (c_id[i] == d_coll) for i in range(n_contexts)]
         free_vec = [~c_valid[i] for i in range(n_contexts)]
         any_hit, hit_i, hit_chain = _first_set(hit_vec, n_contexts)
         any_free, free_i, free_chain = _first_set(free_vec, n_contexts)
         self.comb += hit_chain + free_chain
-        # Slot lookup (combinational from ctx_idx, d_chunk).
+        # Slot lookup (from ctx_idx, d_chunk).
         shit_vec = [s_valid[j] & (s_ctx[j] == ctx_idx) & (s_chunk[j] == d_chunk) for j in range(n_slots)]
         sfree_vec = [~s_valid[j] for j in range(n_slots)]
         any_shit, shit_i, shit_chain = _first_set(shit_vec, n_slots)
@@ -133,13 +145,6 @@ class MSCollectiveEngine(LiteXModule):
 
         exp_bytes = Signal(17)
         self.comb += exp_bytes.eq(exp_elems * FP32_BYTES)
-        len_ok = Signal()
-        self.comb += len_ok.eq((d_pbytes == exp_bytes) |
-                               ((d_pbytes > exp_bytes) & (d_pbytes <= ETH_MIN_FRAME - MS_HEADER_BYTES)))
-        dup = Signal()
-        self.comb += dup.eq(slot_hit & (s_bitmap[slot_idx] >> d_rank)[0])
-        new_count = Signal(rw)
-        self.comb += new_count.eq(Mux(init, 0, s_count[cur]) + 1)
 
         # Setup record checks.
         rf = {name: record_field(d_record, name) for name in
@@ -162,7 +167,31 @@ class MSCollectiveEngine(LiteXModule):
             return [self.drop.eq(1), self.drop_reason.eq(DROP[name])]
 
         words = lambda nbytes: (nbytes + 4 * lanes - 1) >> log2_int(4 * lanes)
-        addr = Cat(widx[:log2_int(wpc)], cur) if wpc > 1 else cur
+
+        # Data frame decision (state DECIDE): the first failing check in spec order.
+        data_drop, data_reason = Signal(), Signal(max=len(DROP))
+        self.comb += [
+            data_drop.eq(1),
+            If(~ctx_hit, data_reason.eq(DROP["unknown_coll"])
+            ).Elif(rank_bad, data_reason.eq(DROP["bad_rank"])
+            ).Elif(chunk_bad, data_reason.eq(DROP["bad_chunk"])
+            ).Elif(~len_ok, data_reason.eq(DROP["bad_length"])
+            ).Elif(dup, data_reason.eq(DROP["duplicate"])
+            ).Elif(~slot_hit & ~slot_free, data_reason.eq(DROP["no_slot"])
+            ).Else(data_drop.eq(0)),
+        ]
+        need_job = Signal()
+        self.comb += need_job.eq(~data_drop | (nwords != 0))
+        go = Signal()
+        self.comb += go.eq((~need_job | jobs.sink.ready) & (data_drop | ~complete | self.meta.ready))
+        self.comb += [
+            jobs.sink.port.eq(sel), jobs.sink.drop.eq(data_drop), jobs.sink.emit.eq(complete),
+            jobs.sink.init.eq(init), jobs.sink.slot.eq(cur), jobs.sink.lastw.eq(nwords - 1),
+            jobs.sink.awords.eq(awords),
+            self.meta.collective_id.eq(d_coll), self.meta.chunk_index.eq(d_chunk),
+            self.meta.n_elements.eq(exp_elems),
+            self.meta.egress_first.eq(k_first), self.meta.egress_last.eq(k_last),
+        ]
 
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
@@ -179,7 +208,7 @@ class MSCollectiveEngine(LiteXModule):
         fsm.act("LOOKUP",
             NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i),
             NextValue(ctx_free, any_free), NextValue(ctx_free_idx, free_i),
-            NextValue(nwords, words(d_pbytes)), NextValue(widx, 0),
+            NextValue(nwords, words(d_pbytes)),
             If(d_kind == KIND_SETUP, NextState("SETUP")).Else(NextState("CTX"))
         )
         fsm.act("SETUP",
@@ -206,6 +235,7 @@ class MSCollectiveEngine(LiteXModule):
             NextValue(k_expected, c_expected[ctx_idx]), NextValue(k_count, c_count[ctx_idx]),
             NextValue(k_nchunks, c_nchunks[ctx_idx]), NextValue(k_first, c_first[ctx_idx]),
             NextValue(k_last, c_last[ctx_idx]),
+            [NextValue(rbit[j], (s_bitmap[j] >> d_rank)[0]) for j in range(n_slots)],
             NextState("CHECK1")
         )
         fsm.act("CHECK1",
@@ -214,62 +244,60 @@ class MSCollectiveEngine(LiteXModule):
             NextValue(exp_elems, Mux(remaining >= chunk_elements, chunk_elements, remaining)),
             NextValue(slot_hit, any_shit), NextValue(slot_idx, shit_i),
             NextValue(slot_free, any_sfree), NextValue(slot_free_idx, sfree_i),
+            NextValue(dup, reduce_or([shit_vec[j] & rbit[j] for j in range(n_slots)])),
             NextState("CHECK2")
         )
         fsm.act("CHECK2",
-            If(~ctx_hit, *drop("unknown_coll")
-            ).Elif(rank_bad, *drop("bad_rank")
-            ).Elif(chunk_bad, *drop("bad_chunk")
-            ).Elif(~len_ok, *drop("bad_length")
-            ).Elif(dup, *drop("duplicate")
-            ).Elif(~slot_hit & ~slot_free, *drop("no_slot")),
+            NextValue(len_ok, (d_pbytes == exp_bytes) |
+                              ((d_pbytes > exp_bytes) & (d_pbytes <= ETH_MIN_FRAME - MS_HEADER_BYTES))),
             NextValue(cur, Mux(slot_hit, slot_idx, slot_free_idx)),
             NextValue(init, ~slot_hit),
+            NextValue(new_count, Mux(slot_hit, s_count[slot_idx], 0) + 1),
+            NextValue(complete, (Mux(slot_hit, s_count[slot_idx], 0) + 1) == k_expected),
             NextValue(awords, words(exp_bytes)),
-            If(self.drop,
-                If(nwords == 0, NextState("IDLE")).Else(NextState("DRAIN"))
-            ).Else(NextState("ADD"))
+            NextState("DECIDE")
         )
-        fsm.act("DRAIN",
-            payload.ready.eq(1),
-            If(payload.valid,
-                NextValue(widx, widx + 1),
-                If(widx == nwords - 1, NextState("IDLE"))
-            )
-        )
-        fsm.act("ADD",
-            If(widx < awords,
-                acc_in.valid.eq(payload.valid), payload.ready.eq(acc_in.ready)
-            ).Else(payload.ready.eq(1)),
-            acc_in.op.eq(ACC_OP_ADD), acc_in.addr.eq(addr), acc_in.init.eq(init),
-            acc_in.data.eq(payload.data),
-            If(payload.valid & payload.ready,
-                NextValue(widx, widx + 1),
-                If(widx == nwords - 1, NextState("UPDATE"))
-            )
-        )
-        fsm.act("UPDATE",
-            NextValue(s_valid[cur], 1), NextValue(s_ctx[cur], ctx_idx), NextValue(s_chunk[cur], d_chunk),
-            NextValue(s_bitmap[cur], Mux(init, 0, s_bitmap[cur]) | (1 << d_rank)),
-            NextValue(s_count[cur], new_count),
-            NextValue(widx, 0),
-            If(new_count == k_expected, NextState("RES_META")).Else(NextState("IDLE"))
-        )
-        fsm.act("RES_META",
-            self.meta.valid.eq(1),
-            self.meta.collective_id.eq(d_coll), self.meta.chunk_index.eq(d_chunk),
-            self.meta.n_elements.eq(exp_elems),
-            self.meta.egress_first.eq(k_first), self.meta.egress_last.eq(k_last),
-            If(self.meta.ready, NextState("RES_READ"))
-        )
-        fsm.act("RES_READ",
-            acc_in.valid.eq(1), acc_in.op.eq(ACC_OP_READ), acc_in.addr.eq(addr),
-            If(acc_in.ready,
-                NextValue(widx, widx + 1),
-                If(widx == awords - 1,
+        fsm.act("DECIDE",
+            self.meta.valid.eq(~data_drop & complete & (~need_job | jobs.sink.ready)),
+            jobs.sink.valid.eq(need_job & (data_drop | ~complete | self.meta.ready)),
+            If(go,
+                If(data_drop,
+                    self.drop.eq(1), self.drop_reason.eq(data_reason)
+                ).Elif(complete,
                     self.chunk_done.eq(1),
-                    NextValue(s_valid[cur], 0),
-                    NextState("IDLE")
-                )
+                    NextValue(s_valid[cur], 0)
+                ).Else(
+                    NextValue(s_valid[cur], 1), NextValue(s_ctx[cur], ctx_idx), NextValue(s_chunk[cur], d_chunk),
+                    NextValue(s_bitmap[cur], Mux(init, 0, s_bitmap[cur]) | (1 << d_rank)),
+                    NextValue(s_count[cur], new_count)
+                ),
+                NextState("IDLE")
             )
         )
+
+        # Payload stage: the current job's words, one per cycle; the next job loads in the last word's cycle.
+        b_active, b_port, b_drop, b_emit, b_init = Signal(), Signal(pw), Signal(), Signal(), Signal()
+        b_slot, b_lastw, b_awords, widx = Signal(sw), Signal(16), Signal(16), Signal(16)
+        payload = stream.Endpoint([("data", 32 * lanes)])
+        self.comb += Case(b_port, {i: self.payload_sinks[i].connect(payload) for i in range(num_ports)})
+        in_acc, take, load = Signal(), Signal(), Signal()
+        addr = Cat(widx[:log2_int(wpc)], b_slot) if wpc > 1 else b_slot
+        self.comb += [
+            in_acc.eq(~b_drop & (widx < b_awords)),
+            acc_in.valid.eq(b_active & payload.valid & in_acc),
+            acc_in.op.eq(ACC_OP_ADD), acc_in.addr.eq(addr), acc_in.init.eq(b_init), acc_in.emit.eq(b_emit),
+            acc_in.data.eq(payload.data),
+            payload.ready.eq(b_active & (~in_acc | acc_in.ready)),
+            take.eq(payload.valid & payload.ready),
+            load.eq(~b_active | (take & (widx == b_lastw))),
+            jobs.source.ready.eq(load),
+        ]
+        self.sync += [
+            If(take, widx.eq(widx + 1)),
+            If(load,
+                b_active.eq(jobs.source.valid), b_port.eq(jobs.source.port), b_drop.eq(jobs.source.drop),
+                b_emit.eq(jobs.source.emit), b_init.eq(jobs.source.init), b_slot.eq(jobs.source.slot),
+                b_lastw.eq(jobs.source.lastw), b_awords.eq(jobs.source.awords),
+                widx.eq(0)
+            ),
+        ]

@@ -55,16 +55,18 @@ class CommitFIFO(LiteXModule):
             If(self.commit | self.abort, self.overflow.eq(self.we & self.full)
             ).Elif(self.we & self.full, self.overflow.eq(1)),
         ]
-        # RAM read -> RAM output -> output register (keeps the slow RAM clock-to-out off the consumers).
+        # RAM read -> RAM output register (synthesis moves it into the block RAM) -> fabric register with a
+        # registered ready: the slow RAM clock-to-out and the consumers' ready logic stay apart.
         mvalid = Signal()
         do_read = Signal()
         out = stream.Endpoint([("data", width)])
         self.pipe = pipe = stream.PipeValid([("data", width)])
+        self.buf = buf = stream.Buffer([("data", width)], pipe_valid=True, pipe_ready=True)
         self.comb += [
             do_read.eq((rp != cp) & (~mvalid | out.ready)),
             rd.adr.eq(rp[:aw]), rd.re.eq(do_read),
             out.valid.eq(mvalid), out.data.eq(rd.dat_r),
-            out.connect(pipe.sink), pipe.source.connect(self.source),
+            out.connect(pipe.sink), pipe.source.connect(buf.sink), buf.source.connect(self.source),
         ]
         self.sync += If(do_read, rp.eq(rp + 1), mvalid.eq(1)).Elif(out.ready, mvalid.eq(0))
 
