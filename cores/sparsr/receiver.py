@@ -39,10 +39,18 @@ def _field(word, field):
     return word[lsb:lsb + width]
 
 
+def _wide(value, extra):
+    """`value` zero-extended by `extra` bits. Verilog evaluates an expression at the width of its widest
+    operand or target (Migen's simulator at unbounded width), so a sum or shift that can outgrow both must
+    widen an operand; otherwise it wraps in the gateware only."""
+    return Cat(value, C(0, extra))
+
+
 def _entry_bytes(count):
-    """count * LIL_ENTRY_BYTES as shifts and adds (no multiplier on the path)."""
+    """count * LIL_ENTRY_BYTES as shifts and adds (no multiplier on the path), exact at any target width."""
     assert LIL_ENTRY_BYTES == 5
-    return (count << 2) + count
+    wide = _wide(count, 3)
+    return (wide << 2) + wide
 
 
 def _lil_words(count):
@@ -260,7 +268,7 @@ class SparsrReceiver(LiteXModule):
         tag_bad, piece_bad = Signal(), Signal()
         self.comb += [
             tag_bad.eq((k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | k_res |
-                       ((k_kind == KIND_RAW) & ((k_cnt == 0) | (k_off + k_cnt > ROW_WORDS))) |
+                       ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
                        ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
                        (k_end > FRAME_WORDS - 1)),
             piece_bad.eq(Mux(q_valid, (nslots != 0) | (k_kind != KIND_RAW) | (k_off != q_off),
@@ -296,9 +304,9 @@ class SparsrReceiver(LiteXModule):
         cmd_ok = Signal()
         self.comb += cmd_ok.eq(
             is_write |
-            (is_read & (p0 < R) & (p1 != 0) & (p0 + p1 <= R)) |
-            (is_dma & (p0 < X) & (p1 < R) & (p2 != 0) & (p0 + p2 <= X) &
-             (p1 + p2 <= R)) |
+            (is_read & (p0 < R) & (p1 != 0) & (_wide(p0, 1) + p1 <= R)) |
+            (is_dma & (p0 < X) & (p1 < R) & (p2 != 0) & (_wide(p0, 1) + p2 <= X) &
+             (_wide(p1, 1) + p2 <= R)) |
             is_status)
         frame_end = Signal()
         final_reason = Signal(REASON_BITS)
@@ -424,7 +432,7 @@ class SparsrReceiver(LiteXModule):
         can_push = Signal()
         fw = Signal(9)
         self.comb += [
-            can_push.eq(fifo.level + it_valid < fifo_depth),
+            can_push.eq(_wide(fifo.level, 1) + it_valid < fifo_depth),
             fifo.sink.valid.eq(it_valid),
             fifo.sink.data.eq(Mux(it_mem, Mux(it_bit, vw_r.dat_r, 0), it_word)),
             fifo.sink.last.eq(it_last),

@@ -1,0 +1,185 @@
+"""The Sparsr receiver as generated Verilog, run in Verilator: the same gateware semantics as litex_sim and
+the FPGA (Migen's simulator evaluates expressions at unbounded width, Verilog at the width of the widest
+operand or target, so some bugs only show here).
+
+    card = VerilatedReceiver(wmem_rows=4, xmem_rows=2)        # generates and compiles once (cached)
+    run = card.run(frames, seed=1, valid_prob=0.8, ready_prob=0.7)
+    run.answers, run.counters, run.cycles, run.input_rate
+
+`run` streams the frames into a fresh receiver (out of reset) through a C++ harness with seeded random
+valid/ready, one frame after the other (`last` on each frame's final word, so a frame of any length can be
+sent), and returns when every word went in and the receiver is idle with no answer left. The compiled
+simulator is kept under build/sparsr_vsim/<hash of the Verilog and harness>/.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from migen import ClockDomain, Signal
+
+from litex.gen import LiteXModule
+from litex.gen.fhdl.verilog import convert
+
+from cores.sparsr.common import STATUS_COUNTERS
+from cores.sparsr.receiver import SparsrReceiver
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD_DIR = os.path.join(ROOT, "build", "sparsr_vsim")
+VERILATOR = os.environ.get("VERILATOR", "verilator")
+TOP = "sparsr_rx"
+
+
+class _Top(LiteXModule):
+    """The receiver with flat, explicitly named ports (names the harness uses)."""
+    def __init__(self, wmem_rows, xmem_rows, fifo_depth):
+        self.cd_sys = ClockDomain()
+        self.rx = rx = SparsrReceiver(wmem_rows, xmem_rows, fifo_depth, with_csr=False)
+        ports = {
+            "in_valid": (1, rx.sink.valid, True), "in_ready": (1, rx.sink.ready, False),
+            "in_data": (32, rx.sink.data, True), "in_last": (1, rx.sink.last, True),
+            "out_valid": (1, rx.source.valid, False), "out_ready": (1, rx.source.ready, True),
+            "out_data": (32, rx.source.data, False), "out_last": (1, rx.source.last, False),
+            "idle": (1, rx.idle, False),
+            **{f"cnt_{n}": (32, rx.counters[n], False) for n in STATUS_COUNTERS},
+        }
+        self.ios = {self.cd_sys.clk, self.cd_sys.rst}
+        self.cd_sys.clk.name_override, self.cd_sys.rst.name_override = "clk", "rst"
+        for name, (width, sig, is_input) in ports.items():
+            port = Signal(width, name_override=name)
+            self.comb += sig.eq(port) if is_input else port.eq(sig)
+            self.ios.add(port)
+
+
+_HARNESS = r"""
+#include "V%(top)s.h"
+#include "verilated.h"
+#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+static uint64_t rng_state;
+static uint32_t rnd() {                    // xorshift64*
+    rng_state ^= rng_state >> 12; rng_state ^= rng_state << 25; rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 2685821657736338717ULL) >> 40) %% 1000000;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 7) { fprintf(stderr, "usage: in out seed valid_ppm ready_ppm max_cycles\n"); return 2; }
+    FILE *in = fopen(argv[1], "r"), *out = fopen(argv[2], "w");
+    if (!in || !out) { perror("open"); return 2; }
+    rng_state = strtoull(argv[3], 0, 0) * 0x9E3779B97F4A7C15ULL + 1;
+    uint32_t valid_ppm = strtoul(argv[4], 0, 0), ready_ppm = strtoul(argv[5], 0, 0);
+    uint64_t max_cycles = strtoull(argv[6], 0, 0);
+    std::vector<uint32_t> data; std::vector<uint8_t> last;
+    unsigned d, l;
+    while (fscanf(in, "%%x %%u", &d, &l) == 2) { data.push_back(d); last.push_back(l); }
+    Verilated::commandArgs(argc, argv);
+    V%(top)s *top = new V%(top)s;
+    top->rst = 1; top->in_valid = 0; top->out_ready = 0;
+    for (int i = 0; i < 4; i++) { top->clk = 0; top->eval(); top->clk = 1; top->eval(); }
+    top->rst = 0;
+    size_t pos = 0;
+    uint64_t cycle = 0, quiet = 0;
+    long long first = -1, lastw = -1;
+    while (cycle < max_cycles) {
+        bool offer = pos < data.size() && rnd() < valid_ppm;
+        bool take = rnd() < ready_ppm;
+        top->in_valid = offer;
+        top->in_data = offer ? data[pos] : 0;
+        top->in_last = offer ? last[pos] : 0;
+        top->out_ready = take;
+        top->clk = 0; top->eval();
+        if (take && top->out_valid) fprintf(out, "%%08x %%u\n", (unsigned)top->out_data, (unsigned)top->out_last);
+        if (offer && top->in_ready) { pos++; if (first < 0) first = cycle; lastw = cycle; }
+        bool done = pos == data.size() && top->idle && !top->out_valid;
+        top->clk = 1; top->eval();
+        cycle++;
+        quiet = done ? quiet + 1 : 0;
+        if (quiet > 16) break;
+    }
+    fprintf(out, "END %%llu %%lld %%lld %%zu\n", (unsigned long long)cycle, first, lastw, pos);
+%(counters)s
+    fclose(out);
+    delete top;
+    return 0;
+}
+"""
+
+
+@dataclass
+class VRun:
+    answers: list          # answer frames (lists of words), as delimited by `last`
+    counters: dict         # the receiver's counters after the run
+    cycles: int            # cycles until the receiver was idle with every answer out
+    words_in: int          # input words accepted
+    first_word_cycle: int
+    last_word_cycle: int
+
+    @property
+    def input_rate(self):
+        """Words accepted per cycle between the first and the last accepted word."""
+        return self.words_in / (self.last_word_cycle - self.first_word_cycle + 1)
+
+
+class VerilatedReceiver:
+    """SparsrReceiver(wmem_rows, xmem_rows, fifo_depth) compiled with Verilator (cached; the first build
+    takes about half a minute)."""
+    def __init__(self, wmem_rows, xmem_rows, fifo_depth=8):
+        if shutil.which(VERILATOR) is None:
+            raise RuntimeError(f"{VERILATOR} not found (set VERILATOR)")
+        self.wmem_rows, self.xmem_rows = wmem_rows, xmem_rows
+        top = _Top(wmem_rows, xmem_rows, fifo_depth)
+        verilog = str(convert(top, ios=top.ios, name=TOP))
+        counters = "\n".join(f'    fprintf(out, "{n} %u\\n", (unsigned)top->cnt_{n});' for n in STATUS_COUNTERS)
+        harness = _HARNESS % dict(top=TOP, counters=counters)
+        key = hashlib.sha1((verilog + harness).encode()).hexdigest()[:16]
+        self.dir = os.path.join(BUILD_DIR, key)
+        self.exe = os.path.join(self.dir, "obj_dir", f"V{TOP}")
+        if not os.path.exists(self.exe):
+            self._build(verilog, harness)
+
+    def _build(self, verilog, harness):
+        os.makedirs(BUILD_DIR, exist_ok=True)
+        work = tempfile.mkdtemp(dir=BUILD_DIR, prefix="tmp-")
+        with open(os.path.join(work, f"{TOP}.v"), "w") as f:
+            f.write(verilog)
+        with open(os.path.join(work, "harness.cpp"), "w") as f:
+            f.write(harness)
+        cmd = [VERILATOR, "--cc", "--exe", "--build", "-j", "1", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+               "--top-module", TOP, "-O1", "-CFLAGS", "-O1", f"{TOP}.v", "harness.cpp"]
+        r = subprocess.run(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"verilator failed in {work}:\n{r.stdout[-3000:]}")
+        try:
+            os.rename(work, self.dir)
+        except OSError:                     # built meanwhile by another process
+            shutil.rmtree(work, ignore_errors=True)
+
+    def run(self, frames, seed=1, valid_prob=1.0, ready_prob=1.0, max_cycles=20_000_000):
+        words = [(w, int(i == len(f) - 1)) for f in frames for i, w in enumerate(f)]
+        with tempfile.TemporaryDirectory(dir=BUILD_DIR) as tmp:
+            src, dst = os.path.join(tmp, "in.txt"), os.path.join(tmp, "out.txt")
+            with open(src, "w") as f:
+                f.writelines(f"{w:08x} {l}\n" for w, l in words)
+            subprocess.run([self.exe, src, dst, str(seed), str(int(valid_prob * 1e6)), str(int(ready_prob * 1e6)),
+                            str(int(max_cycles))], check=True)
+            with open(dst) as f:
+                lines = f.read().split("\n")
+        answers, current, k = [], [], 0
+        while not lines[k].startswith("END"):
+            w, l = lines[k].split()
+            current.append(int(w, 16))
+            if l == "1":
+                answers.append(current)
+                current = []
+            k += 1
+        _, cycles, first, last, n_in = lines[k].split()
+        if current or int(n_in) != len(words):
+            raise RuntimeError(f"Verilated receiver stopped after {cycles} cycles with {n_in}/{len(words)} words in "
+                               f"and {len(current)} words of an unfinished answer")
+        counters = {name: int(v) for name, v in (ln.split() for ln in lines[k + 1:k + 1 + len(STATUS_COUNTERS)])}
+        return VRun(answers, counters, int(cycles), int(n_in), int(first), int(last))
