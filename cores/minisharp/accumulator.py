@@ -27,7 +27,9 @@ def acc_state_bits(max_ranks):
 
 
 class _Decode(Module):
-    """FP32 -> per-limb magnitudes (significand shifted into place), sign, special-value flags (comb)."""
+    """FP32 -> per-limb magnitudes (significand shifted into place), sign, special-value flags.
+    The fields are decoded and registered first, then shifted and placed (comb): outputs follow `x` by
+    one cycle."""
     def __init__(self, x):
         self.mags = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
         self.negative = Signal()
@@ -40,17 +42,17 @@ class _Decode(Module):
         sig = Signal(24)
         sh = Signal(8)
         shifted = Signal(ACC_LIMB_BITS + 24)
-        self.comb += [
+        self.sync += [
             special.eq(e == 0xFF),
             sig.eq(Mux(e == 0, m, Cat(m, 1))),
             sh.eq(Mux(e == 0, 0, e - 1)),         # subnormals sit at exponent 1
-            shifted.eq(sig << sh[0:5]),
             self.negative.eq(s),
-            self.flags["nan"].eq(special & (m != 0)),
-            self.flags["pinf"].eq(special & (m == 0) & ~s),
-            self.flags["ninf"].eq(special & (m == 0) & s),
+            self.flags["nan"].eq((e == 0xFF) & (m != 0)),
+            self.flags["pinf"].eq((e == 0xFF) & (m == 0) & ~s),
+            self.flags["ninf"].eq((e == 0xFF) & (m == 0) & s),
             self.flags["negzero"].eq(x == 0x80000000),
         ]
+        self.comb += shifted.eq(sig << sh[0:5])
         lo, hi = shifted[:ACC_LIMB_BITS], shifted[ACC_LIMB_BITS:]
         for k, mag in enumerate(self.mags):
             self.comb += [
@@ -74,12 +76,12 @@ def _lzc(x):
 
 class _Round(Module):
     """Accumulator state -> FP32 bits, rounded once to nearest-even. Pipelined: one state per cycle,
-    latency ACC_LIMBS + 7 cycles. `valid_i` travels with the data to `valid_o`."""
+    latency ACC_LIMBS + 8 cycles. `valid_i` travels with the data to `valid_o`."""
     def __init__(self, state, valid_i, max_ranks):
         self.valid_o = Signal()
         self.result = Signal(32)
         lw = limb_width(max_ranks)
-        self.latency = ACC_LIMBS + 7
+        self.latency = ACC_LIMBS + 8
 
         # # #
 
@@ -164,19 +166,24 @@ class _Round(Module):
             lz.eq(lzv), win4.eq(window), t4.eq(t), sticky4.eq(sticky),
             is_zero4.eq(is_zero), small4.eq(small), sign4.eq(sign3), valid4.eq(valid3), fl4.eq(fl3),
         ]
+        # Shift (registered), then significand, round and sticky bits.
         norm = Signal(2 * ACC_LIMB_BITS)
+        p4b, sticky4b, small_bits4b = Signal(10), Signal(), Signal(24)
+        is_zero4b, small4b, sign4b, valid4b, fl4b = Signal(), Signal(), Signal(), Signal(), Signal(len(ACC_FLAGS))
+        self.comb += p.eq(t4 * ACC_LIMB_BITS + (ACC_LIMB_BITS - 1) - lz)
+        self.sync += [
+            norm.eq(win4 << lz), p4b.eq(p), sticky4b.eq(sticky4),
+            small_bits4b.eq(win4[ACC_LIMB_BITS:ACC_LIMB_BITS + 24]),
+            is_zero4b.eq(is_zero4), small4b.eq(small4), sign4b.eq(sign4), valid4b.eq(valid4), fl4b.eq(fl4),
+        ]
         sig, rnd, stk = Signal(24), Signal(), Signal()
         small_bits = Signal(24)
         is_zero5, small5, sign5, valid5, fl5 = Signal(), Signal(), Signal(), Signal(), Signal(len(ACC_FLAGS))
-        self.comb += [
-            norm.eq(win4 << lz),
-            p.eq(t4 * ACC_LIMB_BITS + (ACC_LIMB_BITS - 1) - lz),
-        ]
         p5 = Signal(10)
         self.sync += [
-            sig.eq(norm[-24:]), rnd.eq(norm[-25]), stk.eq((norm[:-25] != 0) | sticky4),
-            small_bits.eq(win4[ACC_LIMB_BITS:ACC_LIMB_BITS + 24]), p5.eq(p),
-            is_zero5.eq(is_zero4), small5.eq(small4), sign5.eq(sign4), valid5.eq(valid4), fl5.eq(fl4),
+            sig.eq(norm[-24:]), rnd.eq(norm[-25]), stk.eq((norm[:-25] != 0) | sticky4b),
+            small_bits.eq(small_bits4b), p5.eq(p4b),
+            is_zero5.eq(is_zero4b), small5.eq(small4b), sign5.eq(sign4b), valid5.eq(valid4b), fl5.eq(fl4b),
         ]
 
         # Assemble: ((p - 23) << 23) + significand (+1 to round up) carries into the exponent by itself.
@@ -219,14 +226,15 @@ class MSAccumulatorBank(LiteXModule):
 
     sink ops: ADD (addr, init, data = lanes FP32) adds element-wise, `init` starting from zero, and with
     `emit` also sends the new sums (rounded once to FP32) on `source`; READ (addr) sends the stored sums.
-    Results leave in op order. Pipeline: r0 registers the op, r1 the RAM address, r2 holds the RAM output
-    (the block RAM's own register) and decodes the FP32, r3 registers both in the fabric and adds per limb,
+    Results leave in op order. Pipeline: r0 registers the op, r1 the RAM address and decodes the FP32
+    fields, r2 holds the RAM output (the block RAM's own register) and shifts the significand into its
+    limbs, r3 registers both in the fabric and adds per limb,
     r4 writes back and feeds the rounding pipeline. The RAM output meets no logic before a fabric register
     (the DP16KD clock-to-out is 5.8 ns of the 8 ns at 125 MHz).
     Throughput: one op per cycle; an op waits only while an ADD to the same address is in r0..r2 (its
     write-back would come after this op's RAM read; consecutive addresses never wait), and an emitting op
     only when `out_depth` results are outstanding.
-    Latency: a result reaches `source` 5 + ACC_LIMBS + 7 cycles after its op is accepted.
+    Latency: a result enters the output FIFO 5 + ACC_LIMBS + 8 cycles after its op is accepted.
     Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024.
     """
     def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32):
@@ -255,7 +263,7 @@ class MSAccumulatorBank(LiteXModule):
 
         # Pipeline registers: valid, op, addr, init, emit per stage r0..r4.
         st = [dict(valid=Signal(), op=Signal(), addr=Signal(aw), init=Signal(), emit=Signal()) for _ in range(5)]
-        r0_data, r1_data, r2_data = Signal(32 * lanes), Signal(32 * lanes), Signal(32 * lanes)
+        r0_data, r1_data = Signal(32 * lanes), Signal(32 * lanes)
         r4_state = Signal(sw * lanes)
 
         # Result FIFO and credits.
@@ -281,7 +289,7 @@ class MSAccumulatorBank(LiteXModule):
         self.sync += [
             st[0]["valid"].eq(accept), st[0]["op"].eq(self.sink.op), st[0]["addr"].eq(self.sink.addr),
             st[0]["init"].eq(self.sink.init), st[0]["emit"].eq(self.sink.emit),
-            r0_data.eq(self.sink.data), r1_data.eq(r0_data), r2_data.eq(r1_data),
+            r0_data.eq(self.sink.data), r1_data.eq(r0_data),
         ]
         for a, b in zip(st[1:], st[:-1]):
             self.sync += [a[k].eq(b[k]) for k in a]
@@ -294,8 +302,8 @@ class MSAccumulatorBank(LiteXModule):
         rounds = []
         for ln in range(lanes):
             # r2: the RAM output (`ram_q`, the register that synthesis moves into the block RAM) is
-            # registered again in the fabric, next to the decoded FP32.
-            dec = _Decode(r2_data[32 * ln:32 * ln + 32])
+            # registered again in the fabric, next to the decoded FP32 (fields registered in r1).
+            dec = _Decode(r1_data[32 * ln:32 * ln + 32])
             self.submodules += dec
             mag, neg = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)], Signal()
             vfl = {f: Signal() for f in ACC_FLAGS}

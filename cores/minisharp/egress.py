@@ -101,33 +101,31 @@ class MSResultSerializer(LiteXModule):
         k = 32 * lanes // dw
         wbytes = Signal(32 * lanes)
         self.comb += wbytes.eq(lane_byteswap(self.words.data, lanes))
-        nbytes = Signal(18)
-        self.comb += nbytes.eq(self.meta.n_elements * FP32_BYTES)
         hb = Signal(max=MS_HEADER_BYTES // B + 1)
-        pos = Signal(18)          # payload bytes sent
+        left = Signal(18)         # payload bytes not sent yet
         j = Signal(max=max(k, 2))
         last = Signal()
-        self.comb += last.eq(pos + B >= nbytes)
+        self.comb += last.eq(left <= B)
         self.fsm = fsm = FSM(reset_state="HEADER")
         fsm.act("HEADER",
             self.source.valid.eq(self.meta.valid & self.words.valid),   # the values follow without a gap
             self.source.data.eq(Array(hdr[i * dw:(i + 1) * dw] for i in range(MS_HEADER_BYTES // B))[hb]),
             If(self.source.valid & self.source.ready,
                 NextValue(hb, hb + 1),
-                If(hb == MS_HEADER_BYTES // B - 1, NextValue(hb, 0), NextValue(pos, 0), NextValue(j, 0),
-                   NextState("PAYLOAD"))
+                If(hb == MS_HEADER_BYTES // B - 1, NextValue(hb, 0), NextValue(j, 0),
+                   NextValue(left, self.meta.n_elements * FP32_BYTES), NextState("PAYLOAD"))
             )
         )
         last_be = Signal(B)
         for b in range(B):
-            self.comb += last_be[b].eq(nbytes - pos == b + 1)
+            self.comb += last_be[b].eq(left == b + 1)
         fsm.act("PAYLOAD",
             self.source.valid.eq(self.words.valid),
             self.source.data.eq(Array(wbytes[i * dw:(i + 1) * dw] for i in range(k))[j] if k > 1 else wbytes),
             self.source.last.eq(last),
             self.source.last_be.eq(Mux(last, last_be if B > 1 else 1, 0)),
             If(self.source.valid & self.source.ready,
-                NextValue(pos, pos + B),
+                NextValue(left, left - B),
                 NextValue(j, Mux(j == k - 1, 0, j + 1)),
                 self.words.ready.eq((j == k - 1) | last),
                 If(last, self.meta.ready.eq(1), NextState("HEADER"))

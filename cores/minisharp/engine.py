@@ -85,7 +85,7 @@ class MSCollectiveEngine(LiteXModule):
 
         # Jobs from validation to the payload stage.
         job_layout = [("port", pw), ("drop", 1), ("emit", 1), ("init", 1), ("slot", sw),
-                      ("lastw", 16), ("awords", 16)]
+                      ("lastw", 16), ("awords", 16)]   # lastw: payload words - 1; awords: words added
         self.jobs = jobs = stream.SyncFIFO(job_layout, 2)
 
         # Context table.
@@ -276,28 +276,30 @@ class MSCollectiveEngine(LiteXModule):
         )
 
         # Payload stage: the current job's words, one per cycle; the next job loads in the last word's cycle.
-        b_active, b_port, b_drop, b_emit, b_init = Signal(), Signal(pw), Signal(), Signal(), Signal()
-        b_slot, b_lastw, b_awords, widx = Signal(sw), Signal(16), Signal(16), Signal(16)
+        # wleft: words after this one; aleft: words still to add (0: the rest is discarded, a drained frame).
+        b_active, b_port, b_emit, b_init = Signal(), Signal(pw), Signal(), Signal()
+        b_slot, wleft, aleft = Signal(sw), Signal(16), Signal(16)
+        widx = Signal(max=max(wpc, 2))
         payload = stream.Endpoint([("data", 32 * lanes)])
         self.comb += Case(b_port, {i: self.payload_sinks[i].connect(payload) for i in range(num_ports)})
         in_acc, take, load = Signal(), Signal(), Signal()
-        addr = Cat(widx[:log2_int(wpc)], b_slot) if wpc > 1 else b_slot
+        addr = Cat(widx, b_slot) if wpc > 1 else b_slot
         self.comb += [
-            in_acc.eq(~b_drop & (widx < b_awords)),
+            in_acc.eq(aleft != 0),
             acc_in.valid.eq(b_active & payload.valid & in_acc),
             acc_in.op.eq(ACC_OP_ADD), acc_in.addr.eq(addr), acc_in.init.eq(b_init), acc_in.emit.eq(b_emit),
             acc_in.data.eq(payload.data),
             payload.ready.eq(b_active & (~in_acc | acc_in.ready)),
             take.eq(payload.valid & payload.ready),
-            load.eq(~b_active | (take & (widx == b_lastw))),
+            load.eq(~b_active | (take & (wleft == 0))),
             jobs.source.ready.eq(load),
         ]
         self.sync += [
-            If(take, widx.eq(widx + 1)),
+            If(take, widx.eq(widx + 1), wleft.eq(wleft - 1), If(in_acc, aleft.eq(aleft - 1))),
             If(load,
-                b_active.eq(jobs.source.valid), b_port.eq(jobs.source.port), b_drop.eq(jobs.source.drop),
+                b_active.eq(jobs.source.valid), b_port.eq(jobs.source.port),
                 b_emit.eq(jobs.source.emit), b_init.eq(jobs.source.init), b_slot.eq(jobs.source.slot),
-                b_lastw.eq(jobs.source.lastw), b_awords.eq(jobs.source.awords),
+                wleft.eq(jobs.source.lastw), aleft.eq(Mux(jobs.source.drop, 0, jobs.source.awords)),
                 widx.eq(0)
             ),
         ]

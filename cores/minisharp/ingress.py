@@ -41,16 +41,20 @@ class CommitFIFO(LiteXModule):
         self.specials += wr
         rd = mem.get_port(has_re=True)
         self.specials += rd
+        # Both candidate write positions (wp, or cp on an abort), their fullness and their successors come
+        # from registers in parallel; the late commit/abort/we signals only select.
         do_write = Signal()
-        pos = Signal(aw + 1)
+        pos, wp1, cp1, full_w, full_c = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1), Signal(), Signal()
         self.comb += [
+            wp1.eq(wp + 1), cp1.eq(cp + 1),
+            full_w.eq((wp - rp)[:aw + 1] == depth), full_c.eq((cp - rp)[:aw + 1] == depth),
             pos.eq(Mux(self.abort, cp, wp)),
-            self.full.eq((pos - rp)[:aw + 1] == depth),
+            self.full.eq(Mux(self.abort, full_c, full_w)),
             do_write.eq(self.we & ~self.full),
             wr.adr.eq(pos[:aw]), wr.dat_w.eq(self.din), wr.we.eq(do_write),
         ]
         self.sync += [
-            wp.eq(pos + do_write),
+            wp.eq(Mux(self.abort, Mux(do_write, cp1, cp), Mux(do_write, wp1, wp))),
             If(self.commit, cp.eq(wp)),
             If(self.commit | self.abort, self.overflow.eq(self.we & self.full)
             ).Elif(self.we & self.full, self.overflow.eq(1)),
