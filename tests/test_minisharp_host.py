@@ -75,15 +75,39 @@ def test_lua_dissector_is_generated_from_the_abi(tmp_path):
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 def test_lua_dissector_in_tshark(tmp_path):
+    """tshark decodes a setup, a data and a result frame with the generated dissector: opcodes, header
+    fields, setup record and every FP32 value (frames of 16 values: no Ethernet padding)."""
     from scapy.utils import wrpcap
     lua = tmp_path / "minisharp.lua"
     lua.write_text(lua_source())
     pcap = tmp_path / "ms.pcap"
-    wrpcap(str(pcap), [Ether(P.data_frame(1, 2, 0x1234, 3, 7, [0x3F800000]))])
-    out = subprocess.run(["tshark", "-X", f"lua_script:{lua}", "-r", str(pcap), "-T", "fields",
-                          "-e", "minisharp.data.rank", "-e", "minisharp.data.chunk_index"],
-                         capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["3", "7"]
+    vals = [0x3F800000, 0xC0200000, 0x50DF8476, 0x3E000000] * 4        # 1, -2.5, 3e10, 0.125
+    frames = [P.setup_frame(1, 2, 0xC0FFEE, P.setup_record(1000, 4, 0, 1)),
+              P.data_frame(1, 2, 0x1234, 3, 7, vals),
+              P.res_frame(1, 2, 0xABCDEF01, 9, [0x40D00000] * 16)]     # 6.5
+    wrpcap(str(pcap), [Ether(f) for f in frames])
+    fields = ["minisharp.opcode", "minisharp.major", "minisharp.minor", "minisharp.setup.collective_id",
+              "minisharp.rec.element_count", "minisharp.rec.expected_local", "minisharp.rec.egress_last",
+              "minisharp.data.rank", "minisharp.data.collective_id", "minisharp.data.chunk_index",
+              "minisharp.res.collective_id", "minisharp.res.chunk_index", "minisharp.value"]
+    cmd = ["tshark", "-X", f"lua_script:{lua}", "-r", str(pcap), "-T", "fields"]
+    for f in fields:
+        cmd += ["-e", f]
+    rows = [line.split("\t") for line in subprocess.run(cmd, capture_output=True, text=True,
+                                                         check=True).stdout.splitlines()]
+    got = [dict(zip(fields, r)) for r in rows]
+    assert [g["minisharp.opcode"] for g in got] == [str(ms.MS_OP_COL_SETUP), str(ms.MS_OP_COL_DATA),
+                                                    str(ms.MS_OP_COL_RES)]
+    assert all((g["minisharp.major"], g["minisharp.minor"]) == (str(ms.VERSION_MAJOR), str(ms.VERSION_MINOR))
+               for g in got)
+    assert (got[0]["minisharp.setup.collective_id"], got[0]["minisharp.rec.element_count"],
+            got[0]["minisharp.rec.expected_local"], got[0]["minisharp.rec.egress_last"]) == \
+        ("0x00c0ffee", "1000", "4", "1")
+    assert (got[1]["minisharp.data.rank"], got[1]["minisharp.data.collective_id"],
+            got[1]["minisharp.data.chunk_index"]) == ("3", "0x00001234", "7")
+    assert [float(v) for v in got[1]["minisharp.value"].split(",")] == [1.0, -2.5, 3e10, 0.125] * 4
+    assert (got[2]["minisharp.res.collective_id"], got[2]["minisharp.res.chunk_index"]) == ("0xabcdef01", "9")
+    assert got[2]["minisharp.value"].split(",") == ["6.5"] * 16
 
 
 class LossySwitch:
