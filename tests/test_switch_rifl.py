@@ -7,6 +7,7 @@ from migen import Module
 from migen.sim import run_simulation, passive
 
 from cores.rifl.common import (l2_header_pack, l2_header_unpack, l2_forward, reply_route, dst_port, port_loops)
+from cores.switch.common import downstream_channel
 from cores.switch.switch import RIFLSwitch
 
 W = 512                  # 4 beats a cell and one iSLIP iteration: keeps the Migen simulation short
@@ -224,14 +225,19 @@ def test_ignored_flow_control_drops_and_counts():
 
 
 class Chain(Module):
-    """Switches in a line: port N-1 of switch s linked to port 0 of switch s+1, both ways."""
-    def __init__(self, count):
-        self.switches = [RIFLSwitch(N, W, voq_cells=8, iterations=K) for _ in range(count)]
+    """Switches in a line: port N-1 of switch s linked to port 0 of switch s+1, both ways, cells and per-VOQ
+    flow-control frames (`fc_link=False`: the frames are consumed and ignored, as by a switch without
+    downstream flow control)."""
+    def __init__(self, count, voq_cells=8, fc_link=True):
+        self.switches = [RIFLSwitch(N, W, voq_cells=voq_cells, iterations=K) for _ in range(count)]
         for s, sw in enumerate(self.switches):
             setattr(self.submodules, f"sw{s}", sw)
         for a, b in zip(self.switches, self.switches[1:]):
-            self.comb += [a.sources[N - 1].connect(b.sinks[0]), b.sources[0].connect(a.sinks[N - 1]),
-                          a.fcs[N - 1].ready.eq(1), b.fcs[0].ready.eq(1)]
+            self.comb += [a.sources[N - 1].connect(b.sinks[0]), b.sources[0].connect(a.sinks[N - 1])]
+            if fc_link:
+                self.comb += [b.fcs[0].connect(a.fc_ins[N - 1]), a.fcs[N - 1].connect(b.fc_ins[0])]
+            else:
+                self.comb += [a.fcs[N - 1].ready.eq(1), b.fcs[0].ready.eq(1)]
 
 
 def route(src, dst):
@@ -298,6 +304,94 @@ def test_chain_routes_and_replies(count):
     by_id = {ep.eid: pl for pl, ep in eps.items()}
     for pl, ep in eps.items():
         assert Counter(by_id[d[0] & 0xFFFF] for _, d in ep.rx) == sent_to[pl]
+
+
+@pytest.mark.parametrize("fc_link", [True, False])
+def test_chain_downstream_flow_control(fc_link):
+    """Two switches, three senders on the first, a slow receiver behind the second: the second switch's VOQ
+    for the slow output pauses the first switch's output (per channel), which holds those cells, fills its
+    own VOQs and pauses the senders. Reference: every cell delivered once, in per-flow order, with the
+    header the route model gives, no VOQ overflow, every pause lifted. Without the flow-control link the
+    same traffic overflows the second switch's VOQ (the check is not vacuous)."""
+    rng = random.Random(40)
+    top = Chain(2, voq_cells=4, fc_link=fc_link)
+    s0, s1 = top.switches
+    senders, receivers = [(0, p) for p in range(N - 1)], [(1, q) for q in range(1, N)]
+    slow = (1, 1)
+    eps = {pl: Endpoint(k, rng, gap=0.0, ready=0.12 if pl == slow else 1.0) for k, pl in enumerate(senders + receivers)}
+    expect = {pl: {} for pl in receivers}
+    for pl in senders:
+        for seq in range(12):
+            dst = slow if rng.random() < 0.6 else rng.choice(receivers[1:])
+            ports = route(pl, dst)
+            header = l2_header_pack(len(ports), len(ports), ports)
+            data = eps[pl].cell(header, seq, s0.beats)
+            expect[dst].setdefault(eps[pl].eid, []).append((l2_forward(l2_forward(header)), data))
+    sent = sum(len(v) for e in expect.values() for v in e.values())
+    gens = []
+    for (s, p), ep in eps.items():
+        sw = top.switches[s]
+        gens += [ep.sender(sw.sinks[p], sw.fcs[p], N), ep.receiver(sw.sources[p])]
+    seen = {"peak": 0, "on": Counter(), "off": Counter(), "late": 0}
+
+    @passive
+    def watch():
+        paused, mid = set(), False                  # the second switch's paused channels, from its frames
+        while True:
+            yield
+            for o in s1.inputs[0].occupancy:
+                seen["peak"] = max(seen["peak"], (yield o))
+            src = s0.sources[N - 1]
+            if (yield src.valid) and (yield src.ready):
+                # A cell may start in the cycle an ON frame arrives, never later.
+                if not mid and downstream_channel((yield src.header), N) in paused:
+                    seen["late"] += 1
+                mid = not (yield src.last)
+            fc = s1.fcs[0]
+            if (yield fc.valid) and (yield fc.ready):
+                if (yield fc.on_valid):
+                    seen["on"][(yield fc.on_channel)] += 1
+                    paused.add((yield fc.on_channel))
+                if (yield fc.off_valid):
+                    seen["off"][(yield fc.off_channel)] += 1
+                    paused.discard((yield fc.off_channel))
+
+    def counters():
+        seen.update(drop_full=0, cells_in=[0, 0], cells_out=[0, 0])
+        for s, sw in enumerate(top.switches):
+            seen["cells_out"][s] = yield sw.cells_out
+            for inp in sw.inputs:
+                seen["drop_full"] += yield inp.drop_full
+                seen["cells_in"][s] += yield inp.cells_in
+        seen["fc_hold"] = yield s0.fc_hold
+        seen["fc_bad"] = yield s0.fc_bad
+        seen["down_paused"] = yield s0.down_paused[N - 1]
+        assert (yield s0.collisions) == 0 and (yield s1.collisions) == 0
+    if not fc_link:
+        def overflow():
+            for _ in range(3000):
+                if (yield s1.inputs[0].drop_full):
+                    break
+                yield
+            yield from counters()
+        run_simulation(top, gens + [watch(), overflow()])
+        assert seen["drop_full"] > 0 and seen["on"][1] > 0
+        return
+    gens += [watch(), drain(top.switches, list(eps.values()), sent, 12000, counters)]
+    run_simulation(top, gens)
+    for pl in receivers:
+        assert flows(eps[pl]) == expect[pl]
+    assert seen["drop_full"] == 0 and seen["peak"] <= 4 and seen["late"] == 0
+    assert seen["cells_in"] == [sent, sent] and seen["cells_out"] == [sent, sent]
+    assert seen["on"][1] > 0 and seen["on"] == seen["off"]            # paused (slow channel) and lifted
+    assert seen["fc_hold"] > 0 and seen["fc_bad"] == 0 and seen["down_paused"] == 0
+
+
+def test_downstream_channel_rule():
+    assert downstream_channel(l2_header_pack(2, 1, [5, 3]), 4) == 1        # next switch: Dst Port 1 mod N
+    assert downstream_channel(l2_header_pack(2, 0, [5, 3]), 4) == 0        # endpoint next: link channel
+    with pytest.raises(ValueError):
+        downstream_channel(l2_header_pack(1, 1, [1]), 6)
 
 
 def test_parameters():

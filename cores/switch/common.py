@@ -3,7 +3,7 @@
 The RIFL Layer 2 header, the segment size, the relative-address rule and the flow-control frame fields are
 RIFL's and come from `cores.rifl.common`; this module only adds what belongs to the switch itself.
 """
-from cores.rifl.common import L2_HEADER_BITS, L2_HEADER_LAYOUT, SEGMENT_BYTES
+from cores.rifl.common import L2_HEADER_BITS, L2_HEADER_LAYOUT, LINK_FC_CHANNEL, SEGMENT_BYTES, l2_header_unpack
 
 # Scheduler / network limits: iSLIP is O(N^2) and the spec stops at 64 ports; ports are a power of two so
 # that the Batcher-Banyan network and the round-robin pointers are plain binary.
@@ -64,3 +64,13 @@ def fc_channel(port, out_port, n):
     value (mod n) the upstream sender writes to reach that output, so a sender can act on it without
     knowing which switch port it is attached to. Channel 0 never exists (it would loop back)."""
     return (out_port - port) % n
+
+
+def downstream_channel(header, down_ports):
+    """Flow-control channel that a cell leaving a switch output occupies in the next device, from its
+    forwarded header (an int): with hops remaining, the next switch's VOQ channel = Dst Port 1 mod down_ports
+    (see fc_channel); with Remain Hops 0 the next device is an endpoint, whose link-level flow control uses
+    LINK_FC_CHANNEL. A pause of LINK_FC_CHANNEL holds every cell of that output."""
+    check_ports(down_ports)
+    _, remain, ports = l2_header_unpack(header)
+    return LINK_FC_CHANNEL if remain == 0 else ports[0] % down_ports

@@ -5,11 +5,11 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus, CSRField
 
-from cores.rifl.common import FC_LAYOUT, L2_HEADER_BITS
+from cores.rifl.common import FC_LAYOUT, L2_HEADER_BITS, LINK_FC_CHANNEL
 from cores.switch.batcher_banyan import BatcherBanyan
 from cores.switch.common import cell_beats, cell_layout, check_ports, log2
 from cores.switch.islip import ISLIPScheduler
-from cores.switch.voq import VOQInput
+from cores.switch.voq import VOQInput, cell_channel
 
 
 class RIFLSwitch(LiteXModule):
@@ -17,7 +17,17 @@ class RIFLSwitch(LiteXModule):
 
     Ports: `sinks[i]` / `sources[j]` carry cells (cores.switch.common.cell_layout(data_width), one cell =
     cell_beats(data_width) beats, `last` on the final one); `fcs[i]` carries the per-VOQ flow-control
-    frames of input i back to its upstream sender (cores.rifl.common.FC_LAYOUT).
+    frames of input i back to its upstream sender (cores.rifl.common.FC_LAYOUT); `fc_ins[j]` takes the frames
+    that the device downstream of output j sends back (always ready).
+
+    Downstream flow control: each output keeps the paused bitmap of the next device's channels (a next
+    switch of `down_ports` ports: one channel per VOQ of its input; an endpoint: LINK_FC_CHANNEL, which
+    holds the whole output). A cell's channel there is cores.switch.common.downstream_channel of its
+    forwarded header. The scheduler does not grant a VOQ whose head cell's channel is paused, and an
+    output never starts a cell for a paused channel (a cell already started is finished), so the next
+    device receives at most one cell after its ON frame is seen here. A cell granted before the pause
+    waits at the head of its output FIFO (`fc_hold` counts those cycles) and keeps cells behind it waiting.
+    Frame channels >= down_ports are ignored and counted in `fc_bad`.
 
     Timing: time is cut into cell times of `beats` cycles. At the start of each cell time the scheduler
     takes the requests of complete cells (masked by output credits) and decides within 2*iterations+1
@@ -32,8 +42,10 @@ class RIFLSwitch(LiteXModule):
     FIFO (always 0 thanks to the credits).
     """
     def __init__(self, n=4, data_width=256, voq_cells=8, iterations=2, out_cells=None,
-                 on_threshold=None, off_threshold=None, with_csr=False):
+                 on_threshold=None, off_threshold=None, down_ports=None, with_csr=False):
         check_ports(n)
+        down_ports = n if down_ports is None else down_ports
+        check_ports(down_ports)
         beats = cell_beats(data_width)
         if beats < 2 * iterations + 2:
             raise ValueError(f"{iterations} iSLIP iterations need a cell time of at least {2 * iterations + 2} "
@@ -45,14 +57,18 @@ class RIFLSwitch(LiteXModule):
         self.sinks = [stream.Endpoint(cell_layout(data_width)) for _ in range(n)]
         self.sources = [stream.Endpoint(cell_layout(data_width)) for _ in range(n)]
         self.fcs = [stream.Endpoint(FC_LAYOUT) for _ in range(n)]
+        self.fc_ins = [stream.Endpoint(FC_LAYOUT) for _ in range(n)]
+        self.down_paused = [Signal(down_ports, name=f"down_paused{j}") for j in range(n)]
         self.cells_out = Signal(32)
         self.out_overflow = Signal(32)
+        self.fc_hold = Signal(32)
+        self.fc_bad = Signal(32)
 
         # # #
 
         self.inputs = []
         for i in range(n):
-            inp = VOQInput(n, i, data_width, voq_cells, on_threshold, off_threshold)
+            inp = VOQInput(n, i, data_width, voq_cells, on_threshold, off_threshold, down_ports)
             setattr(self, f"input{i}", inp)
             self.inputs.append(inp)
             self.comb += [self.sinks[i].connect(inp.sink), inp.fc.connect(self.fcs[i])]
@@ -72,9 +88,13 @@ class RIFLSwitch(LiteXModule):
 
         credit = [Signal(max=out_cells + 1, reset=out_cells, name=f"credit{j}") for j in range(n)]
         eligible = Cat(*[c != 0 for c in credit])
+
+        def blocked(j, channel):
+            return self.down_paused[j][LINK_FC_CHANNEL] | (self.down_paused[j] >> channel)[0]
         self.comb += [
             sched.start.eq(ct == 0),
-            sched.req.eq(Cat(*[inp.requests & eligible for inp in self.inputs])),
+            sched.req.eq(Cat(*[inp.requests & eligible & Cat(*[~blocked(j, inp.head_channel[j]) for j in range(n)])
+                               for inp in self.inputs])),
         ]
         for i, inp in enumerate(self.inputs):
             self.comb += [
@@ -86,6 +106,7 @@ class RIFLSwitch(LiteXModule):
                 net.in_data[i].eq(Cat(inp.tx_data, inp.tx_header, inp.tx_last)),
             ]
 
+        holds, bads = [], []
         for j in range(n):
             fifo = stream.SyncFIFO(cell_layout(data_width), depth=out_cells * beats)
             setattr(self, f"out_fifo{j}", fifo)
@@ -97,7 +118,7 @@ class RIFLSwitch(LiteXModule):
                 fifo.sink.data.eq(lane[:data_width]),
                 fifo.sink.header.eq(lane[data_width:data_width + L2_HEADER_BITS]),
                 fifo.sink.last.eq(lane[-1]),
-                fifo.source.connect(self.sources[j]),
+                fifo.source.connect(self.sources[j], omit={"valid", "ready"}),
                 taken.eq(sched.done & (Cat(*[sched.match_valid[i] & (sched.match[i] == j)
                                              for i in range(n)]) != 0)),
                 returned.eq(self.sources[j].valid & self.sources[j].ready & self.sources[j].last),
@@ -106,8 +127,31 @@ class RIFLSwitch(LiteXModule):
                 credit[j].eq(credit[j] - taken + returned),
                 If(fifo.sink.valid & ~fifo.sink.ready, self.out_overflow.eq(self.out_overflow + 1)),
             ]
-        self.sync += self.cells_out.eq(self.cells_out + sum(
-            src.valid & src.ready & src.last for src in self.sources))
+            # Downstream flow control: a cell starts only if its channel is not paused.
+            mid, go, hold = Signal(name=f"mid{j}"), Signal(name=f"go{j}"), Signal(name=f"hold{j}")
+            fin, fc_bad = self.fc_ins[j], Signal(2, name=f"fc_bad{j}")
+            holds.append(hold)
+            bads.append(fc_bad)
+            self.comb += [
+                go.eq(mid | ~blocked(j, cell_channel(fifo.source.header, down_ports))),
+                hold.eq(fifo.source.valid & ~go),
+                self.sources[j].valid.eq(fifo.source.valid & go),
+                fifo.source.ready.eq(self.sources[j].ready & go),
+                fin.ready.eq(1),
+                fc_bad.eq(Cat(fin.valid & fin.on_valid & (fin.on_channel >= down_ports),
+                              fin.valid & fin.off_valid & (fin.off_channel >= down_ports))),
+            ]
+            self.sync += [
+                If(self.sources[j].valid & self.sources[j].ready, mid.eq(~self.sources[j].last)),
+            ]
+            self.sync += [If(fin.valid & fin.on_valid & (fin.on_channel == c), self.down_paused[j][c].eq(1)).Elif(
+                          fin.valid & fin.off_valid & (fin.off_channel == c), self.down_paused[j][c].eq(0))
+                          for c in range(down_ports)]
+        self.sync += [
+            self.cells_out.eq(self.cells_out + sum(src.valid & src.ready & src.last for src in self.sources)),
+            self.fc_hold.eq(self.fc_hold + sum(holds)),
+            self.fc_bad.eq(self.fc_bad + sum(b[0] + b[1] for b in bads)),
+        ]
 
         if with_csr:
             self.add_csr()
@@ -124,6 +168,8 @@ class RIFLSwitch(LiteXModule):
             ("drop_malformed", total("drop_malformed"), "Cells dropped: `last` not on the final beat."),
             ("collisions", self.collisions, "Batcher-Banyan contention events (0 unless the scheduler failed)."),
             ("out_overflow", self.out_overflow, "Beats that found a full output FIFO (0 by construction)."),
+            ("fc_hold", self.fc_hold, "Cycles outputs held a cell whose downstream queue was paused."),
+            ("fc_bad", self.fc_bad, "Downstream flow-control channels out of range (ignored)."),
         ]
         for name, value, desc in stats:
             csr = CSRStatus(fields=[CSRField("value", size=32, description=desc)], name=name)

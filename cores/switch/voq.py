@@ -4,7 +4,7 @@ from migen import Signal, Array, If, Cat, Constant, Memory, Mux
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.rifl.common import FC_LAYOUT, HOPS_BITS
+from cores.rifl.common import FC_LAYOUT, HOPS_BITS, LINK_FC_CHANNEL
 from cores.switch.common import cell_beats, cell_layout, check_ports, l2_field, log2
 from cores.switch.islip import round_robin_pick
 
@@ -16,6 +16,13 @@ def forwarded_header(header):
     remain = l2_field(header, "remain_hops")
     return Cat(ports[0], ports[4], ports[3], ports[2], ports[1], (remain - 1)[:HOPS_BITS],
                l2_field(header, "total_hops"))
+
+
+def cell_channel(header, down_ports):
+    """RTL of cores.switch.common.downstream_channel: the next device's flow-control channel of a cell whose
+    forwarded Layer 2 header is `header` (log2(down_ports) bits)."""
+    return Mux(l2_field(header, "remain_hops") == 0, LINK_FC_CHANNEL,
+               l2_field(header, "dst_port1")[:log2(down_ports)])
 
 
 class VOQInput(LiteXModule):
@@ -34,9 +41,13 @@ class VOQInput(LiteXModule):
     Flow control: VOQ d is paused when its occupancy exceeds `on_threshold` cells and resumed when it
     falls back to `off_threshold`; every change is reported upstream on `fc` as a frame with at most
     one ON (pause) and one OFF (resume) channel, channel = (d - port) mod n (cores.switch.common.fc_channel).
+    `head_channel[d]` is the downstream flow-control channel (cell_channel, for a next switch of `down_ports`
+    ports) of the next cell VOQ d would send, so that the switch can leave a paused one unscheduled.
     """
-    def __init__(self, n, port, data_width, voq_cells=8, on_threshold=None, off_threshold=None):
+    def __init__(self, n, port, data_width, voq_cells=8, on_threshold=None, off_threshold=None, down_ports=None):
         check_ports(n)
+        down_ports = n if down_ports is None else down_ports
+        check_ports(down_ports)
         beats = cell_beats(data_width)
         if not isinstance(voq_cells, int) or voq_cells < 2 or voq_cells & (voq_cells - 1):
             raise ValueError(f"voq_cells must be a power of two >= 2, got {voq_cells!r}")
@@ -63,6 +74,7 @@ class VOQInput(LiteXModule):
         self.tx_data = Signal(data_width)
         self.occupancy = [Signal(max=voq_cells + 1, name=f"occupancy{d}") for d in range(n)]
         self.paused = Signal(n)
+        self.head_channel = [Signal(log2(down_ports), name=f"head_channel{d}") for d in range(n)]
         self.cells_in = Signal(32)
         self.drop_hops = Signal(32)
         self.drop_loop = Signal(32)
@@ -116,6 +128,11 @@ class VOQInput(LiteXModule):
             hwr.dat_w.eq(forwarded_header(self.sink.header)),
             hwr.we.eq(self.sink.valid & ~discard & cur_keep & first),
         ]
+        # Downstream channel of every stored cell, in registers so that every VOQ's head is visible at once.
+        chans = [Array(Signal(log2(down_ports), name=f"chan{d}_{s}") for s in range(voq_cells)) for d in range(n)]
+        self.comb += [self.head_channel[d].eq(chans[d][rd_ptr[d]]) for d in range(n)]
+        self.sync += [If(hwr.we & (cur_v == d), chans[d][cur_slot].eq(cell_channel(hwr.dat_w, down_ports)))
+                      for d in range(n)]
         self.sync += [
             If(self.sink.valid,
                 If(discard,
