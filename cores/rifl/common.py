@@ -265,3 +265,34 @@ def reply_route(header):
     orig = _rotate_ports_left(ports, -total)
     back = [(256 - p) & 0xFF for p in reversed(orig[:total])]
     return l2_header_pack(total, total, back)
+
+# Layer 2 endpoint in gateware (cores/rifl/l2.py). The upper-layer stream carries a packet as `data` beats
+# of data_width bits (byte k = data[8k+7:8k], sent k-th; every beat full except the last, which holds the
+# rest of `length`), with the packet's parameters constant over the packet.
+L2_DATA_WIDTHS = (64, 128, 256, 512)       # bits; divides the segment and holds the 6-byte header
+L2_LENGTH_OFFSET = L2_HEADER_BYTES         # the length prefix follows the header in a first segment
+L2_FIRST_DATA_OFFSET = L2_HEADER_BYTES + L2_LENGTH_BYTES
+L2_TX_PARAMS = [
+    ("length", 8 * L2_LENGTH_BYTES),       # upper-layer packet bytes, 1..L2_MAX_PACKET_BYTES
+    ("route", L2_HEADER_BITS),             # the Layer 2 header to send (l2_header_pack)
+]
+L2_RX_PARAMS = [
+    ("length", 8 * L2_LENGTH_BYTES),
+    ("header", L2_HEADER_BITS),            # the header as received (first segment)
+    ("reply", L2_HEADER_BITS),             # reply_route(header)
+]
+
+
+def check_l2_data_width(data_width):
+    if data_width not in L2_DATA_WIDTHS:
+        raise ValueError(f"Layer 2 data width must be one of {L2_DATA_WIDTHS} bits, got {data_width!r}")
+
+
+def l2_data_layout(data_width):
+    check_l2_data_width(data_width)
+    return [("data", data_width)]
+
+
+def l2_segments(length):
+    """Number of Layer 2 packets for an upper-layer packet of `length` bytes."""
+    return -(-(length + L2_LENGTH_BYTES) // SEGMENT_BYTES)
