@@ -10,6 +10,7 @@ output) scaled by SCALE; utilisation is measured after a warm-up quarter, latenc
 """
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -31,7 +32,6 @@ VERILATOR = "/usr/bin/verilator"
 SCALE = 1 / 32                  # fraction of the spec's 2.5 MB per flow simulated in the load sweeps
 SCALE_LONG = 1 / 4              # ... and at the goal point (N = 32, load 0.99)
 LOADS = [0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99]
-MIX_LOADS = [0.5, 0.7, 0.9, 0.99]
 
 HARNESS = r"""
 #include <cstdio>
@@ -255,16 +255,23 @@ def run(quick=False, ecp5=True):
     exe = build_scheduler(n, k)
     mix = Table(f"Other traffic, N = {n}, k = {k}: utilisation and packet latency (cell times)",
                 ["pattern", "size", "load", "iSLIP util", "SAFC util", "FIFO util", "iSLIP mean", "SAFC mean",
-                 "FIFO mean", "iSLIP p99", "SAFC p99"])
+                 "FIFO mean", "iSLIP p99", "SAFC p99"],
+                notes="Bursty: a geometric number of packets to one destination, 1024 bytes a burst on average; "
+                      "with 1024-byte or variable (mean 1056 B) packets a burst is one packet, so bursty traffic "
+                      "of those sizes is the same trace as the Bernoulli rows (traffic.generate draws it "
+                      "identically) and is not repeated.")
     kinds = [("bursty", CELL_BYTES), ("bernoulli", "variable")] if quick else \
-        [("bursty", CELL_BYTES), ("bernoulli", 4 * CELL_BYTES), ("bernoulli", "variable")]
+        [("bursty", CELL_BYTES), ("bursty", 2 * CELL_BYTES), ("bernoulli", 4 * CELL_BYTES), ("bernoulli", "variable")]
+    mix_points = {}
     for pattern, size in kinds:
-        for load in (loads if quick else MIX_LOADS):
+        for load in loads:
             m = runs.measure(exe, n, load, pattern, size)
             i, s, f = m["islip"], m["safc"], m["fifo"]
             mix.add(pattern, size, load, i["utilisation"], s["utilisation"], f["utilisation"], i["mean_latency"],
                     s["mean_latency"], f["mean_latency"], i["p99_latency"], s["p99_latency"])
+            mix_points.setdefault((pattern, size), []).append((load, m))
     res.tables.append(mix)
+    res.plots.append(mix_plot(mix_points, n, k))
 
     res.data["curves"] = {f"n{n}_k{k}": [(l, i["utilisation"], s["utilisation"], f["utilisation"],
                                           i["mean_latency"], s["mean_latency"], f["mean_latency"])
@@ -280,33 +287,61 @@ def run(quick=False, ecp5=True):
 
 
 def plots(curves):
+    """Utilisation and mean latency vs load, one figure per port count (every k, SAFC, FIFO)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     out = []
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    big = max(n for n, _ in curves)
-    for (n, k), v in curves.items():
-        if n != big:
-            continue
+    for big in sorted({n for n, _ in curves}):
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+        for (n, k), v in curves.items():
+            if n != big:
+                continue
+            loads = [l for l, *_ in v]
+            axes[0].plot(loads, [i["utilisation"] for _, i, _, _ in v], marker="o", label=f"iSLIP k={k}")
+            axes[1].semilogy(loads, [i["mean_latency"] for _, i, _, _ in v], marker="o", label=f"iSLIP k={k}")
+        v = next(v for (n, _), v in curves.items() if n == big)
         loads = [l for l, *_ in v]
-        axes[0].plot(loads, [i["utilisation"] for _, i, _, _ in v], marker="o", label=f"iSLIP k={k}")
-        axes[1].semilogy(loads, [i["mean_latency"] for _, i, _, _ in v], marker="o", label=f"iSLIP k={k}")
-    v = next(v for (n, _), v in curves.items() if n == big)
-    loads = [l for l, *_ in v]
-    for idx, name in ((2, "SAFC"), (3, "FIFO")):
-        axes[0].plot(loads, [x[idx]["utilisation"] for x in v], "--", label=name)
-        axes[1].semilogy(loads, [x[idx]["mean_latency"] for x in v], "--", label=name)
-    axes[0].set(xlabel="offered load", ylabel="utilisation", title=f"N = {big}, uniform Bernoulli")
-    axes[1].set(xlabel="offered load", ylabel="mean latency (cell times)", title=f"N = {big}, uniform Bernoulli")
+        for idx, name in ((2, "SAFC"), (3, "FIFO")):
+            axes[0].plot(loads, [x[idx]["utilisation"] for x in v], "--", label=name)
+            axes[1].semilogy(loads, [x[idx]["mean_latency"] for x in v], "--", label=name)
+        axes[0].set(xlabel="offered load", ylabel="utilisation", title=f"N = {big}, uniform Bernoulli")
+        axes[1].set(xlabel="offered load", ylabel="mean latency (cell times)", title=f"N = {big}, uniform Bernoulli")
+        for a in axes:
+            a.grid(True)
+            a.legend()
+        p = plot_path(f"switch_islip_n{big}")
+        fig.savefig(p, dpi=100, bbox_inches="tight")
+        plt.close(fig)
+        out.append(p)
+    return out
+
+
+def mix_plot(points, n, k):
+    """Utilisation and mean latency vs load for bursty, multi-cell and variable-size traffic."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for (pattern, size), v in points.items():
+        loads = [l for l, _ in v]
+        line, = axes[0].plot(loads, [m["islip"]["utilisation"] for _, m in v], marker="o",
+                             label=f"iSLIP {pattern} {size}")
+        axes[0].plot(loads, [m["safc"]["utilisation"] for _, m in v], "--", color=line.get_color(),
+                     label=f"SAFC {pattern} {size}")
+        axes[1].semilogy(loads, [m["islip"]["mean_latency"] for _, m in v], marker="o", color=line.get_color(),
+                         label=f"iSLIP {pattern} {size}")
+        axes[1].semilogy(loads, [m["safc"]["mean_latency"] for _, m in v], "--", color=line.get_color(),
+                         label=f"SAFC {pattern} {size}")
+    axes[0].set(xlabel="offered load", ylabel="utilisation", title=f"N = {n}, k = {k}")
+    axes[1].set(xlabel="offered load", ylabel="mean packet latency (cell times)", title=f"N = {n}, k = {k}")
     for a in axes:
         a.grid(True)
-        a.legend()
-    p = plot_path(f"switch_islip_n{big}")
+        a.legend(fontsize=7)
+    p = plot_path(f"switch_mix_n{n}")
     fig.savefig(p, dpi=100, bbox_inches="tight")
     plt.close(fig)
-    out.append(p)
-    return out
+    return p
 
 
 def ccdf_plot(points, n, k):
@@ -330,10 +365,33 @@ def ccdf_plot(points, n, k):
     return p
 
 
-def _synth(make, name, device, freq_mhz):
-    """synth_ecp5 of `make()` -> (module, ios) (a factory: a Migen module can only be converted once)."""
+def _synth(make, name, device, freq_mhz, pnr_minutes=None):
+    """synth_ecp5 of `make()` -> (module, ios) (a factory: a Migen module can only be converted once).
+
+    With `pnr_minutes`, a run whose yosys or nextpnr step exceeds that time falls back to yosys's cell
+    counts (stat.txt) and to nextpnr's post-placement Fmax estimate if placement finished."""
     module, ios = make()
-    return synth_ecp5(module, ios, name, device=device, freq_mhz=freq_mhz)
+    try:
+        timeout = 60 * pnr_minutes if pnr_minutes else 3600
+        r = synth_ecp5(module, ios, name, device=device, freq_mhz=freq_mhz, timeout=timeout)
+        r["how"] = "placed and routed"
+        return r
+    except subprocess.TimeoutExpired:
+        if not pnr_minutes:
+            raise
+    outdir = os.path.join(ROOT, "build", "ecp5", f"{name}_{device}")
+    stat = open(os.path.join(outdir, "stat.txt")).read()
+
+    def cells(cell):
+        m = re.findall(rf"^\s+(\d+)\s+{cell}\s*$", stat, re.M)
+        return int(m[-1]) if m else 0
+    log_path = os.path.join(outdir, "nextpnr.log")
+    log = open(log_path).read() if os.path.exists(log_path) else ""
+    est = re.findall(r"Max frequency for clock '(\w+)': ([\d.]+) MHz", log)
+    return {"device": device, "lut4": cells("LUT4") + 2 * cells("CCU2C"),
+            "ff": cells("TRELLIS_FF") - sum(len(x) for x in ios), "fmax_mhz": {k: float(v) for k, v in est},
+            "target_mhz": freq_mhz,
+            "how": f"yosys only (nextpnr > {pnr_minutes} min){'; Fmax = post-placement estimate' if est else ''}"}
 
 
 def _scheduler(n, k):
@@ -346,23 +404,31 @@ def _network(n, width):
     return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions]
 
 
+ECP5_SCHEDULERS = [(8, "LFE5U-25F", 80), (16, "LFE5U-25F", 60), (32, "LFE5U-85F", 40)]
+ECP5_NETWORKS = [(8, 80), (16, 60)]
+PNR_MINUTES = 25
+
+
 def ecp5_table():
-    t = Table("ECP5 (out of context, nextpnr-ecp5)", ["block", "N", "device", "LUT4", "FF", "Fmax MHz",
-                                                      "cycles/decision", "decisions/s at Fmax (M)"])
-    for n, target in ((8, 80), (16, 60), (32, 40)):
-        dev = "LFE5U-25F" if n < 32 else "LFE5U-85F"
-        r = _synth(lambda: _scheduler(n, 3), f"switch_islip_n{n}_k3", dev, target)
+    """3-SLIP scheduler at N = 8, 16, 32 and the Batcher-Banyan network (113-bit lanes) at N = 8, 16, one
+    synthesis at a time; a place-and-route over PNR_MINUTES is reported with yosys's figures."""
+    t = Table("ECP5 (out of context, yosys + nextpnr-ecp5)",
+              ["block", "N", "device", "LUT4", "FF", "Fmax MHz", "cycles/decision", "decisions/s at Fmax (M)",
+               "figures"])
+    for n, dev, target in ECP5_SCHEDULERS:
+        r = _synth(lambda: _scheduler(n, 3), f"switch_islip_n{n}_k3", dev, target, PNR_MINUTES)
         f = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else float("nan")
         cycles = ISLIPScheduler(n, 3).latency + 1
-        t.add("iSLIP k=3", n, dev, r["lut4"], r["ff"], f, cycles, f / cycles)
-    for n in (8, 16):
-        r = _synth(lambda: _network(n, 64 + 48 + 1), f"switch_bb_n{n}", "LFE5U-85F", 60)
+        t.add("iSLIP k=3", n, dev, r["lut4"], r["ff"], f, cycles, f / cycles, r["how"])
+    for n, target in ECP5_NETWORKS:
+        r = _synth(lambda: _network(n, 64 + 48 + 1), f"switch_bb_n{n}", "LFE5U-85F", target, PNR_MINUTES)
         f = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else float("nan")
-        t.add("Batcher-Banyan, 113-bit lanes", n, "LFE5U-85F", r["lut4"], r["ff"], f, 1, f)
+        t.add("Batcher-Banyan, 113-bit lanes", n, "LFE5U-85F", r["lut4"], r["ff"], f, 1, f, r["how"])
     t.notes = ("Scheduler: one decision every 2k+2 cycles (2k+1 latency plus the start cycle); a 256-byte cell "
                "at 100 Gb/s lasts 20.48 ns. Network: one 64-bit beat (+48-bit header, +last) per port per cycle, "
-               "pipelined (latency = sorter + banyan stages). Fmax is nextpnr's achieved figure; the target is "
-               "lowered when a run misses it.")
+               "pipelined (latency = sorter + banyan stages). LUT4 = nextpnr's TRELLIS_COMB when placed, else "
+               "yosys's LUT4 + 2 x CCU2C; FF excludes the wrapper's port registers; Fmax is nextpnr's achieved "
+               "figure (--timing-allow-fail).")
     return t
 
 if __name__ == "__main__":
