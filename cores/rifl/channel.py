@@ -26,8 +26,10 @@ class RIFLChannel(LiteXModule):
     a frame with two or more independent bit errors (probability about (pF)^2 / 2) is modelled as one.
     `down` replaces every frame by zeros (loss of signal: invalid sync headers).
     `errors` counts corrupted frames.
+    with_slip: the line is no longer frame-aligned: the output is the bit stream delayed by `slip` bits
+    (0..F-1), taken from the last two frames; changing `slip` repeats or drops bits (a bit slip).
     """
-    def __init__(self, frame_bits, latency=0, seed=1):
+    def __init__(self, frame_bits, latency=0, seed=1, with_slip=False):
         check_frame_bits(frame_bits)
         if not isinstance(latency, int) or latency < 0:
             raise ValueError(f"latency must be a non-negative number of cycles, got {latency!r}")
@@ -81,5 +83,13 @@ class RIFLChannel(LiteXModule):
         shifted = Cat(ones, C(0, 2 * F - ERROR_BURST_MAX)) << pos
         errmask = Signal(F)
         self.sync += errmask.eq(Mux(hit, shifted[:F] | shifted[F:2 * F], 0))
-        self.comb += self.source_frame.eq(Mux(self.down, 0, delayed ^ errmask))
+        line = Signal(F)
+        self.comb += line.eq(Mux(self.down, 0, delayed ^ errmask))
+        if with_slip:
+            self.slip = Signal(max=F)
+            prev = Signal(F)
+            self.sync += prev.eq(line)
+            self.comb += self.source_frame.eq((Cat(line, prev) >> self.slip)[:F])
+        else:
+            self.comb += self.source_frame.eq(line)
         self.sync += If((errmask != 0) & ~self.down, self.errors.eq(self.errors + 1))

@@ -296,3 +296,12 @@ def l2_data_layout(data_width):
 def l2_segments(length):
     """Number of Layer 2 packets for an upper-layer packet of `length` bytes."""
     return -(-(length + L2_LENGTH_BYTES) // SEGMENT_BYTES)
+
+# Bit alignment (cores/rifl/align.py) in front of an endpoint whose line is not frame-aligned: lock after
+# this many consecutive intact IDLE/PAUSE/RETRANS/REPLAY frames at one bit offset, unlock after this many
+# consecutive bad frames (invalid sync header, or an unnumbered control frame failing its check).
+ALIGN_LOCK_FRAMES = 2
+ALIGN_UNLOCK_FRAMES = 4
+
+# SERDES adapter (cores/rifl/serdes.py): every frame slot ends with one word of K28.5 commas.
+SERDES_COMMA = (5 << 5) | 28           # K28.5 byte value (sent with its K flag)

@@ -1,0 +1,114 @@
+"""RIFL bit alignment: finds the frame boundary in a line that is shifted by an arbitrary number of bits."""
+from migen import *
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect.csr import CSRStatus, CSRField
+
+from cores.rifl.common import (
+    ALIGN_LOCK_FRAMES, ALIGN_UNLOCK_FRAMES, CHECK_BITS, CTRL_FC, CTRL_IDLE, CTRL_PAUSE, CTRL_PAYLOAD_BITS,
+    CTRL_REPLAY, CTRL_RETRANS, SYNC_CTRL, SYNC_DATA, check_frame_bits, payload_bits, scrambler_mask)
+from cores.rifl.link import crc12_bits
+
+COUNTERS = [
+    ("slips", "bit offsets tried and given up while hunting"),
+    ("locks", "hunting -> locked transitions"),
+    ("unlocks", "locked -> hunting transitions (bad frames in a row)"),
+]
+
+
+class RIFLAligner(LiteXModule):
+    """Bit aligner between a line of F-bit words at an unknown bit offset (`rx_bits`, MSB first, e.g. a
+    SERDES gearbox) and RIFLEndpoint.rx_frame (`rx_frame`).
+
+    The frame is taken at bit offset `offset` from the last two words. Hunting: an offset is kept while
+    its frames are intact unnumbered control frames (sync 10, meta 00, known code, zero payload tail,
+    CRC syndrome 0: at least 29 checked bits at F = 64) and locked after `lock_frames` of them in a row,
+    else the next offset is tried (2 cycles an offset: the window register, then the check); while hunting `rx_frame` is 0 (no signal), so the
+    endpoint sends PAUSE and the remote answers with control frames only, which is what the hunt
+    recognises. Locked: `unlock_frames` bad frames in a row (invalid sync header, or an unnumbered
+    control frame failing its check) restart the hunt. Latency: 2 cycles (window, register); one
+    frame a cycle. A full sweep takes 2F cycles.
+    """
+    def __init__(self, frame_bits=256, lock_frames=ALIGN_LOCK_FRAMES, unlock_frames=ALIGN_UNLOCK_FRAMES,
+                 with_csr=False):
+        check_frame_bits(frame_bits)
+        for name, v in (("lock_frames", lock_frames), ("unlock_frames", unlock_frames)):
+            if not isinstance(v, int) or not 1 <= v <= 255:
+                raise ValueError(f"{name} must be 1..255 frames, got {v!r}")
+        F = frame_bits
+        pbits = payload_bits(F)
+        self.rx_bits = Signal(F)
+        self.rx_frame = Signal(F)
+        self.locked = Signal()
+        self.offset = Signal(max=F)
+        self.counters = {name: Signal(32, name=name) for name, _ in COUNTERS}
+
+        # # #
+
+        prev = Signal(F)
+        sel = Signal(F)
+        sel_offset = Signal(max=F)
+        self.sync += [
+            prev.eq(self.rx_bits),
+            sel.eq((Cat(self.rx_bits, prev) >> self.offset)[:F]),
+            sel_offset.eq(self.offset),
+        ]
+        # Checks on the selected frame.
+        body = Signal(F - CHECK_BITS)
+        self.comb += body.eq(sel[CHECK_BITS:] ^ scrambler_mask(pbits))
+        syn = Signal(CHECK_BITS)
+        self.comb += [syn[k].eq(bit ^ sel[k]) for k, bit in enumerate(crc12_bits(body))]
+        sync = body[-2:]
+        meta = body[pbits:pbits + 2]
+        code = body[pbits - 4:pbits]
+        unnumbered = Signal()
+        intact = Signal()
+        bad = Signal()
+        self.comb += [
+            unnumbered.eq((sync == SYNC_CTRL) & (code != CTRL_FC)),
+            intact.eq(unnumbered & (meta == 0) & (syn == 0) & (body[:pbits - CTRL_PAYLOAD_BITS] == 0) &
+                      ((code == CTRL_IDLE) | (code == CTRL_PAUSE) | (code == CTRL_RETRANS) | (code == CTRL_REPLAY))),
+            bad.eq(((sync != SYNC_CTRL) & (sync != SYNC_DATA)) | (unnumbered & (syn != 0))),
+            self.rx_frame.eq(Mux(self.locked, sel, 0)),
+        ]
+        good = Signal(max=lock_frames + 1)
+        nbad = Signal(max=unlock_frames + 1)
+        cnt = self.counters
+        self.sync += [
+            If(~self.locked,
+                If(sel_offset == self.offset,
+                    If(intact,
+                        If(good == lock_frames - 1,
+                            self.locked.eq(1), good.eq(0), nbad.eq(0), cnt["locks"].eq(cnt["locks"] + 1),
+                        ).Else(
+                            good.eq(good + 1),
+                        ),
+                    ).Else(
+                        good.eq(0),
+                        If(self.offset == F - 1, self.offset.eq(0)).Else(self.offset.eq(self.offset + 1)),
+                        cnt["slips"].eq(cnt["slips"] + 1),
+                    ),
+                ),
+            ).Else(
+                If(bad,
+                    If(nbad == unlock_frames - 1,
+                        self.locked.eq(0), nbad.eq(0), cnt["unlocks"].eq(cnt["unlocks"] + 1),
+                    ).Else(
+                        nbad.eq(nbad + 1),
+                    ),
+                ).Else(
+                    nbad.eq(0),
+                ),
+            ),
+        ]
+
+        if with_csr:
+            self._status = CSRStatus(fields=[
+                CSRField("locked", size=1, description="a bit offset is locked"),
+                CSRField("offset", size=bits_for(F - 1), offset=8, description="bit offset in use or being tried"),
+            ])
+            self.comb += [self._status.fields.locked.eq(self.locked), self._status.fields.offset.eq(self.offset)]
+            for name, desc in COUNTERS:
+                csr = CSRStatus(32, name=name, description=desc)
+                setattr(self, "_" + name, csr)
+                self.comb += csr.status.eq(cnt[name])
