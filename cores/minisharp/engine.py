@@ -276,30 +276,35 @@ class MSCollectiveEngine(LiteXModule):
         )
 
         # Payload stage: the current job's words, one per cycle; the next job loads in the last word's cycle.
-        # wleft: words after this one; aleft: words still to add (0: the rest is discarded, a drained frame).
+        # wleft: words after this one; aleft: words still to add (the rest is discarded, as a drained frame's
+        # words); `last` and `in_acc` are their registered == 0 / != 0 flags.
         b_active, b_port, b_emit, b_init = Signal(), Signal(pw), Signal(), Signal()
         b_slot, wleft, aleft = Signal(sw), Signal(16), Signal(16)
+        last, in_acc = Signal(), Signal()
         widx = Signal(max=max(wpc, 2))
         payload = stream.Endpoint([("data", 32 * lanes)])
         self.comb += Case(b_port, {i: self.payload_sinks[i].connect(payload) for i in range(num_ports)})
-        in_acc, take, load = Signal(), Signal(), Signal()
+        take, load = Signal(), Signal()
         addr = Cat(widx, b_slot) if wpc > 1 else b_slot
         self.comb += [
-            in_acc.eq(aleft != 0),
             acc_in.valid.eq(b_active & payload.valid & in_acc),
             acc_in.op.eq(ACC_OP_ADD), acc_in.addr.eq(addr), acc_in.init.eq(b_init), acc_in.emit.eq(b_emit),
             acc_in.data.eq(payload.data),
             payload.ready.eq(b_active & (~in_acc | acc_in.ready)),
             take.eq(payload.valid & payload.ready),
-            load.eq(~b_active | (take & (wleft == 0))),
+            load.eq(~b_active | (take & last)),
             jobs.source.ready.eq(load),
         ]
         self.sync += [
-            If(take, widx.eq(widx + 1), wleft.eq(wleft - 1), If(in_acc, aleft.eq(aleft - 1))),
+            If(take,
+                widx.eq(widx + 1), wleft.eq(wleft - 1), last.eq(wleft == 1),
+                If(in_acc, aleft.eq(aleft - 1), in_acc.eq(aleft != 1))
+            ),
             If(load,
                 b_active.eq(jobs.source.valid), b_port.eq(jobs.source.port),
                 b_emit.eq(jobs.source.emit), b_init.eq(jobs.source.init), b_slot.eq(jobs.source.slot),
-                wleft.eq(jobs.source.lastw), aleft.eq(Mux(jobs.source.drop, 0, jobs.source.awords)),
+                wleft.eq(jobs.source.lastw), last.eq(jobs.source.lastw == 0),
+                aleft.eq(jobs.source.awords), in_acc.eq(~jobs.source.drop),
                 widx.eq(0)
             ),
         ]
