@@ -278,12 +278,14 @@ def test_bad_input_segmenter():
     W = 32
     short = bytes(rng.getrandbits(8) for _ in range(70))
     packets = [good[0], (b"\x55" * 64, good[0][1], 0), (short, good[1][1], 100), good[1],
-               (bytes(range(96)), good[2][1], 33), good[2]]
+               (bytes(range(96)), good[2][1], 33), good[2], (short[:64], good[0][1], 1000),
+               (short, good[0][1], c.L2_MAX_PACKET_BYTES + 1), good[0]]
     units, received, counters, _ = run_chain(packets, 256, 256, seed=62)
-    assert counters["tx"]["bad_length"] == 1 and counters["tx"]["length_errors"] == 2
-    exp = [good[0][0], short + bytes(30), good[1][0], bytes(range(33)), good[2][0]]
+    assert counters["tx"]["bad_length"] == 2 and counters["tx"]["length_errors"] == 3
+    exp = [good[0][0], short + bytes(30), good[1][0], bytes(range(33)), good[2][0], short[:64] + bytes(936),
+           good[0][0]]
     assert [r[0] for r in received] == exp
-    assert counters["rx"]["malformed"] == 0 and counters["rx"]["packets"] == 5
+    assert counters["rx"]["malformed"] == 0 and counters["rx"]["packets"] == 7
 
 
 def test_bad_input_reassembler():

@@ -101,8 +101,8 @@ class L2Segmenter(LiteXModule):
     the last. source: cores.rifl.common.user_layout(frame_bits) with `last`, for RIFLEndpoint.sink: each
     L2 packet is L2_PACKET_BYTES bytes (header, then the segment of the stream length prefix | packet |
     zero padding), in full beats except the last.
-    Bad input: length 0 or too large drops the packet; `last` before `length` bytes pads with zeros,
-    beats after `length` bytes are dropped; both counted. Throughput: one upper-layer beat a cycle plus
+    Bad input: length 0 or too large drops the packet; `last` before `length` bytes completes the packet
+    with the rest of that beat and zeros, beats after `length` bytes are dropped; both counted. Throughput: one upper-layer beat a cycle plus
     one cycle per packet (length prefix) and per segment (header); for data_width >= 8 * payload bytes
     the Layer 1 beats leave back to back (line rate). Latency: 3 cycles.
     """
@@ -121,13 +121,13 @@ class L2Segmenter(LiteXModule):
         self.stream_packer = sp = BytePacker(W, W)
         self.routes = routes = stream.SyncFIFO([("route", L2_HEADER_BITS), ("segments", 9)], 4)
         rem = Signal(8 * L2_LENGTH_BYTES)
-        pad = Signal(max=SEGMENT_BYTES + W + 1)
+        pad = Signal(8 * L2_LENGTH_BYTES + 1)    # a packet ending early pads up to its whole length
         trail = Signal()
         nseg = Signal(9)
         length_ok = Signal()
         n_data = Signal(max=W + 1)
         n_pad = Signal(max=W + 1)
-        pad_after = Signal(max=SEGMENT_BYTES + W + 1)
+        pad_after = Signal(8 * L2_LENGTH_BYTES + 1)
         self.comb += [
             sp.size.eq(W),
             nseg.eq((sink.length + L2_LENGTH_BYTES + SEGMENT_BYTES - 1) >> 8),
