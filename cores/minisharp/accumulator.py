@@ -89,7 +89,8 @@ class _Round(Module):
         flags = state[ACC_LIMBS * lw:]
         valid = valid_i
 
-        # Carry propagation, one limb a stage: digits[k] = low 32 bits (and a zero flag), carry signed.
+        # Carry propagation, one limb a stage: digits[k] = low 32 bits, carry signed; stage k also registers
+        # the zero flag of digit k-1 (from its register, off the adder). Digit 8's flag is never needed.
         digits, dz = [], []
         carry = Signal((lw - ACC_LIMB_BITS + 1, True))
         self.comb += carry.eq(0)
@@ -100,15 +101,15 @@ class _Round(Module):
             t = Signal((lw + 1, True))
             self.comb += t.eq(pending[k] + carry)
             n_digits = [Signal(ACC_LIMB_BITS) for _ in range(k + 1)]
-            n_dz = [Signal() for _ in range(k + 1)]
+            n_dz = [Signal() for _ in range(k)]
             n_pending = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
             n_carry = Signal((lw - ACC_LIMB_BITS + 1, True))
             n_valid, n_fl = Signal(), Signal(len(ACC_FLAGS))
             self.sync += [
                 [nd.eq(d) for nd, d in zip(n_digits, digits)],
                 [nz.eq(z) for nz, z in zip(n_dz, dz)],
+                n_dz[k - 1].eq(digits[k - 1] == 0) if k else [],
                 n_digits[k].eq(t[:ACC_LIMB_BITS]),
-                n_dz[k].eq(t[:ACC_LIMB_BITS] == 0),
                 n_carry.eq(t >> ACC_LIMB_BITS),
                 [n_pending[i].eq(pending[i]) for i in range(k + 1, ACC_LIMBS)],
                 n_valid.eq(valid), n_fl.eq(fl),
@@ -171,8 +172,9 @@ class _Round(Module):
         p4b, sticky4b, small_bits4b = Signal(10), Signal(), Signal(24)
         is_zero4b, small4b, sign4b, valid4b, fl4b = Signal(), Signal(), Signal(), Signal(), Signal(len(ACC_FLAGS))
         self.comb += p.eq(t4 * ACC_LIMB_BITS + (ACC_LIMB_BITS - 1) - lz)
+        # p - 22 is the biased exponent of 2^(p-149) (normal results only: p >= 24 past the `small` case).
         self.sync += [
-            norm.eq(win4 << lz), p4b.eq(p), sticky4b.eq(sticky4),
+            norm.eq(win4 << lz), p4b.eq(p - 22), sticky4b.eq(sticky4),
             small_bits4b.eq(win4[ACC_LIMB_BITS:ACC_LIMB_BITS + 24]),
             is_zero4b.eq(is_zero4), small4b.eq(small4), sign4b.eq(sign4), valid4b.eq(valid4), fl4b.eq(fl4),
         ]
@@ -186,13 +188,13 @@ class _Round(Module):
             is_zero5.eq(is_zero4b), small5.eq(small4b), sign5.eq(sign4b), valid5.eq(valid4b), fl5.eq(fl4b),
         ]
 
-        # Assemble: ((p - 23) << 23) + significand (+1 to round up) carries into the exponent by itself.
+        # Assemble: (p - 22) << 23 | fraction, +1 to round up (the carry runs into the exponent by itself).
         body = Signal(34)
         sel6 = Signal(3)
         sign6, valid6 = Signal(), Signal()
         nan_f, pinf_f, ninf_f, negzero_f = (fl5[ACC_FLAGS.index(f)] for f in ACC_FLAGS)
         self.sync += [
-            body.eq(((p5 - 23) << 23) + sig + (rnd & (stk | sig[0]))),
+            body.eq(Cat(sig[:23], p5) + (rnd & (stk | sig[0]))),
             sign6.eq(sign5), valid6.eq(valid5),
             If(nan_f | (pinf_f & ninf_f), sel6.eq(0)
             ).Elif(pinf_f, sel6.eq(1)
@@ -302,30 +304,35 @@ class MSAccumulatorBank(LiteXModule):
         rounds = []
         for ln in range(lanes):
             # r2: the RAM output (`ram_q`, the register that synthesis moves into the block RAM) is
-            # registered again in the fabric, next to the decoded FP32 (fields registered in r1).
+            # registered again in the fabric, next to the decoded FP32 (fields registered in r1), which is
+            # registered as one addend per limb: m, or ~m with a carry in for -m (one carry chain per limb).
+            # A READ adds nothing (addends 0, flags neutral), so r4 needs no op multiplexer.
             dec = _Decode(r1_data[32 * ln:32 * ln + 32])
             self.submodules += dec
-            mag, neg = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)], Signal()
+            is_add = st[2]["op"] == ACC_OP_ADD
+            addend, cin = [Signal(lw) for _ in range(ACC_LIMBS)], Signal()
             vfl = {f: Signal() for f in ACC_FLAGS}
             ram_q, old = Signal(sw), Signal(sw)
-            self.sync += [m.eq(d) for m, d in zip(mag, dec.mags)], neg.eq(dec.negative)
-            self.sync += [vfl[f].eq(dec.flags[f]) for f in ACC_FLAGS]
-            self.sync += ram_q.eq(rdport.dat_r[sw * ln:sw * (ln + 1)]), old.eq(ram_q)
+            self.sync += [
+                [a.eq(Mux(is_add, Mux(dec.negative, ~Cat(m, C(0, lw - ACC_LIMB_BITS)), m), 0))
+                 for a, m in zip(addend, dec.mags)],
+                cin.eq(is_add & dec.negative),
+                [vfl[f].eq(Mux(is_add, dec.flags[f], f == "negzero")) for f in ACC_FLAGS],
+                ram_q.eq(rdport.dat_r[sw * ln:sw * (ln + 1)]), old.eq(ram_q),
+            ]
 
             # r3: per-limb add (carry chunking: no carry crosses limbs), sticky flags.
-            old_limbs = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
-            self.comb += [ol.eq(old[k * lw:(k + 1) * lw]) for k, ol in enumerate(old_limbs)]
+            old_limbs = [old[k * lw:(k + 1) * lw] for k in range(ACC_LIMBS)]
             old_fl = {f: old[ACC_LIMBS * lw + i] for i, f in enumerate(ACC_FLAGS)}
             init = st[3]["init"]
-            new_limbs = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
+            new_limbs = [Signal(lw + 1) for _ in range(ACC_LIMBS)]
             new_fl = {f: Signal() for f in ACC_FLAGS}
-            base = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
-            self.comb += [b.eq(Mux(init, 0, ol)) for b, ol in zip(base, old_limbs)]
-            self.comb += [nl.eq(Mux(neg, b - m, b + m)) for nl, b, m in zip(new_limbs, base, mag)]
+            self.comb += [nl.eq(Cat(C(1, 1), Mux(init, 0, ol)) + Cat(cin, a))     # bit 0: the carry in
+                          for nl, ol, a in zip(new_limbs, old_limbs, addend)]
             self.comb += [new_fl[f].eq(Mux(init, 0, old_fl[f]) | vfl[f]) for f in ("nan", "pinf", "ninf")]
             self.comb += new_fl["negzero"].eq(Mux(init, 1, old_fl["negzero"]) & vfl["negzero"])
-            self.sync += r4_state[sw * ln:sw * (ln + 1)].eq(Mux(st[3]["op"] == ACC_OP_ADD,
-                Cat(*new_limbs, *[new_fl[f] for f in ACC_FLAGS]), old))
+            self.sync += r4_state[sw * ln:sw * (ln + 1)].eq(
+                Cat(*[nl[1:lw + 1] for nl in new_limbs], *[new_fl[f] for f in ACC_FLAGS]))
 
             emit4 = st[4]["valid"] & ((st[4]["op"] == ACC_OP_READ) | st[4]["emit"])
             rnd = _Round(r4_state[sw * ln:sw * (ln + 1)], emit4, max_ranks)
