@@ -24,7 +24,6 @@ class Chain(LiteXModule):
         self.rea = L2Reassembler(F, dw)
         if latency is None:
             self.comb += self.seg.source.connect(self.rea.sink)
-            self.l1 = None
         else:
             self.a = RIFLEndpoint(F, rtt=2 * latency)
             self.b = RIFLEndpoint(F, rtt=2 * latency)
@@ -35,7 +34,6 @@ class Chain(LiteXModule):
                 self.ab.sink_frame.eq(self.a.tx_frame), self.b.rx_frame.eq(self.ab.source_frame),
                 self.ba.sink_frame.eq(self.b.tx_frame), self.a.rx_frame.eq(self.ba.source_frame),
             ]
-            self.l1 = True
 
 
 def random_route(rng):
@@ -275,7 +273,6 @@ def test_bad_input_segmenter():
     `length` are dropped: all counted; the packets around them are unharmed."""
     rng = random.Random(61)
     good = make_packets(rng, [40, 300, 64])
-    W = 32
     short = bytes(rng.getrandbits(8) for _ in range(70))
     packets = [good[0], (b"\x55" * 64, good[0][1], 0), (short, good[1][1], 100), good[1],
                (bytes(range(96)), good[2][1], 33), good[2], (short[:64], good[0][1], 1000),

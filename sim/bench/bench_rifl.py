@@ -164,11 +164,12 @@ def measure_latency(frame_bits):
     return res["latency"]
 
 
-def run(quick=False):
+def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCLES):
+    """quick: Migen simulation of a small configuration at high error rates (seconds, no Verilator build).
+    frame_sizes / bers: subsets of the full sweep; ecp5: include the synthesis; max_cycles: cap per point."""
     result = BenchResult("rifl")
-    # quick: Migen simulation of a small configuration at high error rates (seconds, no Verilator build)
-    frame_sizes = [64] if quick else [256, 1024]
-    bers = [1e-3] if quick else [1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4]
+    frame_sizes = frame_sizes or ([64] if quick else [256, 1024])
+    bers = bers or ([1e-3] if quick else [1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4])
     t0 = time.time()
     table = Table("Goodput vs BER (relative to error-free, same build), RTT 300 ns at 100 Gb/s",
                   ["F (bits)", "RTT (frames)", "BER", "cycles", "channel errors", "replays", "goodput ratio",
@@ -189,7 +190,7 @@ def run(quick=False):
         for ber in bers:
             thr = frame_error_threshold(ber, F)
             p_frame = thr / 2**32
-            cycles = base_cycles if quick else min(MAX_CYCLES, max(base_cycles, int(1.3 * MIN_ERRORS / (2 * p_frame))))
+            cycles = base_cycles if quick else min(max_cycles, max(base_cycles, int(1.3 * MIN_ERRORS / (2 * p_frame))))
             t_point = time.time()
             r = point(cycles, thr)
             errors = r["ab_channel_errors"] + r["ba_channel_errors"]
@@ -205,7 +206,7 @@ def run(quick=False):
                   f"{per_error:.2f} RTT/error, {time.time() - t_point:.0f} s", flush=True)
             plot_data[F].append((ber, ratio))
     table.notes = (f"Error model: one error event per corrupted frame (2^32 (1-(1-BER)^F) threshold); each point runs "
-                   f"1.3 x {MIN_ERRORS} / (2 p_frame) cycles (cap {MAX_CYCLES}), so it expects {int(1.3 * MIN_ERRORS)} "
+                   f"1.3 x {MIN_ERRORS} / (2 p_frame) cycles (cap {max_cycles}), so it expects {int(1.3 * MIN_ERRORS)} "
                    f"channel errors (both directions); 'recovery per error' = frame slots lost per error and "
                    f"direction / RTT. Goal >= 0.99 at "
                    f"BER 1e-7. Payload efficiency (F-16)/F: " +
@@ -246,7 +247,7 @@ def run(quick=False):
     except ImportError:
         pass
 
-    if not quick:
+    if ecp5 and not quick:
         m = RIFLEndpoint(256, rtt=2 * round(RTT_S * LINE_RATE / 256 / 2))
         ios = [m.tx_frame, m.rx_frame, m.link_up] + list(m.sink.flatten()) + list(m.source.flatten())
         r = synth_ecp5(m, ios, "rifl_ep256", device="LFE5U-25F", freq_mhz=100)
@@ -259,8 +260,51 @@ def run(quick=False):
     return result
 
 
-if __name__ == "__main__":
+def versa_serdes_build(frame_bits=64, linerate=2.5e9, seed=1):
+    """Synthesise, place and route (yosys, nextpnr-ecp5 for the LFE5UM5G-45F, ecppack) the Versa DCU loopback
+    target of cores/rifl/serdes.py under build/rifl/versa_serdes_F<F>; returns a Table with nextpnr's
+    utilisation and Fmax per clock."""
+    import json
     import sys
-    res = run(quick="--quick" in sys.argv)
+    from litex_boards.platforms import lattice_versa_ecp5
+    from cores.rifl.serdes import RIFLVersaSerDesLoopback
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    platform = lattice_versa_ecp5.Platform(toolchain="trellis")
+    top = RIFLVersaSerDesLoopback(platform, frame_bits=frame_bits, linerate=linerate)
+    out = os.path.join(ROOT, "build", "rifl", f"versa_serdes_F{frame_bits}")
+    os.makedirs(out, exist_ok=True)
+    platform.toolchain._pnr_opts += " --report report.json"
+    t0 = time.time()
+    platform.build(top, build_dir=os.path.relpath(out, os.getcwd()), build_name="rifl_versa", seed=seed,
+                   timingstrict=False, ignoreloops=True)
+    with open(os.path.join(out, "report.json")) as f:
+        rep = json.load(f)
+    util = rep.get("utilization", {})
+    table = Table(f"ECP5 Versa (LFE5UM5G-45F): RIFL link on DCU0 channel 1, F = {frame_bits}, {linerate / 1e9:g} Gb/s "
+                  f"8b/10b, with traffic generator and checker", ["resource / clock", "used", "available or target"])
+    for k in ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD", "TRELLIS_RAMW", "DCUA", "EXTREFB"):
+        if k in util:
+            table.add(k, util[k].get("used", 0), util[k].get("available", 0))
+    for clk, v in rep.get("fmax", {}).items():
+        table.add(f"Fmax {clk} (MHz)", round(v["achieved"], 1), round(v["constraint"], 1))
+    table.notes = f"yosys + nextpnr-ecp5 + ecppack, {time.time() - t0:.0f} s."
+    return table
+
+
+if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser(description="RIFL benchmark (make bench BENCH=rifl runs the full sweep)")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--frame-bits", type=int, action="append", help="frame size(s) to run (default 256, 1024)")
+    parser.add_argument("--ber", type=float, action="append", help="bit error rate(s) to run")
+    parser.add_argument("--no-ecp5", action="store_true", help="skip the ECP5 synthesis")
+    parser.add_argument("--max-cycles", type=int, default=MAX_CYCLES, help="cycle cap per point")
+    parser.add_argument("--versa", type=int, metavar="F", help="only build the Versa DCU target for frame size F")
+    args = parser.parse_args()
+    if args.versa:
+        print(versa_serdes_build(args.versa).markdown())
+        raise SystemExit(0)
+    res = run(quick=args.quick, frame_sizes=args.frame_bits, bers=args.ber, ecp5=not args.no_ecp5,
+              max_cycles=args.max_cycles)
     print(res.markdown())
     print(res.write())
