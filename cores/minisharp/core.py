@@ -59,9 +59,11 @@ class MiniSharpCore(LiteXModule):
         # accepts the completing contribution, while the previous results may still be in flight) and a
         # registered valid and ready for the result words (timing).
         self.meta_buf = stream.SyncFIFO(engine.meta.description, 4, buffered=True)
+        self.meta_pipe = stream.Buffer(engine.meta.description, pipe_valid=True, pipe_ready=True)
         self.result_buf = stream.Buffer(engine.result.description, pipe_valid=True, pipe_ready=True)
         self.comb += [
-            engine.meta.connect(self.meta_buf.sink), self.meta_buf.source.connect(fanout.meta),
+            engine.meta.connect(self.meta_buf.sink), self.meta_buf.source.connect(self.meta_pipe.sink),
+            self.meta_pipe.source.connect(fanout.meta),
             engine.result.connect(self.result_buf.sink), self.result_buf.source.connect(fanout.result),
         ]
         res_fifo_words = res_fifo_words or wpc
@@ -78,7 +80,8 @@ class MiniSharpCore(LiteXModule):
         for o in range(num_ports):
             mfifo = stream.SyncFIFO(result_meta_layout, 2)
             wfifo = stream.SyncFIFO([("data", 32 * lanes)], res_fifo_words, buffered=True)
-            wpipe = stream.PipeValid([("data", 32 * lanes)])   # a fabric register after the block RAM's
+            # Fabric registers (valid and ready) after the block RAM's.
+            wpipe = stream.Buffer([("data", 32 * lanes)], pipe_valid=True, pipe_ready=True)
             ser = MSResultSerializer(dw, lanes)
             arb = Arbiter([ser.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
             self.submodules += mfifo, wfifo, wpipe, ser, arb

@@ -30,11 +30,11 @@ class _Broadcast(Module):
 
 
 class MSResultFanout(LiteXModule):
-    """Copies each result chunk (meta record + ceil(n/lanes) words) to the ports egress_first..egress_last.
-    Ports outside the range are untouched; a port that stalls holds the copy (its FIFO fills) without
+    """Copies each result chunk (meta record + ceil(n/lanes) words) to the ports of its `targets` mask.
+    Ports outside the mask are untouched; a port that stalls holds the copy (its FIFO fills) without
     affecting what the others receive. One word per cycle when all targets are ready."""
     def __init__(self, num_ports, lanes):
-        self.meta = stream.Endpoint(engine_meta_layout())
+        self.meta = stream.Endpoint(engine_meta_layout(num_ports))
         self.result = stream.Endpoint([("data", 32 * lanes)])
         self.meta_sources = [stream.Endpoint(result_meta_layout) for _ in range(num_ports)]
         self.word_sources = [stream.Endpoint([("data", 32 * lanes)]) for _ in range(num_ports)]
@@ -43,8 +43,7 @@ class MSResultFanout(LiteXModule):
 
         targets = Signal(num_ports)
         targets_now = Signal(num_ports)
-        self.comb += [targets_now[i].eq((self.meta.egress_first <= i) & (i <= self.meta.egress_last))
-                      for i in range(num_ports)]
+        self.comb += targets_now.eq(self.meta.targets)
         remaining = Signal(16)
         in_words = Signal()
         meta_in = stream.Endpoint(result_meta_layout)

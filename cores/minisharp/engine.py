@@ -14,8 +14,9 @@ from cores.minisharp.common import (
 MAX_CHUNK_INDEX = 1 << 16
 
 
-def engine_meta_layout():
-    return result_meta_layout + [("egress_first", 8), ("egress_last", 8)]
+def engine_meta_layout(num_ports):
+    """Result meta record and its output ports (bit i: port i is in [egress_first, egress_last])."""
+    return result_meta_layout + [("targets", num_ports)]
 
 
 def _first_set(vec, n):
@@ -61,7 +62,7 @@ class MSCollectiveEngine(LiteXModule):
             raise ValueError(f"max_ranks must be in 1..256 (8-bit Rank), got {max_ranks}")
         self.desc_sinks = [stream.Endpoint(descriptor_layout) for _ in range(num_ports)]
         self.payload_sinks = [stream.Endpoint([("data", 32 * lanes)]) for _ in range(num_ports)]
-        self.meta = stream.Endpoint(engine_meta_layout())
+        self.meta = stream.Endpoint(engine_meta_layout(num_ports))
         self.result = stream.Endpoint([("data", 32 * lanes)])
         self.drop = Signal()
         self.drop_reason = Signal(max=len(DROP))
@@ -94,8 +95,7 @@ class MSCollectiveEngine(LiteXModule):
         c_expected = Array(Signal(rw) for _ in range(n_contexts))
         c_count = Array(Signal(32) for _ in range(n_contexts))
         c_nchunks = Array(Signal(17) for _ in range(n_contexts))
-        c_first = Array(Signal(8) for _ in range(n_contexts))
-        c_last = Array(Signal(8) for _ in range(n_contexts))
+        c_targets = Array(Signal(num_ports) for _ in range(n_contexts))
         # Chunk slots.
         s_valid = Array(Signal() for _ in range(n_slots))
         s_ctx = Array(Signal(max=max(n_contexts, 2)) for _ in range(n_slots))
@@ -139,7 +139,7 @@ class MSCollectiveEngine(LiteXModule):
 
         # Selected context, registered (state CTX).
         k_expected, k_count, k_nchunks = Signal(rw), Signal(32), Signal(17)
-        k_first, k_last = Signal(8), Signal(8)
+        k_targets = Signal(num_ports)
         remaining = Signal((34, True))
         self.comb += remaining.eq(k_count - (d_chunk << lce))
 
@@ -190,7 +190,7 @@ class MSCollectiveEngine(LiteXModule):
             jobs.sink.awords.eq(awords),
             self.meta.collective_id.eq(d_coll), self.meta.chunk_index.eq(d_chunk),
             self.meta.n_elements.eq(exp_elems),
-            self.meta.egress_first.eq(k_first), self.meta.egress_last.eq(k_last),
+            self.meta.targets.eq(k_targets),
         ]
 
         self.fsm = fsm = FSM(reset_state="IDLE")
@@ -228,13 +228,13 @@ class MSCollectiveEngine(LiteXModule):
             NextValue(c_valid[ctx_idx], 1), NextValue(c_id[ctx_idx], d_coll),
             NextValue(c_expected[ctx_idx], rf["expected_local"]), NextValue(c_count[ctx_idx], rf["element_count"]),
             NextValue(c_nchunks[ctx_idx], (rf["element_count"] + chunk_elements - 1) >> lce),
-            NextValue(c_first[ctx_idx], rf["egress_first"]), NextValue(c_last[ctx_idx], rf["egress_last"]),
+            NextValue(c_targets[ctx_idx], Cat(*[(rf["egress_first"] <= i) & (i <= rf["egress_last"])
+                                                for i in range(num_ports)])),
             NextState("IDLE")
         )
         fsm.act("CTX",
             NextValue(k_expected, c_expected[ctx_idx]), NextValue(k_count, c_count[ctx_idx]),
-            NextValue(k_nchunks, c_nchunks[ctx_idx]), NextValue(k_first, c_first[ctx_idx]),
-            NextValue(k_last, c_last[ctx_idx]),
+            NextValue(k_nchunks, c_nchunks[ctx_idx]), NextValue(k_targets, c_targets[ctx_idx]),
             [NextValue(rbit[j], (s_bitmap[j] >> d_rank)[0]) for j in range(n_slots)],
             NextState("CHECK1")
         )
