@@ -150,9 +150,9 @@ class SparsrReceiver(LiteXModule):
         fx_r = form_x.get_port(async_read=True)
         # Row maps hold physical row XOR row number, so the all-zero reset state is the identity map
         # (no memory initialisation needed).
-        map_w = Memory(pwb, R, name="sparsr_wmap")
+        map_w = Memory(pwb, max(R, 2), name="sparsr_wmap")     # (a 1-entry memory has no address)
         mw = map_w.get_port(write_capable=True, async_read=True)
-        map_x = Memory(pxb, X, name="sparsr_xmap")
+        map_x = Memory(pxb, max(X, 2), name="sparsr_xmap")
         mx = map_x.get_port(write_capable=True, async_read=True)
         self.specials += [fbuf, fb_w, fb_r, vals_w, vw_w, vw_r, vals_x, vx_w, vx_r, mask_w, mk_w, mk_r,
                           form_x, fx, fx_r, map_w, mw, map_x, mx]

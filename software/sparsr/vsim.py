@@ -33,25 +33,57 @@ VERILATOR = os.environ.get("VERILATOR", "verilator")
 TOP = "sparsr_rx"
 
 
-class _Top(LiteXModule):
-    """The receiver with flat, explicitly named ports (names the harness uses)."""
-    def __init__(self, wmem_rows, xmem_rows, fifo_depth):
+class _Ports(LiteXModule):
+    """`module` with flat, explicitly named ports: `ports` maps a port name to (signal, is_input)."""
+    def __init__(self, module, ports):
         self.cd_sys = ClockDomain()
-        self.rx = rx = SparsrReceiver(wmem_rows, xmem_rows, fifo_depth, with_csr=False)
-        ports = {
-            "in_valid": (1, rx.sink.valid, True), "in_ready": (1, rx.sink.ready, False),
-            "in_data": (32, rx.sink.data, True), "in_last": (1, rx.sink.last, True),
-            "out_valid": (1, rx.source.valid, False), "out_ready": (1, rx.source.ready, True),
-            "out_data": (32, rx.source.data, False), "out_last": (1, rx.source.last, False),
-            "idle": (1, rx.idle, False),
-            **{f"cnt_{n}": (32, rx.counters[n], False) for n in STATUS_COUNTERS},
-        }
+        self.dut = module
         self.ios = {self.cd_sys.clk, self.cd_sys.rst}
         self.cd_sys.clk.name_override, self.cd_sys.rst.name_override = "clk", "rst"
-        for name, (width, sig, is_input) in ports.items():
-            port = Signal(width, name_override=name)
+        for name, (sig, is_input) in ports.items():
+            port = Signal(len(sig), name_override=name)
             self.comb += sig.eq(port) if is_input else port.eq(sig)
             self.ios.add(port)
+
+
+def _receiver_ports(rx):
+    return {
+        "in_valid": (rx.sink.valid, True), "in_ready": (rx.sink.ready, False),
+        "in_data": (rx.sink.data, True), "in_last": (rx.sink.last, True),
+        "out_valid": (rx.source.valid, False), "out_ready": (rx.source.ready, True),
+        "out_data": (rx.source.data, False), "out_last": (rx.source.last, False),
+        "idle": (rx.idle, False),
+        **{f"cnt_{n}": (rx.counters[n], False) for n in STATUS_COUNTERS},
+    }
+
+
+def _compile(module, ports, harness, top):
+    """Verilog of `module` with `ports`, compiled with `harness` (cached by content); the executable."""
+    if shutil.which(VERILATOR) is None:
+        raise RuntimeError(f"{VERILATOR} not found (set VERILATOR)")
+    wrapped = _Ports(module, ports)
+    verilog = str(convert(wrapped, ios=wrapped.ios, name=top))
+    key = hashlib.sha1((verilog + harness).encode()).hexdigest()[:16]
+    folder = os.path.join(BUILD_DIR, key)
+    exe = os.path.join(folder, "obj_dir", f"V{top}")
+    if os.path.exists(exe):
+        return exe
+    os.makedirs(BUILD_DIR, exist_ok=True)
+    work = tempfile.mkdtemp(dir=BUILD_DIR, prefix="tmp-")
+    with open(os.path.join(work, f"{top}.v"), "w") as f:
+        f.write(verilog)
+    with open(os.path.join(work, "harness.cpp"), "w") as f:
+        f.write(harness)
+    cmd = [VERILATOR, "--cc", "--exe", "--build", "-j", "1", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+           "--top-module", top, "-O1", "-CFLAGS", "-O1", f"{top}.v", "harness.cpp"]
+    r = subprocess.run(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"verilator failed in {work}:\n{r.stdout[-3000:]}")
+    try:
+        os.rename(work, folder)
+    except OSError:                     # built meanwhile by another process
+        shutil.rmtree(work, ignore_errors=True)
+    return exe
 
 
 _HARNESS = r"""
@@ -130,35 +162,10 @@ class VerilatedReceiver:
     """SparsrReceiver(wmem_rows, xmem_rows, fifo_depth) compiled with Verilator (cached; the first build
     takes about half a minute)."""
     def __init__(self, wmem_rows, xmem_rows, fifo_depth=8):
-        if shutil.which(VERILATOR) is None:
-            raise RuntimeError(f"{VERILATOR} not found (set VERILATOR)")
         self.wmem_rows, self.xmem_rows = wmem_rows, xmem_rows
-        top = _Top(wmem_rows, xmem_rows, fifo_depth)
-        verilog = str(convert(top, ios=top.ios, name=TOP))
+        rx = SparsrReceiver(wmem_rows, xmem_rows, fifo_depth, with_csr=False)
         counters = "\n".join(f'    fprintf(out, "{n} %u\\n", (unsigned)top->cnt_{n});' for n in STATUS_COUNTERS)
-        harness = _HARNESS % dict(top=TOP, counters=counters)
-        key = hashlib.sha1((verilog + harness).encode()).hexdigest()[:16]
-        self.dir = os.path.join(BUILD_DIR, key)
-        self.exe = os.path.join(self.dir, "obj_dir", f"V{TOP}")
-        if not os.path.exists(self.exe):
-            self._build(verilog, harness)
-
-    def _build(self, verilog, harness):
-        os.makedirs(BUILD_DIR, exist_ok=True)
-        work = tempfile.mkdtemp(dir=BUILD_DIR, prefix="tmp-")
-        with open(os.path.join(work, f"{TOP}.v"), "w") as f:
-            f.write(verilog)
-        with open(os.path.join(work, "harness.cpp"), "w") as f:
-            f.write(harness)
-        cmd = [VERILATOR, "--cc", "--exe", "--build", "-j", "1", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-               "--top-module", TOP, "-O1", "-CFLAGS", "-O1", f"{TOP}.v", "harness.cpp"]
-        r = subprocess.run(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"verilator failed in {work}:\n{r.stdout[-3000:]}")
-        try:
-            os.rename(work, self.dir)
-        except OSError:                     # built meanwhile by another process
-            shutil.rmtree(work, ignore_errors=True)
+        self.exe = _compile(rx, _receiver_ports(rx), _HARNESS % dict(top=TOP, counters=counters), TOP)
 
     def run(self, frames, seed=1, valid_prob=1.0, ready_prob=1.0, max_cycles=20_000_000):
         words = [(w, int(i == len(f) - 1)) for f in frames for i, w in enumerate(f)]
@@ -184,6 +191,68 @@ class VerilatedReceiver:
                                f"and {len(current)} words of an unfinished answer")
         counters = {name: int(v) for name, v in (ln.split() for ln in lines[k + 1:k + 1 + len(STATUS_COUNTERS)])}
         return VRun(answers, counters, int(cycles), int(n_in), int(first), int(last))
+
+
+class CycleSim:
+    """Any module in Verilator, stepped one clock cycle at a time from Python (for host models that react
+    every cycle, e.g. a PCIe link at TLP level). `ports` maps a port name to (signal, is_input); signals
+    up to 64 bits. `step(**inputs) -> outputs`: sets the inputs (others keep their last value, 0 at
+    first), lets the logic settle, returns every output as seen before the clock edge, then clocks.
+    A few ten thousand cycles per second (one pipe round trip per cycle)."""
+    def __init__(self, module, ports, top="cyclesim"):
+        if any(len(sig) > 64 for sig, _ in ports.values()):
+            raise ValueError("CycleSim ports are at most 64 bits")
+        self.inputs = [n for n, (_, i) in ports.items() if i]
+        self.outputs = [n for n, (_, i) in ports.items() if not i]
+        set_in = "\n".join(f"        top->{n} = strtoull(p, &p, 16);" for n in self.inputs)
+        fmt = " ".join(["%llx"] * len(self.outputs))
+        vals = ", ".join(f"(unsigned long long)top->{n}" for n in self.outputs)
+        harness = _CYCLE_HARNESS % dict(top=top, set_in=set_in, fmt=fmt, vals=vals)
+        exe = _compile(module, ports, harness, top)
+        self.proc = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.values = dict.fromkeys(self.inputs, 0)
+        self.cycle = 0
+
+    def step(self, **inputs):
+        self.values.update(inputs)
+        self.proc.stdin.write(" ".join(f"{self.values[n]:x}" for n in self.inputs) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the Verilated model stopped")
+        self.cycle += 1
+        return dict(zip(self.outputs, (int(v, 16) for v in line.split())))
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+_CYCLE_HARNESS = r"""
+#include "V%(top)s.h"
+#include "verilated.h"
+#include <cstdio>
+#include <cstdlib>
+
+int main(int argc, char **argv) {
+    Verilated::commandArgs(argc, argv);
+    V%(top)s *top = new V%(top)s;
+    top->rst = 1;
+    for (int i = 0; i < 4; i++) { top->clk = 0; top->eval(); top->clk = 1; top->eval(); }
+    top->rst = 0;
+    static char line[1 << 16];
+    while (fgets(line, sizeof line, stdin)) {
+        char *p = line;
+%(set_in)s
+        top->clk = 0; top->eval();
+        printf("%(fmt)s\n", %(vals)s);
+        fflush(stdout);
+        top->clk = 1; top->eval();
+    }
+    delete top;
+    return 0;
+}
+"""
 
 
 # Lint of generated gateware -------------------------------------------------------------------------
