@@ -248,16 +248,43 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
         pass
 
     if ecp5 and not quick:
+        result.tables += ecp5_tables()
+    return result
+
+
+def ecp5_tables(parts=("endpoint", "l2", "aligner")):
+    """Out-of-context ECP5 (LFE5U-25F) figures: one endpoint at F = 256 (RTT 118 frames), the Layer 2
+    segmenter and reassembler (F = 256, 256-bit upper-layer beats) and the bit aligner (F = 256)."""
+    from cores.rifl.align import RIFLAligner
+    from cores.rifl.l2 import L2Reassembler, L2Segmenter
+    tables = []
+    cols = ["module", "LUT4", "FF", "DP16KD", "LUTRAM", "Fmax (MHz)", "line rate at Fmax (Gb/s)"]
+    if "endpoint" in parts:
         m = RIFLEndpoint(256, rtt=2 * round(RTT_S * LINE_RATE / 256 / 2))
         ios = [m.tx_frame, m.rx_frame, m.link_up] + list(m.sink.flatten()) + list(m.source.flatten())
+        t = Table("ECP5 (LFE5U-25F), one endpoint, F = 256, RTT 118 frames", cols)
         r = synth_ecp5(m, ios, "rifl_ep256", device="LFE5U-25F", freq_mhz=100)
-        ecp5 = Table("ECP5 (LFE5U-25F), one endpoint, F = 256, RTT 118 frames",
-                     ["LUT4", "FF", "DP16KD", "LUTRAM", "Fmax (MHz)", "line rate at Fmax (Gb/s)"])
         fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else 0
-        ecp5.add(r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, fmax * 1e6 * 256 / 1e9)
-        result.tables.append(ecp5)
-        result.data["ecp5"] = r
-    return result
+        t.add("RIFLEndpoint", r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, fmax * 1e6 * 256 / 1e9)
+        tables.append(t)
+    extra = []
+    if "l2" in parts:
+        extra += [("L2Segmenter", L2Segmenter(256, 256)), ("L2Reassembler", L2Reassembler(256, 256))]
+    if "aligner" in parts:
+        extra.append(("RIFLAligner", RIFLAligner(256)))
+    if extra:
+        t = Table("ECP5 (LFE5U-25F), Layer 2 gateware (F = 256, 256-bit beats) and bit aligner (F = 256)", cols)
+        t.notes = "Line rate at Fmax: one 256-bit frame (or Layer 1 beat) a cycle."
+        for name, m in extra:
+            if isinstance(m, RIFLAligner):
+                ios = [m.rx_bits, m.rx_frame, m.locked]
+            else:
+                ios = list(m.sink.flatten()) + list(m.source.flatten())
+            r = synth_ecp5(m, ios, f"rifl_{name.lower()}256", device="LFE5U-25F", freq_mhz=100)
+            fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else 0
+            t.add(name, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, fmax * 1e6 * 256 / 1e9)
+        tables.append(t)
+    return tables
 
 
 def versa_serdes_build(frame_bits=64, linerate=2.5e9, seed=1):
@@ -299,10 +326,15 @@ if __name__ == "__main__":
     parser.add_argument("--ber", type=float, action="append", help="bit error rate(s) to run")
     parser.add_argument("--no-ecp5", action="store_true", help="skip the ECP5 synthesis")
     parser.add_argument("--max-cycles", type=int, default=MAX_CYCLES, help="cycle cap per point")
+    parser.add_argument("--ecp5-only", metavar="PARTS", help="only the ECP5 tables of endpoint,l2,aligner")
     parser.add_argument("--versa", type=int, metavar="F", help="only build the Versa DCU target for frame size F")
     args = parser.parse_args()
     if args.versa:
         print(versa_serdes_build(args.versa).markdown())
+        raise SystemExit(0)
+    if args.ecp5_only:
+        for t in ecp5_tables(args.ecp5_only.split(",")):
+            print(t.markdown())
         raise SystemExit(0)
     res = run(quick=args.quick, frame_sizes=args.frame_bits, bers=args.ber, ecp5=not args.no_ecp5,
               max_cycles=args.max_cycles)
