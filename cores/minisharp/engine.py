@@ -42,12 +42,12 @@ class MSCollectiveEngine(LiteXModule):
       by context and Chunk Index) and checks rank, chunk index, payload length and duplicates (rank bitmap
       per slot); an accepted frame updates the slot at once (rank bit, count; the completing one frees it
       and emits the result `meta` record) and queues a job; a rejected one is reported on
-      drop/drop_reason and queues a drain job for its payload. 7 cycles a frame (3 for a setup).
+      drop/drop_reason and queues a drain job for its payload. 8 cycles a frame (5 for a setup).
     * payload: jobs in order, one payload word (`lanes` FP32) per cycle into the slot's accumulators
       (the first contribution initialises, the completing one adds and emits the rounded sums on
       `result`); the next job starts in the cycle after the last word of the previous one.
     Throughput: one payload word per cycle, back-to-back frames (validation hides behind the previous
-    frame's words when a frame has at least 7 words). Latency: first result word 5 cycles after the
+    frame's words when a frame has at least 8 words). Latency: first result word 5 cycles after the
     descriptor + the accumulator latency (5 + 16).
     """
     def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64):
@@ -93,8 +93,8 @@ class MSCollectiveEngine(LiteXModule):
         c_valid = Array(Signal() for _ in range(n_contexts))
         c_id = Array(Signal(32) for _ in range(n_contexts))
         c_expected = Array(Signal(rw) for _ in range(n_contexts))
-        c_count = Array(Signal(32) for _ in range(n_contexts))
-        c_nchunks = Array(Signal(17) for _ in range(n_contexts))
+        c_lastchunk = Array(Signal(16) for _ in range(n_contexts))         # number of chunks - 1
+        c_lastlen = Array(Signal(lce + 1) for _ in range(n_contexts))      # elements of the last chunk
         c_targets = Array(Signal(num_ports) for _ in range(n_contexts))
         # Chunk slots.
         s_valid = Array(Signal() for _ in range(n_slots))
@@ -125,9 +125,10 @@ class MSCollectiveEngine(LiteXModule):
         nwords, awords, new_count = Signal(16), Signal(16), Signal(rw)
 
         # Context lookup (from d_coll).
-        hit_vec = [c_valid[i] & (c_id[i] == d_coll) for i in range(n_contexts)]
+        # Context lookup (from d_coll): the match vector is registered (LOOKUP), then encoded (LOOKUP2).
+        hit_vec = Signal(n_contexts)
         free_vec = [~c_valid[i] for i in range(n_contexts)]
-        any_hit, hit_i, hit_chain = _first_set(hit_vec, n_contexts)
+        any_hit, hit_i, hit_chain = _first_set([hit_vec[i] for i in range(n_contexts)], n_contexts)
         any_free, free_i, free_chain = _first_set(free_vec, n_contexts)
         self.comb += hit_chain + free_chain
         # Slot lookup (from ctx_idx, d_chunk).
@@ -138,10 +139,8 @@ class MSCollectiveEngine(LiteXModule):
         self.comb += shit_chain + sfree_chain
 
         # Selected context, registered (state CTX).
-        k_expected, k_count, k_nchunks = Signal(rw), Signal(32), Signal(17)
+        k_expected, k_lastchunk, k_lastlen = Signal(rw), Signal(16), Signal(lce + 1)
         k_targets = Signal(num_ports)
-        remaining = Signal((34, True))
-        self.comb += remaining.eq(k_count - (d_chunk << lce))
 
         exp_bytes = Signal(17)
         self.comb += exp_bytes.eq(exp_elems * FP32_BYTES)
@@ -205,15 +204,21 @@ class MSCollectiveEngine(LiteXModule):
             NextValue(d_record, desc.record),
             NextState("LOOKUP")
         )
+        s_res_bad, s_bad = Signal(), Signal()
         fsm.act("LOOKUP",
+            NextValue(hit_vec, Cat(*[c_valid[i] & (c_id[i] == d_coll) for i in range(n_contexts)])),
+            NextValue(s_res_bad, setup_reserved_bad), NextValue(s_bad, setup_bad),
+            NextState("LOOKUP2")
+        )
+        fsm.act("LOOKUP2",
             NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i),
             NextValue(ctx_free, any_free), NextValue(ctx_free_idx, free_i),
             NextValue(nwords, words(d_pbytes)),
             If(d_kind == KIND_SETUP, NextState("SETUP")).Else(NextState("CTX"))
         )
         fsm.act("SETUP",
-            If(setup_reserved_bad, *drop("bad_reserved")
-            ).Elif(setup_bad, *drop("bad_setup")
+            If(s_res_bad, *drop("bad_reserved")
+            ).Elif(s_bad, *drop("bad_setup")
             ).Elif(~ctx_hit & ~ctx_free, *drop("ctx_full")
             ).Else(
                 self.setup_done.eq(1),
@@ -226,22 +231,23 @@ class MSCollectiveEngine(LiteXModule):
         )
         fsm.act("INSTALL",
             NextValue(c_valid[ctx_idx], 1), NextValue(c_id[ctx_idx], d_coll),
-            NextValue(c_expected[ctx_idx], rf["expected_local"]), NextValue(c_count[ctx_idx], rf["element_count"]),
-            NextValue(c_nchunks[ctx_idx], (rf["element_count"] + chunk_elements - 1) >> lce),
+            NextValue(c_expected[ctx_idx], rf["expected_local"]),
+            NextValue(c_lastchunk[ctx_idx], (rf["element_count"] - 1) >> lce),
+            NextValue(c_lastlen[ctx_idx], (rf["element_count"] - 1)[:lce] + 1),
             NextValue(c_targets[ctx_idx], Cat(*[(rf["egress_first"] <= i) & (i <= rf["egress_last"])
                                                 for i in range(num_ports)])),
             NextState("IDLE")
         )
         fsm.act("CTX",
-            NextValue(k_expected, c_expected[ctx_idx]), NextValue(k_count, c_count[ctx_idx]),
-            NextValue(k_nchunks, c_nchunks[ctx_idx]), NextValue(k_targets, c_targets[ctx_idx]),
+            NextValue(k_expected, c_expected[ctx_idx]), NextValue(k_lastchunk, c_lastchunk[ctx_idx]),
+            NextValue(k_lastlen, c_lastlen[ctx_idx]), NextValue(k_targets, c_targets[ctx_idx]),
             [NextValue(rbit[j], (s_bitmap[j] >> d_rank)[0]) for j in range(n_slots)],
             NextState("CHECK1")
         )
         fsm.act("CHECK1",
             NextValue(rank_bad, d_rank >= k_expected),
-            NextValue(chunk_bad, d_chunk >= k_nchunks),
-            NextValue(exp_elems, Mux(remaining >= chunk_elements, chunk_elements, remaining)),
+            NextValue(chunk_bad, d_chunk > k_lastchunk),
+            NextValue(exp_elems, Mux(d_chunk == k_lastchunk, k_lastlen, chunk_elements)),
             NextValue(slot_hit, any_shit), NextValue(slot_idx, shit_i),
             NextValue(slot_free, any_sfree), NextValue(slot_free_idx, sfree_i),
             NextValue(dup, reduce_or([shit_vec[j] & rbit[j] for j in range(n_slots)])),
