@@ -8,6 +8,34 @@ from cores.sync.common import (DIRS, VECTORS, OPPOSITE, LAMLET_DIR, MAX_IDENTS, 
 from cores.sync.node import SyncNode
 
 
+def grid_nodes(width, height, with_lamlet=True):
+    """Every participant as (neighbour directions, fold direction or None): grid nodes row by row from (0, 0),
+    then the lamlet (a node whose only neighbour is (0, 0), to its north-east)."""
+    out = []
+    for y in range(height):
+        for x in range(width):
+            ds = [d for d in DIRS if 0 <= x + VECTORS[d][0] < width and 0 <= y + VECTORS[d][1] < height]
+            lam = with_lamlet and (x, y) == (0, 0)
+            out.append((tuple(ds + [LAMLET_DIR]) if lam else tuple(ds), LAMLET_DIR if lam else None))
+    if with_lamlet:
+        out.append(((OPPOSITE[LAMLET_DIR],), None))
+    return out
+
+
+def grid_links(width, height, with_lamlet=True):
+    """Every directed link as (sender index, sender's direction, receiver index); the receiver's port is the
+    opposite direction. Indices as in `grid_nodes`."""
+    out = []
+    for y in range(height):
+        for x in range(width):
+            for d in grid_nodes(width, height, with_lamlet)[y * width + x][0]:
+                if with_lamlet and (x, y) == (0, 0) and d == LAMLET_DIR:
+                    out += [(0, d, width * height), (width * height, OPPOSITE[d], 0)]
+                else:
+                    out.append((y * width + x, d, (y + VECTORS[d][1]) * width + x + VECTORS[d][0]))
+    return out
+
+
 class SyncGrid(LiteXModule):
     """`nodes[y][x]` (x East, y North) linked to their 8 neighbours; `lamlet` (if with_lamlet) is one more
     participant on the south-west port of node (0, 0), which folds it into its own trigger.
@@ -25,45 +53,25 @@ class SyncGrid(LiteXModule):
                              f"{value_width}-bit packet needs")
         self.width, self.height, self.with_lamlet = width, height, with_lamlet
         self.hop_latency, self.value_width, self.n_idents = hop_latency, value_width, n_idents
-        stages = hop_latency - min_hop_latency(value_width)
+        self.stages = stages = hop_latency - min_hop_latency(value_width)
 
         # # #
 
-        def neighbours(x, y):
-            ds = [d for d in DIRS if 0 <= x + VECTORS[d][0] < width and 0 <= y + VECTORS[d][1] < height]
-            if with_lamlet and (x, y) == (0, 0):
-                ds.append(LAMLET_DIR)
-            return ds
+        self.participants = []
+        for i, (neighbours, fold) in enumerate(grid_nodes(width, height, with_lamlet)):
+            node = SyncNode(neighbours, fold=fold, n_idents=n_idents, value_width=value_width)
+            if i < width * height:
+                setattr(self, f"node_{i % width}_{i // width}", node)
+            else:
+                self.lamlet = node
+            self.participants.append(node)
+        self.nodes = [self.participants[y * width:(y + 1) * width] for y in range(height)]
 
-        self.nodes = []
-        for y in range(height):
-            row = []
-            for x in range(width):
-                fold = LAMLET_DIR if with_lamlet and (x, y) == (0, 0) else None
-                node = SyncNode(neighbours(x, y), fold=fold, n_idents=n_idents, value_width=value_width)
-                setattr(self, f"node_{x}_{y}", node)
-                row.append(node)
-            self.nodes.append(row)
-        self.participants = [n for row in self.nodes for n in row]
-        if with_lamlet:
-            self.lamlet = SyncNode([OPPOSITE[LAMLET_DIR]], n_idents=n_idents, value_width=value_width)
-            self.participants.append(self.lamlet)
-
-        def connect(src, dst):
-            for a, b in ((src.valid, dst.valid), (src.data, dst.data)):
+        for src, d, dst in grid_links(width, height, with_lamlet):
+            tx, rx = self.participants[src].tx[d], self.participants[dst].rx[OPPOSITE[d]]
+            for a, b in ((tx.valid, rx.valid), (tx.data, rx.data)):
                 for _ in range(stages):
                     q = Signal.like(a)
                     self.sync += q.eq(a)
                     a = q
                 self.comb += b.eq(a)
-
-        for y in range(height):
-            for x in range(width):
-                node = self.nodes[y][x]
-                for d in node.neighbours:
-                    if with_lamlet and (x, y) == (0, 0) and d == LAMLET_DIR:
-                        connect(node.tx[d], self.lamlet.rx[OPPOSITE[d]])
-                        connect(self.lamlet.tx[OPPOSITE[d]], node.rx[d])
-                    else:
-                        dx, dy = VECTORS[d]
-                        connect(node.tx[d], self.nodes[y + dy][x + dx].rx[OPPOSITE[d]])

@@ -4,7 +4,7 @@
 vouches for (the spec's direction table); `expected_messages` says which links carry a message when only some
 participants have triggered; `expected_result` is what a completion must hold for one synchronization.
 """
-from cores.sync.common import (MODE_MAX, MODE_UMAX, MODE_MIN, MODE_UMIN, MODE_OR, MODE_AND, VECTORS, DIRS,
+from cores.sync.common import (MODE_MAX, MODE_UMAX, MODE_MIN, MODE_UMIN, MODE_OR, MODE_AND, MODES, VECTORS, DIRS,
                                LAMLET_DIR, OPPOSITE)
 
 LAMLET = "lamlet"
@@ -93,3 +93,50 @@ def expected_result(contributions, width):
         return None, 1, None
     mode = modes.pop()
     return mode, 0, reduce_values(mode, [v for _, v in contributions], width)
+
+
+def check_completions(n_parts, accepts, completions, contrib, n_rounds, width):
+    """Check a run against the model; raises AssertionError on the first difference.
+
+    accepts[(p, ident, round)] = cycle participant p's trigger was taken; completions[p] = [(cycle, ident,
+    mode, error, value)] in the order p presented them; contrib[(ident, round)] = [(mode, value)] of every
+    participant. Every participant must complete every (ident, round) exactly once, in round order, never
+    before the cycle the last trigger of that round was taken, with `expected_result`'s mode, error and
+    value (only the error flag when the modes differ)."""
+    n_idents = len({i for i, _ in contrib})
+    for p in range(n_parts):
+        got = {}
+        for cycle, ident, mode, error, value in completions[p]:
+            r = got.get(ident, 0)
+            got[ident] = r + 1
+            assert r < n_rounds, f"participant {p}: extra completion for ident {ident}"
+            last = max(accepts[(q, ident, r)] for q in range(n_parts))
+            assert cycle >= last, f"participant {p} completed ident {ident} round {r} before every trigger"
+            e_mode, e_err, e_val = expected_result(contrib[(ident, r)], width)
+            assert error == e_err, f"participant {p} ident {ident} round {r}: error {error}, expected {e_err}"
+            if not e_err:
+                assert (mode, value) == (e_mode, e_val), \
+                    f"participant {p} ident {ident} round {r}: {(mode, hex(value))} != {(e_mode, hex(e_val))}"
+        assert got == {i: n_rounds for i in range(n_idents)}, f"participant {p}: completions {got}"
+
+
+def random_schedules(rng, n_parts, n_idents, n_rounds, width, modes=MODES, mismatch=False):
+    """Per participant a round-sorted list of (ident, mode, value); idents shuffled independently per node
+    inside each round (deadlock-free: a node only waits for rounds earlier than the one it is in).
+    Returns (schedules, contributions[(ident, round)] = [(mode, value)] in participant order)."""
+    mode_of = {(i, r): rng.choice(modes) for i in range(n_idents) for r in range(n_rounds)}
+    schedules = [[] for _ in range(n_parts)]
+    contrib = {}
+    for p in range(n_parts):
+        for r in range(n_rounds):
+            order = list(range(n_idents))
+            rng.shuffle(order)
+            for i in order:
+                mode = mode_of[(i, r)]
+                if mismatch and p == n_parts - 1:
+                    mode = (mode + 1) % len(MODES)
+                v = rng.choice([rng.getrandbits(width), 0, (1 << width) - 1, 1 << (width - 1),
+                                rng.getrandbits(width)])
+                schedules[p].append((i, mode, v))
+                contrib.setdefault((i, r), []).append((mode, v))
+    return schedules, contrib

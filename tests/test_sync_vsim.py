@@ -1,0 +1,75 @@
+"""Synchronizer grid in Verilator (software.sync.vsim: the SyncNode RTL wired like SyncGrid) against the
+reference model: every ident in flight with random orders, gaps, modes, values and completion back-pressure;
+back-to-back ident reuse; mode mismatch; latency against the hop model. One build, shared with the
+benchmark's quick mode."""
+import random
+
+from cores.sync.common import MAX_IDENTS, MODE_OR
+from sim.bench.bench_sync import QUICK_GRID, analytic, measure
+from software.sync.model import LAMLET, random_schedules, check_completions
+from software.sync.vsim import GridSim, Trigger
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def sim():
+    w, h = QUICK_GRID
+    return GridSim(w, h, n_idents=MAX_IDENTS, value_width=32, hop_latency=5)
+
+
+@pytest.mark.parametrize("seed,rounds,ready", [(1, 3, 0.7), (2, 2, 0.2)])
+def test_random_all_idents(sim, seed, rounds, ready):
+    rng = random.Random(seed)
+    n = sim.n_participants
+    schedules, contrib = random_schedules(rng, n, MAX_IDENTS, rounds, 32)
+    schedules = [[Trigger(*e, gap=rng.randint(0, 4)) for e in sch] for sch in schedules]
+    accepts, completions, events, cycles = sim.run(schedules, 5000, ready_prob=ready, seed=seed)
+    check_completions(n, accepts, completions, contrib, rounds, 32)
+    assert sum(len(c) for c in completions.values()) == n * MAX_IDENTS * rounds
+    assert events == {"trigger_drop": 0, "rx_drop": 0, "mismatch": 0}
+    assert cycles < 5000
+
+
+def test_back_to_back_reuse(sim):
+    """Every ident 5 rounds, no gaps, completions always taken: a node re-triggers an ident the cycle after
+    its own completion while far nodes still finish the previous round."""
+    rng = random.Random(3)
+    n = sim.n_participants
+    schedules, contrib = random_schedules(rng, n, MAX_IDENTS, 5, 32)
+    accepts, completions, events, _ = sim.run(schedules, 5000)
+    check_completions(n, accepts, completions, contrib, 5, 32)
+    assert events == {"trigger_drop": 0, "rx_drop": 0, "mismatch": 0}
+    overlap = any(min(accepts[(p, i, r + 1)] for p in range(n)) <
+                  max(c[0] for p in range(n) for c in completions[p] if c[1] == i)
+                  for i in range(MAX_IDENTS) for r in range(4))
+    assert overlap
+
+
+def test_mode_mismatch_everywhere(sim):
+    rng = random.Random(4)
+    n = sim.n_participants
+    schedules, contrib = random_schedules(rng, n, MAX_IDENTS, 1, 32, mismatch=True)
+    accepts, completions, events, _ = sim.run(schedules, 3000)
+    check_completions(n, accepts, completions, contrib, 1, 32)
+    assert all(c[3] == 1 for p in completions for c in completions[p])
+    assert events["mismatch"] >= MAX_IDENTS and events["rx_drop"] == 0
+
+
+def test_silent_participant_blocks_only_its_ident(sim):
+    """One participant never triggers ident 0: nobody completes ident 0, every other ident completes."""
+    rng = random.Random(5)
+    n = sim.n_participants
+    silent = rng.randrange(n)
+    schedules = [[Trigger(i, MODE_OR, rng.getrandbits(32)) for i in range(MAX_IDENTS) if (p, i) != (silent, 0)]
+                 for p in range(n)]
+    _, completions, events, _ = sim.run(schedules, 1000, tail=100)
+    for p in range(n):
+        assert sorted(c[1] for c in completions[p]) == list(range(1, MAX_IDENTS))
+    assert events == {"trigger_drop": 0, "rx_drop": 0, "mismatch": 0}
+
+
+@pytest.mark.parametrize("last", ["lamlet", "corner"])
+def test_latency_is_hops_times_five(sim, last):
+    last = LAMLET if last == "lamlet" else (sim.width - 1, sim.height - 1)
+    assert measure(sim, last) == analytic(sim.width, sim.height, last, 5)
