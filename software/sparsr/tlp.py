@@ -88,10 +88,12 @@ def _bswap(dw):
 class TLPHost:
     """Host memory (dword address -> value) and the root complex's side of the link, one cycle per `step`:
     takes the card's TLPs (ready with probability ready_prob), answers memory reads with completions (a beat
-    offered with probability valid_prob), feeds the DMA descriptors queued in `rd_desc` / `wr_desc`."""
-    def __init__(self, seed, ready_prob=0.8, valid_prob=0.8, ratio=PCIE_DW // 32, endianness=ModelPHY.endianness):
+    offered with probability valid_prob; the next completion belongs to a random pending read if
+    `interleave`, else to the oldest), feeds the DMA descriptors queued in `rd_desc` / `wr_desc`."""
+    def __init__(self, seed, ready_prob=0.8, valid_prob=0.8, interleave=True, ratio=PCIE_DW // 32,
+                 endianness=ModelPHY.endianness):
         self.rng, self.ratio, self.endianness = random.Random(seed), ratio, endianness
-        self.ready_prob, self.valid_prob = ready_prob, valid_prob
+        self.ready_prob, self.valid_prob, self.interleave = ready_prob, valid_prob, interleave
         self.mem = {}
         self.reads = []          # pending: [requester, tag, next byte address, bytes left]
         self.writes = 0          # payload bytes the card wrote
@@ -122,7 +124,7 @@ class TLPHost:
         self.writes += 4 * length
 
     def _completion(self):
-        req = self.rng.choice(self.reads)
+        req = self.rng.choice(self.reads) if self.interleave else self.reads[0]
         requester, tag, address, left = req
         n = min(left, MAX_PAYLOAD_BYTES - address % MAX_PAYLOAD_BYTES)
         header = [0, 0, 0]
@@ -169,13 +171,13 @@ TX_BASE, RX_BASE = 0x10000, 0x800000
 FRAME_BYTES = FRAME_WORDS * 4
 
 
-def exchange(sim, frames, n_answers, seed=0, ready_prob=0.8, valid_prob=0.8, frames_per_descriptor=1,
-             max_cycles=None):
+def exchange(sim, frames, n_answers, seed=0, ready_prob=0.8, valid_prob=0.8, interleave=True,
+             frames_per_descriptor=1, max_cycles=None):
     """Runs `frames` through a Verilated PCIeCard (`sim`, a CycleSim of PCIeCard.ports()): they sit in a host
     buffer read by DMA descriptors of `frames_per_descriptor` frames; each of the `n_answers` expected
     answer frames gets a 1 KiB host buffer (a DMA writer descriptor). Steps until every answer is written.
     Returns (answer frames, cycles at which the receiver took a word, the host model)."""
-    host = TLPHost(seed, ready_prob=ready_prob, valid_prob=valid_prob)
+    host = TLPHost(seed, ready_prob=ready_prob, valid_prob=valid_prob, interleave=interleave)
     for i, f in enumerate(frames):
         for k, w in enumerate(f):
             host.mem[TX_BASE // 4 + i * FRAME_WORDS + k] = w
