@@ -110,6 +110,6 @@ class MiniSharpCore(LiteXModule):
                 self.tx_frames[i].eq(self.tx_frames[i] + reg(src.valid & src.ready & src.last)),
             ]
         self.sync += [
-            self.setups.eq(self.setups + engine.setup_done),
-            self.chunks.eq(self.chunks + engine.chunk_done),
+            self.setups.eq(self.setups + reg(engine.setup_done)),
+            self.chunks.eq(self.chunks + reg(engine.chunk_done)),
         ]

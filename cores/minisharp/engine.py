@@ -139,7 +139,7 @@ class MSCollectiveEngine(LiteXModule):
         self.comb += shit_chain + sfree_chain
 
         # Selected context, registered (state CTX).
-        k_expected, k_lastchunk, k_lastlen = Signal(rw), Signal(16), Signal(lce + 1)
+        k_expected, k_lastchunk = Signal(rw), Signal(16)
         k_targets = Signal(num_ports)
 
         exp_bytes = Signal(17)
@@ -167,20 +167,22 @@ class MSCollectiveEngine(LiteXModule):
 
         words = lambda nbytes: (nbytes + 4 * lanes - 1) >> log2_int(4 * lanes)
 
-        # Data frame decision (state DECIDE): the first failing check in spec order.
-        data_drop, data_reason = Signal(), Signal(max=len(DROP))
+        # Data frame decision (computed in CHECK2, applied in DECIDE): the first failing check in spec order.
+        drop_c, reason_c = Signal(), Signal(max=len(DROP))
         self.comb += [
-            data_drop.eq(1),
-            If(~ctx_hit, data_reason.eq(DROP["unknown_coll"])
-            ).Elif(rank_bad, data_reason.eq(DROP["bad_rank"])
-            ).Elif(chunk_bad, data_reason.eq(DROP["bad_chunk"])
-            ).Elif(~len_ok, data_reason.eq(DROP["bad_length"])
-            ).Elif(dup, data_reason.eq(DROP["duplicate"])
-            ).Elif(~slot_hit & ~slot_free, data_reason.eq(DROP["no_slot"])
-            ).Else(data_drop.eq(0)),
+            drop_c.eq(1),
+            If(~ctx_hit, reason_c.eq(DROP["unknown_coll"])
+            ).Elif(rank_bad, reason_c.eq(DROP["bad_rank"])
+            ).Elif(chunk_bad, reason_c.eq(DROP["bad_chunk"])
+            ).Elif(~len_ok, reason_c.eq(DROP["bad_length"])
+            ).Elif(dup, reason_c.eq(DROP["duplicate"])
+            ).Elif(~slot_hit & ~slot_free, reason_c.eq(DROP["no_slot"])
+            ).Else(drop_c.eq(0)),
         ]
-        need_job = Signal()
-        self.comb += need_job.eq(~data_drop | (nwords != 0))
+        data_drop, data_reason, need_job = Signal(), Signal(max=len(DROP)), Signal()
+        rank_oh = Signal(max_ranks)
+        upd = Signal(n_slots)          # the slot this frame adds to (not completing)
+        free = Signal(n_slots)         # the slot this frame completes
         go = Signal()
         self.comb += go.eq((~need_job | jobs.sink.ready) & (data_drop | ~complete | self.meta.ready))
         self.comb += [
@@ -240,43 +242,50 @@ class MSCollectiveEngine(LiteXModule):
         )
         fsm.act("CTX",
             NextValue(k_expected, c_expected[ctx_idx]), NextValue(k_lastchunk, c_lastchunk[ctx_idx]),
-            NextValue(k_lastlen, c_lastlen[ctx_idx]), NextValue(k_targets, c_targets[ctx_idx]),
+            NextValue(k_targets, c_targets[ctx_idx]),
             [NextValue(rbit[j], (s_bitmap[j] >> d_rank)[0]) for j in range(n_slots)],
+            NextValue(exp_elems, Mux(d_chunk == c_lastchunk[ctx_idx], c_lastlen[ctx_idx], chunk_elements)),
+            NextValue(rank_oh, 1 << d_rank),
             NextState("CHECK1")
         )
         fsm.act("CHECK1",
             NextValue(rank_bad, d_rank >= k_expected),
             NextValue(chunk_bad, d_chunk > k_lastchunk),
-            NextValue(exp_elems, Mux(d_chunk == k_lastchunk, k_lastlen, chunk_elements)),
+            NextValue(len_ok, (d_pbytes == exp_bytes) |
+                              ((d_pbytes > exp_bytes) & (d_pbytes <= ETH_MIN_FRAME - MS_HEADER_BYTES))),
+            NextValue(awords, words(exp_bytes)),
             NextValue(slot_hit, any_shit), NextValue(slot_idx, shit_i),
             NextValue(slot_free, any_sfree), NextValue(slot_free_idx, sfree_i),
             NextValue(dup, reduce_or([shit_vec[j] & rbit[j] for j in range(n_slots)])),
             NextState("CHECK2")
         )
+        cur_c, count_c, complete_c = Signal(max=max(n_slots, 2)), Signal(rw), Signal()
+        self.comb += [
+            cur_c.eq(Mux(slot_hit, slot_idx, slot_free_idx)),
+            count_c.eq(Mux(slot_hit, s_count[slot_idx], 0) + 1),
+            complete_c.eq(count_c == k_expected),
+        ]
         fsm.act("CHECK2",
-            NextValue(len_ok, (d_pbytes == exp_bytes) |
-                              ((d_pbytes > exp_bytes) & (d_pbytes <= ETH_MIN_FRAME - MS_HEADER_BYTES))),
-            NextValue(cur, Mux(slot_hit, slot_idx, slot_free_idx)),
-            NextValue(init, ~slot_hit),
-            NextValue(new_count, Mux(slot_hit, s_count[slot_idx], 0) + 1),
-            NextValue(complete, (Mux(slot_hit, s_count[slot_idx], 0) + 1) == k_expected),
-            NextValue(awords, words(exp_bytes)),
+            NextValue(data_drop, drop_c), NextValue(data_reason, reason_c),
+            NextValue(need_job, ~drop_c | (nwords != 0)),
+            NextValue(cur, cur_c), NextValue(init, ~slot_hit),
+            NextValue(new_count, count_c), NextValue(complete, complete_c),
+            NextValue(upd, Mux(drop_c | complete_c, 0, 1 << cur_c)),
+            NextValue(free, Mux(~drop_c & complete_c, 1 << cur_c, 0)),
             NextState("DECIDE")
         )
         fsm.act("DECIDE",
             self.meta.valid.eq(~data_drop & complete & (~need_job | jobs.sink.ready)),
             jobs.sink.valid.eq(need_job & (data_drop | ~complete | self.meta.ready)),
             If(go,
-                If(data_drop,
-                    self.drop.eq(1), self.drop_reason.eq(data_reason)
-                ).Elif(complete,
-                    self.chunk_done.eq(1),
-                    NextValue(s_valid[cur], 0)
-                ).Else(
-                    NextValue(s_valid[cur], 1), NextValue(s_ctx[cur], ctx_idx), NextValue(s_chunk[cur], d_chunk),
-                    NextValue(s_bitmap[cur], Mux(init, 0, s_bitmap[cur]) | (1 << d_rank)),
-                    NextValue(s_count[cur], new_count)
-                ),
+                If(data_drop, self.drop.eq(1), self.drop_reason.eq(data_reason)),
+                self.chunk_done.eq(free != 0),
+                [If(free[j], NextValue(s_valid[j], 0)) for j in range(n_slots)],
+                [If(upd[j],
+                    NextValue(s_valid[j], 1), NextValue(s_ctx[j], ctx_idx), NextValue(s_chunk[j], d_chunk),
+                    NextValue(s_bitmap[j], Mux(init, 0, s_bitmap[j]) | rank_oh),
+                    NextValue(s_count[j], new_count)
+                 ) for j in range(n_slots)],
                 NextState("IDLE")
             )
         )
