@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 from cores.sparsr.common import (
-    FRAME_WORDS, ROW_LANES, ROW_WORDS, KIND_RAW, KIND_LIL, KIND_REFUSED, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
+    ROW_LANES, ROW_WORDS, KIND_RAW, KIND_LIL, KIND_REFUSED, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
     CMD_READ_WMEM, LIL_MAX_ENTRIES, STATUS_COUNTERS, make_tag, lil_words,
 )
 from cores.sparsr.receiver import SparsrReceiver
 from software.sparsr.api import Sparsr, FrameRefused, RowRefused
-from software.sparsr.frames import (encode_rows, frame, lil_payload, read_frame, dma_frame, status_frame,
-                                    parse_status, choose_kind, AnswerDecoder)
+from software.sparsr.frames import (encode_rows, frame, lil_payload, read_frame, dma_frame, choose_kind,
+                                    AnswerDecoder)
 from software.sparsr.links import MigenLink
 from software.sparsr.model import CardModel
 
@@ -229,32 +229,3 @@ def test_api_exceptions():
         assert api.read_wmem(WROWS - 1, 1) == rows[2:3]
     finally:
         link.close()
-
-
-def worst_case_frames(rng):
-    """Frames that cost the executor the most: four LIL slots filling the payload, raw pieces."""
-    frames = []
-    for n in ((48, 48, 49, 49), (0, 0, 0, 0), (102, 90)):
-        slots = []
-        for k, count in enumerate(n):
-            slots += [make_tag(KIND_LIL, count), k % WROWS] + lil_payload(make_row(rng, count))
-        frames.append(frame(CMD_WRITE_WMEM, slots, len(n)))
-    rows = [make_row(rng, n) for n in (256, 10, 256, 204, 0, 101, 256, 103)]
-    return frames + encode_rows(0, rows[:4]) + encode_rows(0, rows[4:])
-
-
-def test_input_rate():
-    """Frames queued back to back are taken at one word per cycle, whatever their slots cost."""
-    link = MigenLink(SparsrReceiver(WROWS, XROWS, with_csr=False), seed=4)
-    model = CardModel(WROWS, XROWS)
-    try:
-        frames = worst_case_frames(random.Random(19))
-        for f in frames + [status_frame()]:
-            link.send_frame(f)
-            model.receive(f)
-        status = parse_status(link.recv_frame())
-    finally:
-        link.close()
-    assert status == model.counters and status["frames_ok"] == len(frames) + 1
-    assert link.words_in == FRAME_WORDS * (len(frames) + 1)
-    assert link.input_rate() == 1.0
