@@ -9,7 +9,7 @@ from migen.sim import run_simulation
 
 from litepcie.tlp.common import fmt_dict
 
-from cores.sparsr.common import FRAME_WORDS
+from cores.sparsr.common import FRAME_WORDS, CMD_WRITE_XMEM
 from cores.sparsr.pcie import SparsrDMAAdapter
 from software.sparsr.frames import encode_rows, read_frame, status_frame, dma_frame
 from software.sparsr.model import CardModel
@@ -150,7 +150,7 @@ def test_frames_over_pcie_dma_at_tlp_level(pcie_card):
     card, ports = pcie_card
     rng = random.Random(21)
     rows = [random_row(rng, n) for n in (102, 256, 7, 0)]
-    frames = ([status_frame()] + encode_rows(0, rows[:2]) + encode_rows(0, rows[2:], 0x02) +
+    frames = ([status_frame()] + encode_rows(0, rows[:2]) + encode_rows(0, rows[2:], CMD_WRITE_XMEM) +
               [dma_frame(0, 2, 2), read_frame(0, 4), status_frame()])
     model = CardModel(4, 2)
     expected = [a for f in frames for a in model.receive(f)]

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from cores.sparsr.common import (FRAME_WORDS, ROW_LANES, KIND_LIL, KIND_RAW, CMD_WRITE_XMEM, CMD_DMA_XMEM_WMEM,
-                                 CMD_READ_WMEM, LIL_MAX_ENTRIES, make_tag)
+from cores.sparsr.common import (FRAME_WORDS, KIND_LIL, KIND_RAW, CMD_WRITE_XMEM, CMD_DMA_XMEM_WMEM,
+                                 CMD_READ_WMEM, CMD_WRITE_WMEM, LIL_MAX_ENTRIES, make_tag)
 from software.sparsr.demo import random_row, DEMO_DENSITIES
 from software.sparsr.frames import (encode_rows, frame, read_frame, dma_frame, status_frame, lil_payload,
                                     AnswerDecoder)
@@ -71,7 +71,7 @@ def test_lil_counts_around_the_limit(card):
         frames += encode_rows(k % WROWS, [row])
         frames += encode_rows(k % XROWS, [row], CMD_WRITE_XMEM)
         frames += [dma_frame(k % XROWS, (k + 1) % WROWS, 1), read_frame(0, WROWS)]
-    frames += [frame(0x01, [make_tag(KIND_LIL, 103), 2] + [0] * 129, 1), status_frame()]
+    frames += [frame(CMD_WRITE_WMEM, [make_tag(KIND_LIL, 103), 2] + [0] * 129, 1), status_frame()]
     run, _ = check(card, frames, seed=2, valid_prob=0.9, ready_prob=0.5)
     assert run.counters["refused_tag"] == 1
 
@@ -92,8 +92,10 @@ def test_random_traffic(card):
         else:
             frames += encode_rows(WROWS - n, rows)
         frames.append(read_frame(0, WROWS))
-        frames.append(rng.choice([frame(0x09, [], 0), frame(0x01, [make_tag(KIND_RAW, 5, 3), 0] + [1] * 5, 1),
-                                  frame(0x01, [0, 0, 0], 1)[:200], status_frame()]))
+        bad = [frame(0x09, [], 0),                                            # unknown command
+               frame(CMD_WRITE_WMEM, [make_tag(KIND_RAW, 5, 3), 0] + [1] * 5, 1),   # piece without start
+               frame(CMD_WRITE_WMEM, [0, 0, 0], 1)[:200]]                     # short frame
+        frames.append(rng.choice(bad + [status_frame()]))
     run, _ = check(card, frames + [status_frame()], seed=3)
     assert run.counters["frames_ok"] >= 18
 
@@ -126,7 +128,7 @@ def test_input_rate_in_verilog(card):
         slots = []
         for k, n in enumerate(counts):
             slots += [make_tag(KIND_LIL, n), k] + lil_payload(random_row(rng, n))
-        frames.append(frame(0x01, slots, len(counts)))
+        frames.append(frame(CMD_WRITE_WMEM, slots, len(counts)))
     rows = [random_row(rng, rng.choice(DEMO_DENSITIES)) for _ in range(48)]
     for k in range(0, len(rows), WROWS):
         frames += encode_rows(0, rows[k:k + WROWS])

@@ -10,6 +10,9 @@ operand or target, so some bugs only show here).
 valid/ready, one frame after the other (`last` on each frame's final word, so a frame of any length can be
 sent), and returns when every word went in and the receiver is idle with no answer left. The compiled
 simulator is kept under build/sparsr_vsim/<hash of the Verilog and harness>/.
+
+Also here: `CycleSim` (any module stepped one cycle at a time from Python, used for the PCIe path at TLP
+level) and `lint` (verilator --lint-only of generated gateware, with blackbox stubs for vendor cells).
 """
 import hashlib
 import os
