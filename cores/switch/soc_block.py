@@ -63,7 +63,13 @@ class SwitchGenerator(LiteXModule):
         draw = Signal(17)
         self.comb += draw.eq(rng[:16])
         pick = Signal(8)
-        self.comb += pick.eq(Mux(offset != 0, offset, 1 + ((rng[16:32] * (n - 1)) >> 16)))
+        # The product gets its own full-width signal: inside one Verilog expression it would be evaluated at
+        # the context width (16 bits) and the >> 16 would always give 0 (every "uniform" cell to offset 1).
+        scaled = Signal(16 + (n - 1).bit_length())
+        self.comb += [
+            scaled.eq(rng[16:32] * (n - 1)),
+            pick.eq(Mux(offset != 0, offset, 1 + scaled[16:])),
+        ]
         go = Signal()
         self.comb += [
             go.eq(busy & ((beat != 0) | ~(paused >> j[:w])[0])),

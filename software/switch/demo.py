@@ -46,6 +46,9 @@ def demo(bus, prefix="switch", cell_times=200):
         if r["errors"] or r["drops"] or r["collisions"] or r["rx_cells"] != r["tx_cells"]:
             raise RuntimeError(f"switch load {load}: {r}")
         s = summarise(r, ports, beats, duration)
+        if not offset and load >= 0.8 and r["lat_max"] * r["rx_cells"] <= r["lat_sum"]:
+            # Uniform destinations at this load always collide somewhere, so some cell must wait.
+            raise RuntimeError(f"switch load {load}: every cell had the same latency, destinations not uniform: {r}")
         if offset and s["throughput"] < 0.9:
             raise RuntimeError(f"switch: a full-load permutation ran at {s['throughput']:.3f} of line rate")
         kind = "permutation" if offset else "uniform"
