@@ -7,7 +7,7 @@ FP32 is one 24-bit shift into at most two adjacent limbs and short per-limb adds
 when the result is read out, by a pipeline that then rounds the exact sum once to nearest-even FP32.
 """
 from functools import reduce
-from operator import and_, or_
+from operator import or_
 
 from migen import *
 
@@ -90,8 +90,9 @@ class _Round(Module):
         valid = valid_i
 
         # Carry propagation, one limb a stage: digits[k] = low 32 bits, carry signed; stage k also registers
-        # the zero flag of digit k-1 (from its register, off the adder). Digit 8's flag is never needed.
-        digits, dz = [], []
+        # lowz[k] = "digits 0..k-1 are all zero" = lowz[k-1] & (digit k-1 == 0), from registers (off the
+        # adder), for the negation below.
+        digits, lowz = [], [C(1, 1)]
         carry = Signal((lw - ACC_LIMB_BITS + 1, True))
         self.comb += carry.eq(0)
         pending = [Signal((lw, True)) for _ in limbs]
@@ -101,29 +102,28 @@ class _Round(Module):
             t = Signal((lw + 1, True))
             self.comb += t.eq(pending[k] + carry)
             n_digits = [Signal(ACC_LIMB_BITS) for _ in range(k + 1)]
-            n_dz = [Signal() for _ in range(k)]
+            n_lowz = [Signal() for _ in range(k + 1)]
             n_pending = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
             n_carry = Signal((lw - ACC_LIMB_BITS + 1, True))
             n_valid, n_fl = Signal(), Signal(len(ACC_FLAGS))
             self.sync += [
                 [nd.eq(d) for nd, d in zip(n_digits, digits)],
-                [nz.eq(z) for nz, z in zip(n_dz, dz)],
-                n_dz[k - 1].eq(digits[k - 1] == 0) if k else [],
+                [nz.eq(z) for nz, z in zip(n_lowz, lowz)],
+                n_lowz[k].eq(lowz[k - 1] & (digits[k - 1] == 0)) if k else [],
                 n_digits[k].eq(t[:ACC_LIMB_BITS]),
                 n_carry.eq(t >> ACC_LIMB_BITS),
                 [n_pending[i].eq(pending[i]) for i in range(k + 1, ACC_LIMBS)],
                 n_valid.eq(valid), n_fl.eq(fl),
             ]
-            digits, dz, pending, carry, valid, fl = n_digits, n_dz, n_pending, n_carry, n_valid, n_fl
+            digits, lowz, pending, carry, valid, fl = n_digits, n_lowz, n_pending, n_carry, n_valid, n_fl
 
         # Sign and magnitude: negative sums are negated as ~D + 1, the +1 reaching digit k when all lower
-        # digits are zero (an AND of registered zero flags, no long carry chain).
+        # digits are zero (the registered lowz flag, no long carry chain).
         neg = carry < 0
         mag = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
         sign, valid2, fl2 = Signal(), Signal(), Signal(len(ACC_FLAGS))
         for k in range(ACC_LIMBS):
-            low_zero = reduce(and_, dz[:k], C(1, 1))
-            self.sync += mag[k].eq(Mux(neg, ~digits[k] + low_zero, digits[k]))
+            self.sync += mag[k].eq(Mux(neg, ~digits[k] + lowz[k], digits[k]))
         self.sync += sign.eq(neg), valid2.eq(valid), fl2.eq(fl)
 
         # Non-zero flags of the magnitude digits.

@@ -78,7 +78,7 @@ class MiniSharpCore(LiteXModule):
             self.submodules += disp
             self.comb += disp.sel.eq(self.fwd_map[i])
         for o in range(num_ports):
-            mfifo = stream.SyncFIFO(result_meta_layout, 2)
+            mfifo = stream.SyncFIFO(result_meta_layout, 2, buffered=True)
             wfifo = stream.SyncFIFO([("data", 32 * lanes)], res_fifo_words, buffered=True)
             # Fabric registers (valid and ready) after the block RAM's.
             wpipe = stream.Buffer([("data", 32 * lanes)], pipe_valid=True, pipe_ready=True)
