@@ -52,9 +52,10 @@ def reply_route_statements(header, reply):
 class BytePacker(LiteXModule):
     """Packs chunks of 0..in_bytes bytes (sink: data, n; byte k = data[8k+7:8k]) into beats of `size` bytes
     (source: data, bytes above `size` zero), `size` (1..out_bytes) being set by the user for the next beat.
-    A circular buffer of B bytes (the power of two >= in_bytes + out_bytes) with registered write and read
+    A circular buffer of B bytes (the power of two >= in_bytes + 2 out_bytes) with registered write and read
     pointers: a chunk is rotated to the write pointer, a beat rotated from the read pointer, so both barrel
-    rotators are steered by registers only. Takes a chunk and gives a beat every cycle; latency 1 cycle."""
+    rotators are steered by registers only, and sink.ready depends on the level only (no path from
+    source.ready). Takes a chunk and gives a beat every cycle; latency 1 cycle."""
     def __init__(self, in_bytes, out_bytes):
         self.sink = sink = stream.Endpoint([("data", 8 * in_bytes), ("n", bits_for(in_bytes))])
         self.source = source = stream.Endpoint([("data", 8 * out_bytes)])
@@ -62,7 +63,7 @@ class BytePacker(LiteXModule):
 
         # # #
 
-        lg = bits_for(in_bytes + out_bytes - 1)
+        lg = bits_for(in_bytes + 2 * out_bytes - 1)
         B = 1 << lg
         buf = Signal(8 * B)
         wp = Signal(lg)
@@ -83,7 +84,7 @@ class BytePacker(LiteXModule):
             source.data.eq((Cat(buf, buf) >> Cat(C(0, 3), rp))[:8 * out_bytes] & low_bytes(self.size, 8 * out_bytes)),
             shift.eq(Mux(source.valid & source.ready, self.size, 0)),
             after.eq(level - shift),
-            sink.ready.eq(after <= B - in_bytes),
+            sink.ready.eq(level <= B - in_bytes),
             fire_in.eq(sink.valid & sink.ready & (sink.n != 0)),
             rot.eq(B - wp),
             chunk_mask.eq(Mux(fire_in, low_bytes(sink.n, 8 * in_bytes), 0)),
@@ -235,18 +236,20 @@ class L2Segmenter(LiteXModule):
                 ),
             ),
         )
-        pos = Signal(max=L2_PACKET_BYTES)
-        left = Signal(max=L2_PACKET_BYTES + 1)
+        nbeats = -(-L2_PACKET_BYTES // P)
+        ubeat = Signal(max=nbeats)
+        final = Signal()                            # registered: the unit's last beat is next
         self.comb += [
-            left.eq(L2_PACKET_BYTES - pos),
-            fp.size.eq(Mux(left < P, left, P)),
+            fp.size.eq(Mux(final, L2_PACKET_BYTES - (nbeats - 1) * P, P)),
             source.valid.eq(fp.source.valid),
             source.data.eq(fp.source.data),
             source.nbytes.eq(fp.size),
-            source.last.eq(left <= P),
+            source.last.eq(final),
             fp.source.ready.eq(source.ready),
         ]
-        self.sync += If(source.valid & source.ready, If(source.last, pos.eq(0)).Else(pos.eq(pos + P)))
+        self.sync += If(source.valid & source.ready,
+            If(final, ubeat.eq(0), final.eq(0)).Else(ubeat.eq(ubeat + 1), final.eq(ubeat == nbeats - 2)),
+        )
 
         _add_counters(self, TX_COUNTERS, ev)
         if with_csr:
