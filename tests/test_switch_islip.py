@@ -8,9 +8,9 @@ from cores.switch.islip import ISLIPScheduler
 from software.switch.islip import ISLIP
 
 
-def run_decisions(n, iterations, request_seq, idle_gaps=None):
+def run_decisions(n, iterations, request_seq, idle_gaps=None, pipelined=False):
     """Drive the RTL with one request matrix per decision; returns [(match, grant_ptr, accept_ptr)]."""
-    dut = ISLIPScheduler(n, iterations)
+    dut = ISLIPScheduler(n, iterations, pipelined)
     out = []
 
     def gen():
@@ -52,12 +52,16 @@ def assert_matching(n, reqs, match):
             assert reqs[i][m], f"input {i} matched to output {m} it did not request"
 
 
-@pytest.mark.parametrize("n,iterations,count", [(4, 1, 120), (4, 3, 80), (8, 2, 60), (8, 4, 30), (16, 2, 8)])
-def test_islip_equals_reference(n, iterations, count):
+@pytest.mark.parametrize("n,iterations,count,pipelined", [
+    (4, 1, 120, False), (4, 3, 80, False), (8, 2, 60, False), (8, 4, 30, False), (16, 2, 8, False),
+    (4, 2, 80, True), (8, 3, 40, True)])
+def test_islip_equals_reference(n, iterations, count, pipelined):
+    """Decision by decision: the matching and both pointer arrays equal the Python iSLIP's; the decision
+    takes exactly `latency` cycles (2k + 1, or 3k + 1 pipelined)."""
     rng = random.Random(1000 * n + iterations)
     seq = random_requests(rng, n, count, density=rng.choice([0.2, 0.5, 0.9]))
     gaps = [rng.randrange(3) for _ in seq]
-    rtl = run_decisions(n, iterations, seq, gaps)
+    rtl = run_decisions(n, iterations, seq, gaps, pipelined)
     ref = ISLIP(n, iterations)
     for reqs, (match, gptr, aptr) in zip(seq, rtl):
         assert match == ref.schedule(reqs)

@@ -43,15 +43,20 @@ class ISLIPScheduler(LiteXModule):
     output matched to input i; flattened as N*log2(N) bits in `match_flat`) held until the next start.
     Grant pointers move to one past the granted input, accept pointers to one past the accepted output,
     only for grants accepted in the first iteration. `start` while busy is ignored and counted in
-    `overruns`. One decision per 2*iterations + 1 cycles at most.
+    `overruns`. One decision per `latency` cycles at most.
+
+    `pipelined=True` registers each input's accept pick before it updates the matching and the pointers
+    (three cycles an iteration, `done` 3*iterations + 1 cycles after `start`, same decisions): a shorter
+    critical path for a clock shared with a datapath that leaves many cycles per decision.
     """
-    def __init__(self, n, iterations=1):
+    def __init__(self, n, iterations=1, pipelined=False):
         check_ports(n)
         if not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
             raise ValueError(f"iterations must be an int in [1, {MAX_ITERATIONS}], got {iterations!r}")
         self.n = n
         self.iterations = iterations
-        self.latency = 2 * iterations + 1
+        self.pipelined = bool(pipelined)
+        self.latency = (3 if pipelined else 2) * iterations + 1
         w = log2(n)
         self.req = Signal(n * n)
         self.start = Signal()
@@ -70,7 +75,7 @@ class ISLIPScheduler(LiteXModule):
         in_matched = self.match_valid
         out_matched = Signal(n)
         iteration = Signal(max(1, (iterations - 1).bit_length()) + 1)
-        accept_phase = Signal()
+        phase = Signal(2)                                           # 0 grant, 1 accept, 2 commit (pipelined)
         # Grant registers: per output j, valid + one-hot over inputs + index.
         g_valid = Signal(n)
         g_onehot = [Signal(n, name=f"g_onehot{j}") for j in range(n)]
@@ -80,7 +85,7 @@ class ISLIPScheduler(LiteXModule):
         self.sync += If(self.start & ~self.busy,
             self.busy.eq(1),
             iteration.eq(0),
-            accept_phase.eq(0),
+            phase.eq(0),
             in_matched.eq(0),
             out_matched.eq(0),
             *[req_q[i].eq(self.req[i * n:(i + 1) * n]) for i in range(n)],
@@ -95,30 +100,41 @@ class ISLIPScheduler(LiteXModule):
                                 & Replicate(~out_matched[j], n))
             valid, index, onehot = round_robin_pick(self, col, self.grant_ptr[j], n)
             grant_logic += [g_valid[j].eq(valid), g_onehot[j].eq(onehot), g_index[j].eq(index)]
-        self.sync += If(self.busy & ~accept_phase, accept_phase.eq(1), *grant_logic)
+        self.sync += If(self.busy & (phase == 0), phase.eq(1), *grant_logic)
 
         # Accept: input i picks among the grants it received.
-        accept_logic = []
-        accepted_out = [[Signal(name=f"acc{i}_{j}") for j in range(n)] for i in range(n)]
+        a_valid, a_index, a_onehot = [], [], []
         for i in range(n):
             row = Signal(n, name=f"row{i}")
             self.comb += row.eq(Cat(*[g_valid[j] & g_onehot[j][i] for j in range(n)]))
             valid, index, onehot = round_robin_pick(self, row, self.accept_ptr[i], n)
-            self.comb += [accepted_out[i][j].eq(onehot[j]) for j in range(n)]
-            accept_logic.append(If(valid,
+            a_valid.append(valid)
+            a_index.append(index)
+            a_onehot.append(onehot)
+        if pipelined:
+            regs = ([Signal(name=f"a_valid{i}") for i in range(n)], [Signal(w, name=f"a_index{i}") for i in range(n)],
+                    [Signal(n, name=f"a_onehot{i}") for i in range(n)])
+            self.sync += If(self.busy & (phase == 1), phase.eq(2),
+                            *[r.eq(c) for rs, cs in zip(regs, (a_valid, a_index, a_onehot)) for r, c in zip(rs, cs)])
+            a_valid, a_index, a_onehot = regs
+
+        # Commit the accepted grants: matching, and the pointers in the first iteration.
+        commit = []
+        for i in range(n):
+            commit.append(If(a_valid[i],
                 in_matched[i].eq(1),
-                self.match[i].eq(index),
-                If(iteration == 0, self.accept_ptr[i].eq(index + 1)),
+                self.match[i].eq(a_index[i]),
+                If(iteration == 0, self.accept_ptr[i].eq(a_index[i] + 1)),
             ))
         for j in range(n):
-            taken = _or_bits(Cat(*[accepted_out[i][j] for i in range(n)]), range(n))
-            accept_logic.append(If(taken,
+            taken = _or_bits(Cat(*[a_onehot[i][j] for i in range(n)]), range(n))
+            commit.append(If(taken,
                 out_matched[j].eq(1),
                 If(iteration == 0, self.grant_ptr[j].eq(g_index[j] + 1)),
             ))
-        self.sync += If(self.busy & accept_phase,
-            accept_phase.eq(0),
+        self.sync += If(self.busy & (phase == (2 if pipelined else 1)),
+            phase.eq(0),
             iteration.eq(iteration + 1),
             If(iteration == iterations - 1, self.busy.eq(0), self.done.eq(1)),
-            *accept_logic,
+            *commit,
         )
