@@ -17,15 +17,15 @@ K = 1
 
 class Endpoint:
     """An endpoint model: sends cells (honouring per-VOQ flow control of its switch port), receives cells."""
-    def __init__(self, eid, rng, gap=0.3, ready=1.0, honour_fc=True):
-        self.eid, self.rng, self.gap, self.ready, self.honour_fc = eid, rng, gap, ready, honour_fc
+    def __init__(self, eid, rng, gap=0.3, ready=1.0, honour_fc=True, width=W):
+        self.eid, self.rng, self.gap, self.ready, self.honour_fc, self.width = eid, rng, gap, ready, honour_fc, width
         self.tx = []                 # (header, [beats]) to send
         self.rx = []                 # (header, [beats]) received
         self.paused = set()
         self.fc_frames = 0
 
     def cell(self, header, seq, beats):
-        data = [(self.rng.getrandbits(W - 32) << 32) | (seq << 16) | self.eid for _ in range(beats)]
+        data = [(self.rng.getrandbits(self.width - 32) << 32) | (seq << 16) | self.eid for _ in range(beats)]
         self.tx.append((header, data))
         return data
 
@@ -143,11 +143,13 @@ def test_single_switch_forwarding_and_drops():
     assert seen == {"drop_hops": bad["hops"], "drop_loop": bad["loop"], "cells_out": total_ok}
 
 
-def test_line_rate_permutation():
-    """A fixed permutation at full load: every output receives a cell every cell time."""
-    sw = RIFLSwitch(N, W, voq_cells=8, iterations=K)
+@pytest.mark.parametrize("width,k,pipelined", [(W, K, False), (256, 2, True)])
+def test_line_rate_permutation(width, k, pipelined):
+    """A fixed permutation at full load: every output receives a cell every cell time, with every cell's
+    contents (also with the pipelined scheduler: 7 of 8 cycles a cell time)."""
+    sw = RIFLSwitch(N, width, voq_cells=8, iterations=k, pipelined_scheduler=pipelined)
     rng = random.Random(3)
-    eps = [Endpoint(i, rng, gap=0.0) for i in range(N)]
+    eps = [Endpoint(i, rng, gap=0.0, width=width) for i in range(N)]
     cells = 12
     for i, ep in enumerate(eps):
         for seq in range(cells):
@@ -166,7 +168,9 @@ def test_line_rate_permutation():
                 stamps.append(t)
     gens += [watch(), drain([sw], eps, N * cells, 5000)]
     run_simulation(sw, gens)
-    assert sum(len(ep.rx) for ep in eps) == N * cells
+    for i, ep in enumerate(eps):
+        dst = eps[(i + 1 + (i % 3)) % N]
+        assert [d for _, d in flows(dst)[i]] == [d for _, d in ep.tx]
     gaps = [b - a for a, b in zip(stamps, stamps[1:])]
     assert gaps and max(gaps[2:]) == sw.beats          # back to back: one cell each cell time
 
@@ -438,6 +442,8 @@ def test_downstream_channel_rule():
 def test_parameters():
     with pytest.raises(ValueError):
         RIFLSwitch(4, 1024, iterations=1)        # 2 beats a cell: no time for an iteration
+    with pytest.raises(ValueError):
+        RIFLSwitch(4, 512, iterations=1, pipelined_scheduler=True)      # 4 beats < 3k + 2
     with pytest.raises(ValueError):
         RIFLSwitch(4, 256, voq_cells=6)
     with pytest.raises(ValueError):

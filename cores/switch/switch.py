@@ -31,7 +31,8 @@ class RIFLSwitch(LiteXModule):
 
     Timing: time is cut into cell times of `beats` cycles. At the start of each cell time the scheduler
     takes the requests of complete cells (masked by output credits) and decides within 2*iterations+1
-    cycles (so beats >= 2*iterations + 2); the granted cells cross the network during the next cell
+    cycles (3*iterations+1 with `pipelined_scheduler`; beats must exceed that); the granted cells cross the
+    network during the next cell
     time, one beat per cycle on every port at once, so every port sustains line rate. Each output has a
     FIFO of `out_cells` cells and one credit per cell: a cell is only scheduled towards an output with
     room for it, so a slow output back-pressures into its VOQs (and from there, by flow control, into the
@@ -42,13 +43,14 @@ class RIFLSwitch(LiteXModule):
     FIFO (always 0 thanks to the credits).
     """
     def __init__(self, n=4, data_width=256, voq_cells=8, iterations=2, out_cells=None,
-                 on_threshold=None, off_threshold=None, down_ports=None, with_csr=False):
+                 on_threshold=None, off_threshold=None, down_ports=None, pipelined_scheduler=False, with_csr=False):
         check_ports(n)
         down_ports = n if down_ports is None else down_ports
         check_ports(down_ports)
         beats = cell_beats(data_width)
-        if beats < 2 * iterations + 2:
-            raise ValueError(f"{iterations} iSLIP iterations need a cell time of at least {2 * iterations + 2} "
+        need = (3 if pipelined_scheduler else 2) * iterations + 2
+        if beats < need:
+            raise ValueError(f"{iterations} iSLIP iterations need a cell time of at least {need} "
                              f"cycles, {data_width}-bit ports give {beats}")
         if out_cells is not None and (not isinstance(out_cells, int) or out_cells < 1):
             raise ValueError(f"out_cells must be a positive int, got {out_cells!r}")
@@ -72,7 +74,7 @@ class RIFLSwitch(LiteXModule):
             setattr(self, f"input{i}", inp)
             self.inputs.append(inp)
             self.comb += [self.sinks[i].connect(inp.sink), inp.fc.connect(self.fcs[i])]
-        self.scheduler = sched = ISLIPScheduler(n, iterations)
+        self.scheduler = sched = ISLIPScheduler(n, iterations, pipelined_scheduler)
         self.network = net = BatcherBanyan(n, data_width + L2_HEADER_BITS + 1)
         self.collisions = net.collisions
         # Credit loop: from the cell time of a decision to its credit coming back, the cell is read in the
