@@ -28,8 +28,8 @@ def acc_state_bits(max_ranks):
 
 class _Decode(Module):
     """FP32 -> per-limb magnitudes (significand shifted into place), sign, special-value flags.
-    The fields are decoded and registered first, then shifted and placed (comb): outputs follow `x` by
-    one cycle."""
+    Two registered steps: the fields (hidden bit, shift, specials), then the shifted significand; the limb
+    select is comb: outputs follow `x` by two cycles."""
     def __init__(self, x):
         self.mags = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
         self.negative = Signal()
@@ -38,28 +38,34 @@ class _Decode(Module):
         # # #
 
         e, m, s = x[23:31], x[0:23], x[31]
-        special = Signal()
+        special, neg1 = Signal(), Signal()
         sig = Signal(24)
         sh = Signal(8)
-        shifted = Signal(ACC_LIMB_BITS + 24)
+        flags1 = {f: Signal() for f in ACC_FLAGS}
         self.sync += [
             special.eq(e == 0xFF),
             sig.eq(Mux(e == 0, m, Cat(m, 1))),
             sh.eq(Mux(e == 0, 0, e - 1)),         # subnormals sit at exponent 1
-            self.negative.eq(s),
-            self.flags["nan"].eq((e == 0xFF) & (m != 0)),
-            self.flags["pinf"].eq((e == 0xFF) & (m == 0) & ~s),
-            self.flags["ninf"].eq((e == 0xFF) & (m == 0) & s),
-            self.flags["negzero"].eq(x == 0x80000000),
+            neg1.eq(s),
+            flags1["nan"].eq((e == 0xFF) & (m != 0)),
+            flags1["pinf"].eq((e == 0xFF) & (m == 0) & ~s),
+            flags1["ninf"].eq((e == 0xFF) & (m == 0) & s),
+            flags1["negzero"].eq(x == 0x80000000),
         ]
-        self.comb += shifted.eq(sig << sh[0:5])
+        shifted = Signal(ACC_LIMB_BITS + 24)
+        limb = Signal(3)
+        special2 = Signal()
+        self.sync += [
+            shifted.eq(sig << sh[0:5]), limb.eq(sh[5:]), special2.eq(special),
+            self.negative.eq(neg1), [self.flags[f].eq(flags1[f]) for f in ACC_FLAGS],
+        ]
         lo, hi = shifted[:ACC_LIMB_BITS], shifted[ACC_LIMB_BITS:]
         for k, mag in enumerate(self.mags):
             self.comb += [
                 mag.eq(0),
-                If(~special,
-                    If(sh[5:] == k, mag.eq(lo)),
-                    If(sh[5:] == k - 1, mag.eq(hi)) if k else [],
+                If(~special2,
+                    If(limb == k, mag.eq(lo)),
+                    If(limb == k - 1, mag.eq(hi)) if k else [],
                 ),
             ]
 
@@ -76,12 +82,12 @@ def _lzc(x):
 
 class _Round(Module):
     """Accumulator state -> FP32 bits, rounded once to nearest-even. Pipelined: one state per cycle,
-    latency ACC_LIMBS + 8 cycles. `valid_i` travels with the data to `valid_o`."""
+    latency ACC_LIMBS + 9 cycles. `valid_i` travels with the data to `valid_o`."""
     def __init__(self, state, valid_i, max_ranks):
         self.valid_o = Signal()
         self.result = Signal(32)
         lw = limb_width(max_ranks)
-        self.latency = ACC_LIMBS + 8
+        self.latency = ACC_LIMBS + 9
 
         # # #
 
@@ -137,22 +143,31 @@ class _Round(Module):
             sign2b.eq(sign), valid2b.eq(valid2), fl2b.eq(fl2),
         ]
 
-        # Leading non-zero digit t (one-hot): a 64-bit window (digit t, digit t-1), a sticky bit for the rest.
+        # Leading non-zero digit t (one-hot, registered), then a 64-bit window (digit t, digit t-1) and a
+        # sticky bit for the digits below it.
+        top1 = [Signal() for _ in range(ACC_LIMBS)]
+        magt = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
+        sticky_t, is_zero_t, small_t = Signal(), Signal(), Signal()
+        sign2c, valid2c, fl2c = Signal(), Signal(), Signal(len(ACC_FLAGS))
+        top1_c = [nz[k] & ~reduce(or_, nz[k + 1:], C(0, 1)) for k in range(ACC_LIMBS)]
+        self.sync += [
+            [a.eq(b) for a, b in zip(top1, top1_c)], [a.eq(b) for a, b in zip(magt, magr)],
+            sticky_t.eq(reduce(or_, [top1_c[k] & reduce(or_, nz[:k - 1]) for k in range(2, ACC_LIMBS)])),
+            is_zero_t.eq(~reduce(or_, nz)),
+            small_t.eq(~reduce(or_, nz[1:]) & lowhi_zero),
+            sign2c.eq(sign2b), valid2c.eq(valid2b), fl2c.eq(fl2b),
+        ]
         t = Signal(max=ACC_LIMBS)
         window = Signal(2 * ACC_LIMB_BITS)
         sticky = Signal()
         is_zero, small = Signal(), Signal()
         sign3, valid3, fl3 = Signal(), Signal(), Signal(len(ACC_FLAGS))
-        top1 = [Signal() for _ in range(ACC_LIMBS)]
-        self.comb += [top1[k].eq(nz[k] & ~reduce(or_, nz[k + 1:], C(0, 1))) for k in range(ACC_LIMBS)]
-        wins = [Mux(top1[k], Cat(magr[k - 1] if k else C(0, ACC_LIMB_BITS), magr[k]), 0) for k in range(ACC_LIMBS)]
+        wins = [Mux(top1[k], Cat(magt[k - 1] if k else C(0, ACC_LIMB_BITS), magt[k]), 0) for k in range(ACC_LIMBS)]
         self.sync += [
             t.eq(reduce(or_, [Mux(top1[k], k, 0) for k in range(1, ACC_LIMBS)])),
             window.eq(reduce(or_, wins)),
-            sticky.eq(reduce(or_, [top1[k] & reduce(or_, nz[:k - 1]) for k in range(2, ACC_LIMBS)])),
-            is_zero.eq(~reduce(or_, nz)),
-            small.eq(~reduce(or_, nz[1:]) & lowhi_zero),
-            sign3.eq(sign2b), valid3.eq(valid2b), fl3.eq(fl2b),
+            sticky.eq(sticky_t), is_zero.eq(is_zero_t), small.eq(small_t),
+            sign3.eq(sign2c), valid3.eq(valid2c), fl3.eq(fl2c),
         ]
 
         # Normalise the window: leading zeros of the top digit, then shift.
@@ -228,15 +243,15 @@ class MSAccumulatorBank(LiteXModule):
 
     sink ops: ADD (addr, init, data = lanes FP32) adds element-wise, `init` starting from zero, and with
     `emit` also sends the new sums (rounded once to FP32) on `source`; READ (addr) sends the stored sums.
-    Results leave in op order. Pipeline: r0 registers the op, r1 the RAM address and decodes the FP32
-    fields, r2 holds the RAM output (the block RAM's own register) and shifts the significand into its
-    limbs, r3 registers both in the fabric and adds per limb,
+    Results leave in op order. Pipeline: r0 registers the op, r1 the RAM address and the FP32 fields, r2
+    holds the RAM output (the block RAM's own register) and the shifted significand, r3 registers the RAM
+    output in the fabric with one addend per limb and adds per limb,
     r4 writes back and feeds the rounding pipeline. The RAM output meets no logic before a fabric register
     (the DP16KD clock-to-out is 5.8 ns of the 8 ns at 125 MHz).
     Throughput: one op per cycle; an op waits only while an ADD to the same address is in r0..r2 (its
     write-back would come after this op's RAM read; consecutive addresses never wait), and an emitting op
     only when `out_depth` results are outstanding.
-    Latency: a result enters the output FIFO 5 + ACC_LIMBS + 8 cycles after its op is accepted.
+    Latency: a result enters the output FIFO 5 + ACC_LIMBS + 9 cycles after its op is accepted.
     Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024.
     """
     def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32):
@@ -265,7 +280,7 @@ class MSAccumulatorBank(LiteXModule):
 
         # Pipeline registers: valid, op, addr, init, emit per stage r0..r4.
         st = [dict(valid=Signal(), op=Signal(), addr=Signal(aw), init=Signal(), emit=Signal()) for _ in range(5)]
-        r0_data, r1_data = Signal(32 * lanes), Signal(32 * lanes)
+        r0_data = Signal(32 * lanes)
         r4_state = Signal(sw * lanes)
 
         # Result FIFO and credits.
@@ -291,7 +306,7 @@ class MSAccumulatorBank(LiteXModule):
         self.sync += [
             st[0]["valid"].eq(accept), st[0]["op"].eq(self.sink.op), st[0]["addr"].eq(self.sink.addr),
             st[0]["init"].eq(self.sink.init), st[0]["emit"].eq(self.sink.emit),
-            r0_data.eq(self.sink.data), r1_data.eq(r0_data),
+            r0_data.eq(self.sink.data),
         ]
         for a, b in zip(st[1:], st[:-1]):
             self.sync += [a[k].eq(b[k]) for k in a]
@@ -304,10 +319,11 @@ class MSAccumulatorBank(LiteXModule):
         rounds = []
         for ln in range(lanes):
             # r2: the RAM output (`ram_q`, the register that synthesis moves into the block RAM) is
-            # registered again in the fabric, next to the decoded FP32 (fields registered in r1), which is
-            # registered as one addend per limb: m, or ~m with a carry in for -m (one carry chain per limb).
-            # A READ adds nothing (addends 0, flags neutral), so r4 needs no op multiplexer.
-            dec = _Decode(r1_data[32 * ln:32 * ln + 32])
+            # registered again in the fabric, next to the decoded FP32 (fields registered in r1, shifted
+            # significand in r2), which is registered as one addend per limb: m, or ~m with a carry in for
+            # -m (one carry chain per limb). A READ adds nothing (addends 0, flags neutral), so r4 needs no
+            # op multiplexer.
+            dec = _Decode(r0_data[32 * ln:32 * ln + 32])
             self.submodules += dec
             is_add = st[2]["op"] == ACC_OP_ADD
             addend, cin = [Signal(lw) for _ in range(ACC_LIMBS)], Signal()
