@@ -394,8 +394,8 @@ def _synth(make, name, device, freq_mhz, pnr_minutes=None):
             "how": f"yosys only (nextpnr > {pnr_minutes} min){'; Fmax = post-placement estimate' if est else ''}"}
 
 
-def _scheduler(n, k):
-    m = ISLIPScheduler(n, k)
+def _scheduler(n, k, pipelined=False):
+    m = ISLIPScheduler(n, k, pipelined)
     return m, [m.req, m.start, m.busy, m.done, m.match_valid, m.match_flat, m.overruns]
 
 
@@ -404,7 +404,8 @@ def _network(n, width):
     return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions]
 
 
-ECP5_SCHEDULERS = [(8, "LFE5U-25F", 80), (16, "LFE5U-25F", 60), (32, "LFE5U-85F", 40)]
+ECP5_SCHEDULERS = [(8, "LFE5U-25F", 80, False), (16, "LFE5U-25F", 80, False), (16, "LFE5U-25F", 80, True),
+                   (32, "LFE5U-85F", 40, False), (32, "LFE5U-85F", 60, True)]
 ECP5_NETWORKS = [(8, 80), (16, 60)]
 PNR_MINUTES = 25
 
@@ -415,16 +416,19 @@ def ecp5_table():
     t = Table("ECP5 (out of context, yosys + nextpnr-ecp5)",
               ["block", "N", "device", "LUT4", "FF", "Fmax MHz", "cycles/decision", "decisions/s at Fmax (M)",
                "figures"])
-    for n, dev, target in ECP5_SCHEDULERS:
-        r = _synth(lambda: _scheduler(n, 3), f"switch_islip_n{n}_k3", dev, target, PNR_MINUTES)
+    for n, dev, target, pipelined in ECP5_SCHEDULERS:
+        name = f"switch_islip_n{n}_k3" + ("_pipe" if pipelined else "")
+        r = _synth(lambda: _scheduler(n, 3, pipelined), name, dev, target, PNR_MINUTES)
         f = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else float("nan")
-        cycles = ISLIPScheduler(n, 3).latency + 1
-        t.add("iSLIP k=3", n, dev, r["lut4"], r["ff"], f, cycles, f / cycles, r["how"])
+        cycles = ISLIPScheduler(n, 3, pipelined).latency + 1
+        t.add("iSLIP k=3" + (" pipelined" if pipelined else ""), n, dev, r["lut4"], r["ff"], f, cycles,
+              f / cycles, r["how"])
     for n, target in ECP5_NETWORKS:
         r = _synth(lambda: _network(n, 64 + 48 + 1), f"switch_bb_n{n}", "LFE5U-85F", target, PNR_MINUTES)
         f = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else float("nan")
         t.add("Batcher-Banyan, 113-bit lanes", n, "LFE5U-85F", r["lut4"], r["ff"], f, 1, f, r["how"])
-    t.notes = ("Scheduler: one decision every 2k+2 cycles (2k+1 latency plus the start cycle); a 256-byte cell "
+    t.notes = ("Scheduler: one decision every 2k+2 cycles (2k+1 latency plus the start cycle; 3k+2 pipelined); "
+               "a 256-byte cell "
                "at 100 Gb/s lasts 20.48 ns. Network: one 64-bit beat (+48-bit header, +last) per port per cycle, "
                "pipelined (latency = sorter + banyan stages). LUT4 = nextpnr's TRELLIS_COMB when placed, else "
                "yosys's LUT4 + 2 x CCU2C; FF excludes the wrapper's port registers; Fmax is nextpnr's achieved "
