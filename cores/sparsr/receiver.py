@@ -180,6 +180,7 @@ class SparsrReceiver(LiteXModule):
         discard = Signal()
         cmd = Signal(32)
         hlen = Signal(32)
+        hlen_end = Signal(33)    # HEADER_WORDS + LEN: the index of a kind-00 tag that agrees with LEN
         haddr = Signal(32)
         reason = Signal(REASON_BITS)
         PS_TAG, PS_ROW, PS_PAY, PS_END = range(4)
@@ -249,13 +250,11 @@ class SparsrReceiver(LiteXModule):
         slot_ends = Signal()
         list_end = Signal()
         end_nslots = Signal(3)
-        end_used = Signal(9)
         self.comb += [
             end_tag.eq(at_tag & (k_kind == KIND_END)),
             slot_ends.eq((at_row | at_pay) & (s_end == idx)),
             list_end.eq(end_tag | (slot_ends & (idx == FRAME_WORDS - 1))),
             end_nslots.eq(nslots + at_row),
-            end_used.eq(Mux(end_tag, idx - HEADER_WORDS, PAYLOAD_WORDS)),
         ]
         # Errors found on this word, in priority order (the first one names the refusal).
         known_cmd, cont_ok = Signal(), Signal()
@@ -285,7 +284,8 @@ class SparsrReceiver(LiteXModule):
             (at_tag & (k_kind != KIND_END) & piece_bad, REASON_PIECE),
             (at_row & s_cont & (word != q_row), REASON_PIECE),
             (at_pay & ~s_raw & ((lane_here & has_prev & (lane <= prev)) | pad_bad), REASON_LIL),
-            (list_end & ((end_nslots != haddr) | (end_nslots == 0) | (end_used != hlen)), REASON_HEADER),
+            (list_end & ((end_nslots != haddr) | (end_nslots == 0) |
+                         Mux(end_tag, idx != hlen_end, hlen != PAYLOAD_WORDS)), REASON_HEADER),
         ]
         err_sigs = []
         for cond, _ in errors:
@@ -314,6 +314,7 @@ class SparsrReceiver(LiteXModule):
         len_bad_early = Signal()
         len_bad_late = Signal()
         refuse = Signal()
+        frame_done = Signal()
         self.comb += [
             frame_end.eq(fire & ~discard & (idx == FRAME_WORDS - 1) & sink.last),
             len_bad_early.eq(fire & ~discard & sink.last & (idx != FRAME_WORDS - 1)),
@@ -321,6 +322,7 @@ class SparsrReceiver(LiteXModule):
             final_reason.eq(Mux(reason != 0, reason, Mux(err_now, err_code, Mux(cmd_ok, 0, REASON_CMD)))),
             accept.eq(frame_end & (final_reason == 0)),
             refuse.eq((frame_end & (final_reason != 0)) | len_bad_early | len_bad_late),
+            frame_done.eq(frame_end | len_bad_early | len_bad_late),     # accept | refuse, without the verdict
         ]
         refuse_code = Signal(REASON_BITS)
         self.comb += refuse_code.eq(Mux(len_bad_early | len_bad_late, REASON_LENGTH, final_reason))
@@ -336,7 +338,7 @@ class SparsrReceiver(LiteXModule):
                 idx.eq(idx + 1),
                 If(err_now & (reason == 0), reason.eq(err_code)),
                 If(idx == 0, cmd.eq(word)),
-                If(idx == 1, hlen.eq(word)),
+                If(idx == 1, hlen.eq(word), hlen_end.eq(_wide(word, 1) + HEADER_WORDS)),
                 If(idx == 2, haddr.eq(word)),
                 [If(idx == HEADER_WORDS + i, params[i].eq(word)) for i in range(3)],
             ),
@@ -382,7 +384,7 @@ class SparsrReceiver(LiteXModule):
                                                       (REASON_TAG, "tag"), (REASON_LIL, "lil"),
                                                       (REASON_PIECE, "piece"), (REASON_HEADER, "header"))}),
             ),
-            If(accept | refuse,
+            If(frame_done,
                 idx.eq(0), reason.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
                 If(len_bad_late, discard.eq(1)),
             ),
