@@ -52,10 +52,7 @@ def reply_route_statements(header, reply):
 class BytePacker(LiteXModule):
     """Packs chunks of 0..in_bytes bytes (sink: data, n; byte k = data[8k+7:8k]) into beats of `size` bytes
     (source: data, bytes above `size` zero), `size` (1..out_bytes) being set by the user for the next beat.
-    A circular buffer of B bytes (the power of two >= in_bytes + 2 out_bytes) with registered write and read
-    pointers: a chunk is rotated to the write pointer, a beat rotated from the read pointer, so both barrel
-    rotators are steered by registers only, and sink.ready depends on the level only (no path from
-    source.ready). Takes a chunk and gives a beat every cycle; latency 1 cycle."""
+    Buffer of in_bytes + out_bytes bytes; takes a chunk and gives a beat every cycle; latency 1 cycle."""
     def __init__(self, in_bytes, out_bytes):
         self.sink = sink = stream.Endpoint([("data", 8 * in_bytes), ("n", bits_for(in_bytes))])
         self.source = source = stream.Endpoint([("data", 8 * out_bytes)])
@@ -63,39 +60,23 @@ class BytePacker(LiteXModule):
 
         # # #
 
-        lg = bits_for(in_bytes + 2 * out_bytes - 1)
-        B = 1 << lg
+        B = in_bytes + out_bytes
         buf = Signal(8 * B)
-        wp = Signal(lg)
-        rp = Signal(lg)
         level = Signal(max=B + 1)
         shift = Signal(max=out_bytes + 1)
         after = Signal(max=B + 1)
-        fire_in = Signal()
-
-        def low_bytes(n, width):          # ones in the low n bytes of a width-bit word
-            return ((C(1, width + 1) << Cat(C(0, 3), n)) - 1)[:width]
-
-        chunk = Signal(8 * B)
-        chunk_mask = Signal(8 * B)
-        rot = Signal(lg + 1)
+        chunk = Signal(8 * in_bytes)
         self.comb += [
             source.valid.eq(level >= self.size),
-            source.data.eq((Cat(buf, buf) >> Cat(C(0, 3), rp))[:8 * out_bytes] & low_bytes(self.size, 8 * out_bytes)),
+            source.data.eq(buf & ((C(1, 8 * out_bytes + 1) << Cat(C(0, 3), self.size)) - 1)),
             shift.eq(Mux(source.valid & source.ready, self.size, 0)),
             after.eq(level - shift),
-            sink.ready.eq(level <= B - in_bytes),
-            fire_in.eq(sink.valid & sink.ready & (sink.n != 0)),
-            rot.eq(B - wp),
-            chunk_mask.eq(Mux(fire_in, low_bytes(sink.n, 8 * in_bytes), 0)),
-            chunk.eq(sink.data & chunk_mask),
+            sink.ready.eq(after <= out_bytes),
+            chunk.eq(Mux(sink.valid & sink.ready, sink.data & ((C(1, 8 * in_bytes + 1) << Cat(C(0, 3), sink.n)) - 1), 0)),
         ]
         self.sync += [
-            buf.eq((buf & ~(Cat(chunk_mask, chunk_mask) >> Cat(C(0, 3), rot))[:8 * B]) |
-                   (Cat(chunk, chunk) >> Cat(C(0, 3), rot))[:8 * B]),
-            wp.eq(wp + Mux(fire_in, sink.n, 0)),
-            rp.eq(rp + shift),
-            level.eq(after + Mux(fire_in, sink.n, 0)),
+            buf.eq((buf >> Cat(C(0, 3), shift)) | (chunk << Cat(C(0, 3), after))[:8 * B]),
+            level.eq(after + Mux(sink.valid & sink.ready, sink.n, 0)),
         ]
 
 
