@@ -21,7 +21,7 @@ from software.minisharp import packets as P
 from software.minisharp.reference import reduce_vectors
 
 HOST, SW = "02:00:00:00:00:aa", "02:00:00:00:00:55"
-CONFIGS = [("2 x 8-bit", dict(num_ports=2, dw=8)),
+CONFIGS = [("2 x 8-bit, 1 lane", dict(num_ports=2, dw=8)),
            ("4 x 64-bit, 2 lanes", dict(num_ports=4, dw=64)),
            ("4 x 64-bit, 8 lanes", dict(num_ports=4, dw=64, lanes=8))]
 
@@ -66,7 +66,8 @@ def throughput(vm, ranks, n_chunks, seed=1):
     frames = [dict(P.chunk_frames(SW, HOST, 1, k, vecs[k], ce)) for k in range(ranks)]
     ports = vm.num_ports
     inputs = [[] for _ in range(ports)]
-    inputs[0].append((0, P.setup_frame(SW, HOST, 1, P.setup_record(n, ranks, 0, ports - 1))))
+    setup = P.setup_frame(SW, HOST, 1, P.setup_record(n, ranks, 0, ports - 1))
+    inputs[0].append((0, setup))
     for c in range(n_chunks):
         for k in range(ranks):
             inputs[k % ports].append((200, frames[k][c]))
@@ -76,7 +77,7 @@ def throughput(vm, ranks, n_chunks, seed=1):
         p = P.parse(f, n)
         res[p["chunk_index"]] = p["values"]
     vector = [v for c in range(n_chunks) for v in res.get(c, [0] * ce)]
-    data_beats = sum(run.beats[i][0] for i in range(ports))
+    data_beats = sum(run.beats[i][0] for i in range(ports)) - -(-len(setup) // (vm.dw // 8))
     first = 200
     last = max(max(x) for x in run.in_last if x)
     drops = sum(v for k, v in run.counters.items() if k.startswith("drop_"))
@@ -104,8 +105,9 @@ def latency(vm, elements):
 
 
 def run(quick=False, all_builds=False, ecp5=True):
-    """quick: accuracy table only. ecp5: synthesise ECP5_BUILDS (about 8 minutes); all_builds: also
-    ECP5_MORE (30+ more minutes)."""
+    """quick: accuracy table only (seconds). Otherwise the Verilator tables (about 3 minutes); ecp5: also
+    synthesise ECP5_BUILDS (2 x 8-bit on both devices, about 10 minutes each on a loaded machine);
+    all_builds: also ECP5_MORE (4 x 64-bit, 8 lanes)."""
     from cores.minisharp.vsim import VerilatedMiniSharp, verilator_available
     res = BenchResult("minisharp")
     if quick or not verilator_available():
@@ -114,23 +116,30 @@ def run(quick=False, all_builds=False, ecp5=True):
         return res
 
     tt = Table("Line rate: every port offered back-to-back 1048-byte COL_DATA frames (256 FP32), no gap",
-               ["build", "ports", "port width", "input beats taken / cycle / port",
-                "data frames kept (ratio to offered)", "drops by reason", "chunks completed", "Verilator build+run s"],
+               ["build", "ports", "port width", "frames offered", "input beats taken / cycle / port",
+                "data frames kept (ratio to offered)", "beats of kept frames / cycle / port", "drops by reason",
+                "chunks completed", "Verilator build+run s"],
                notes="Ports never stall (ready=1, as a PHY), so every offered beat is taken; line rate means no "
-                     "frame is dropped. 8 ranks, chunk-major order, no resends (a dropped contribution leaves its "
-                     "chunk incomplete and its slot busy); results broadcast to every port.")
+                     "frame is dropped (a frame the engine cannot take in time overflows its port's 2-chunk "
+                     "buffer and is dropped as `overflow`). 8 ranks, chunk-major order, no resends (a dropped "
+                     "contribution leaves its chunk incomplete and its slot busy); results broadcast to every port. "
+                     "Reference: the offered load, 1.0. 2 lanes x 32 bits have the bandwidth of one 64-bit port, "
+                     "so that build cannot keep 4 ports.")
     lt = Table("Latency: last beat of the completing contribution -> first beat of the COL_RES frame",
                ["build", "chunk elements", "cycles", "contribution frame beats", "ratio to frame time"],
-               notes="Store and forward: a contribution is validated as a whole frame before it is added "
-                     "(one word of lanes FP32 per cycle), then the exact sums are rounded in a 16-stage pipeline.")
+               notes="A contribution is validated as a whole frame (store and forward); the completing one is "
+                     "added one word (lanes FP32) per cycle and each word's exact sums leave the 17-stage rounding "
+                     "pipeline at once; the COL_RES frame starts with its first value. Reference: the frame time "
+                     "of the contribution (its beats).")
     rtl_vec, vecs_for_acc = None, None
     for name, params in CONFIGS:
         t0 = time.time()
         vm = VerilatedMiniSharp(**params)
-        fig, vec, vecs = throughput(vm, ranks=8, n_chunks=4 if vm.num_ports == 2 else 8)
+        fig, vec, vecs = throughput(vm, ranks=8, n_chunks=8 if vm.num_ports == 2 else 32)
         res.data[f"throughput {name}"] = fig
-        tt.add(name, fig["ports"], fig["dw"], round(fig["beats_per_cycle_per_port"], 4),
-               round(fig["processed"], 4), ", ".join(f"{k} {v}" for k, v in fig["drop_reasons"].items()) or "none",
+        tt.add(name, fig["ports"], fig["dw"], fig["frames"] - 1, round(fig["beats_per_cycle_per_port"], 4),
+               round(fig["processed"], 4), round(fig["beats_per_cycle_per_port"] * fig["processed"], 4),
+               ", ".join(f"{k} {v}" for k, v in fig["drop_reasons"].items()) or "none",
                f"{fig['chunks_done']}/{fig['chunks']}", round(time.time() - t0, 1))
         if rtl_vec is None:
             rtl_vec, vecs_for_acc = vec, vecs
@@ -146,10 +155,10 @@ def run(quick=False, all_builds=False, ecp5=True):
     return res
 
 
-ECP5_BUILDS = [("2 x 8-bit", dict(num_ports=2, dw=8), "LFE5U-25F")]
-ECP5_MORE = [("2 x 8-bit", dict(num_ports=2, dw=8), "LFE5U-85F"),
-             ("4 x 64-bit, 2 lanes", dict(num_ports=4, dw=64), "LFE5U-85F"),
-             ("4 x 64-bit, 2 lanes", dict(num_ports=4, dw=64), "LFE5U-25F")]
+ECP5_BUILDS = [("2 x 8-bit, 1 lane", dict(num_ports=2, dw=8, lanes=1), "LFE5U-25F"),
+               ("2 x 8-bit, 1 lane", dict(num_ports=2, dw=8, lanes=1), "LFE5U-85F")]
+ECP5_MORE = [("4 x 64-bit, 8 lanes", dict(num_ports=4, dw=64, lanes=8), "LFE5U-85F"),
+             ("4 x 64-bit, 8 lanes", dict(num_ports=4, dw=64, lanes=8), "LFE5U-25F")]
 
 
 def ecp5_table(builds=ECP5_BUILDS):
@@ -163,7 +172,7 @@ def ecp5_table(builds=ECP5_BUILDS):
     for name, params, dev in builds:
         t0 = time.time()
         top = _Top(MiniSharpCore(**params))
-        bname = f"minisharp_{params['num_ports']}x{params['dw']}"
+        bname = f"minisharp_{params['num_ports']}x{params['dw']}_{params['lanes']}l"
         outdir = os.path.join(ROOT, "build", "ecp5", f"{bname}_{dev}")
         if os.path.exists(os.path.join(outdir, "report.json")):
             os.remove(os.path.join(outdir, "report.json"))
