@@ -128,7 +128,7 @@ def run(quick=False, all_builds=False, ecp5=True):
     lt = Table("Latency: last beat of the completing contribution -> first beat of the COL_RES frame",
                ["build", "chunk elements", "cycles", "contribution frame beats", "ratio to frame time"],
                notes="A contribution is validated as a whole frame (store and forward); the completing one is "
-                     "added one word (lanes FP32) per cycle and each word's exact sums leave the 17-stage rounding "
+                     "added one word (lanes FP32) per cycle and each word's exact sums leave the 18-stage rounding "
                      "pipeline at once; the COL_RES frame starts with its first value. Reference: the frame time "
                      "of the contribution (its beats).")
     rtl_vec, vecs_for_acc = None, None
