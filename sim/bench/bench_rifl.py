@@ -207,8 +207,8 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
             plot_data[F].append((ber, ratio))
     table.notes = (f"Error model: one error event per corrupted frame (2^32 (1-(1-BER)^F) threshold); each point runs "
                    f"1.3 x {MIN_ERRORS} / (2 p_frame) cycles (cap {max_cycles}), so it expects {int(1.3 * MIN_ERRORS)} "
-                   f"channel errors (both directions); 'recovery per error' = frame slots lost per error and "
-                   f"direction / RTT. Goal >= 0.99 at "
+                   f"channel errors (both directions); 'recovery per error' = frame slots lost (both directions "
+                   f"together) per channel error / RTT. Goal >= 0.99 at "
                    f"BER 1e-7. Payload efficiency (F-16)/F: " +
                    ", ".join(f"F={F}: {efficiency(F):.4f}" for F in frame_sizes) + f". Wall time {time.time() - t0:.0f} s.")
     result.tables.append(table)
