@@ -2,18 +2,13 @@
 both ways, with errors both ways, a link flap and a slow receiver; the checkers' counts against the
 generators'. The block behind LiteX's CSR bank (as in the SoC) driven over the CSR bus by the host demo.
 Plus the benchmark's quick mode (smoke test)."""
-import queue
-import threading
-from types import SimpleNamespace
 
 from migen import *
 from migen.sim import run_simulation
 
-from litex.gen import LiteXModule
-from litex.soc.interconnect import csr_bus
-
 from cores.rifl.soc_block import RIFLLoopback
 from software.rifl.demo import demo
+from tests.csr_sim_bus import run_demo
 
 
 def run_block(cycles, err=0, burst=1, flap=None, rx_ready=0, limit=40, F=64, latency=3):
@@ -54,80 +49,15 @@ def test_soc_block_errors_flap_slow_receiver():
     assert res["a_link_downs"] >= 1 and res["a_rx_overflow"] == 0 and res["b_rx_overflow"] == 0
 
 
-class BankedLoopback(LiteXModule):
-    """RIFLLoopback as the SoC sees it: registered as `rifl` and mapped by LiteX's CSRBankArray (32-bit CSR
-    bus, paging 0x800, big-endian ordering, the SoC defaults), so the compound CSRs' own logic is in the design."""
-    def __init__(self, frame_bits, latency, mapaddr=5):
-        self.rifl = RIFLLoopback(frame_bits, latency)
-        self.csr_bankarray = csr_bus.CSRBankArray(self, lambda name, memory: mapaddr if name == "rifl" else None,
-                                                  data_width=32, address_width=14, paging=0x800, ordering="big")
-        self.bus = self.csr_bankarray.get_buses()[0]
-        (name, csrs, base, bank), = self.csr_bankarray.banks
-        self.addrs = {}
-        for c in csrs:
-            assert len(c.get_simple_csrs()) == 1
-            self.addrs[f"{name}_{c.name}"] = (base << 9) | bank.simple_csrs.index(c.get_simple_csrs()[0])
-
-
-class SimBus:
-    """`bus.regs.<name>.read()/write(value)` (as LiteX's RemoteClient) served by the Migen simulation: every
-    access is one CSR-bus transaction; simulated time only advances during accesses."""
-    def __init__(self, addrs):
-        self.requests, self.replies = queue.Queue(), queue.Queue()
-        self.regs = SimpleNamespace(**{n: SimpleNamespace(read=lambda a=a: self._access(a),
-                                                          write=lambda v, a=a: self._access(a, v))
-                                       for n, a in addrs.items()})
-        self.accesses = 0
-
-    def _access(self, adr, value=None):
-        self.requests.put((adr, value))
-        return self.replies.get(timeout=600)
-
-    def serve(self, bus):
-        """Simulation generator: run CSR-bus reads/writes until the host sends None."""
-        while True:
-            req = self.requests.get(timeout=600)
-            if req is None:
-                return
-            adr, value = req
-            self.accesses += 1
-            yield bus.adr.eq(adr)
-            if value is None:
-                yield bus.re.eq(1)
-                yield
-                yield bus.re.eq(0)
-                yield
-                self.replies.put((yield bus.dat_r))
-            else:
-                yield bus.dat_w.eq(value)
-                yield bus.we.eq(1)
-                yield
-                yield bus.we.eq(0)
-                self.replies.put(None)
-
-
 def test_soc_csr_bank_demo():
     """Regression for the SoC: the links' status, the enable and every counter go over the CSR bus of a real
     CSRBankArray. The host demo waits for status == 3 (in the block's own cycles), runs traffic at BER 0 and
     1e-3 and requires sent == delivered > 0 with no loss; the counters are then checked over the bus."""
-    top = BankedLoopback(frame_bits=64, latency=8)
-    bus = SimBus(top.addrs)
-    out = {}
+    def host(bus):
+        lines = demo(bus, frame_bits=64, rates=(0, 1e-3), cycles=250, up_cycles=2000)
+        return lines, {n: getattr(bus.regs, n).read() for n in vars(bus.regs)}
 
-    def host():
-        try:
-            out["lines"] = demo(bus, frame_bits=64, rates=(0, 1e-3), cycles=250, up_cycles=2000)
-            out["after"] = {n: getattr(bus.regs, n).read() for n in top.addrs}
-        except Exception as e:
-            out["error"] = e
-        bus.requests.put(None)
-
-    thread = threading.Thread(target=host, daemon=True)
-    thread.start()
-    run_simulation(top, [bus.serve(top.bus)])
-    thread.join()
-    assert "error" not in out, out["error"]
-    after = out["after"]
+    (lines, after), bus = run_demo(RIFLLoopback(frame_bits=64, latency=8), "rifl", host)
     assert after["rifl_status"] == 3 and after["rifl_control"] == 1 << 8          # links up, generators stopped
     assert 0 < after["rifl_cycles"] <= 4 * bus.accesses + 2                        # time is the bus's
     for d in ("ab", "ba"):
@@ -139,7 +69,7 @@ def test_soc_csr_bank_demo():
         assert after[f"rifl_{e}_tx_frames"] > 0 and after[f"rifl_{e}_rx_frames"] > 0
         assert after[f"rifl_{e}_link_downs"] == 0 and after[f"rifl_{e}_rx_overflow"] == 0
     assert after["rifl_a_replays"] + after["rifl_b_replays"] > 0
-    assert len(out["lines"]) == 6
+    assert len(lines) == 6
 
 
 def test_bench_quick():

@@ -4,6 +4,7 @@ from migen.sim import run_simulation
 
 from cores.switch.soc_block import SwitchBlock
 from software.switch.demo import demo, summarise
+from tests.csr_sim_bus import run_demo
 
 
 class CSRHarness(Module):
@@ -84,65 +85,9 @@ def test_soc_block_load_points():
     assert none["tx_cells"] == 0 and none["lat_sum"] == 0          # counters cleared by the start
 
 
-class SimBus:
-    """A stand-in for software.client.InnetClient: `regs.<prefix>_<csr>.read()/write()` served by a Migen
-    simulation running in another thread (the demo polls, so it needs a live simulation)."""
-    def __init__(self, harness, prefix="switch"):
-        import queue
-        self.harness, self.prefix = harness, prefix
-        self.requests, self.replies = queue.Queue(), queue.Queue()
-        self.regs = self
-
-    def __getattr__(self, name):
-        if not name.startswith(self.prefix + "_"):
-            raise AttributeError(name)
-        csr = name[len(self.prefix) + 1:]
-        if csr not in self.harness.csrs:
-            raise AttributeError(name)
-        bus = self
-
-        class Reg:
-            def read(self):
-                bus.requests.put(("read", csr, None))
-                return bus.replies.get(timeout=120)
-
-            def write(self, value):
-                bus.requests.put(("write", csr, value))
-                bus.replies.get(timeout=120)
-        return Reg()
-
-    def serve(self):
-        import queue
-        while True:
-            try:
-                op, csr, value = self.requests.get_nowait()
-            except queue.Empty:
-                if getattr(self, "finished", False):
-                    return
-                yield
-                continue
-            if op == "write":
-                yield from write(self.harness, csr, value)
-                self.replies.put(None)
-            else:
-                self.replies.put((yield from read(self.harness, csr)))
-
-
-def test_demo_through_sim_bus():
-    import threading
-    h = CSRHarness(SwitchBlock(n=4, data_width=512, voq_cells=8, iterations=1))
-    bus = SimBus(h)
-    out = {}
-
-    def host():
-        try:
-            out["lines"] = demo(bus, cell_times=20)
-        except Exception as e:                       # reported by the assertion below
-            out["error"] = e
-        bus.finished = True
-    t = threading.Thread(target=host)
-    t.start()
-    run_simulation(h, bus.serve())
-    t.join()
-    assert "error" not in out, out.get("error")
-    assert len(out["lines"]) == 4 and "4 ports" in out["lines"][0]
+def test_demo_through_csr_bank():
+    """The host demo over the CSR bus of LiteX's CSRBankArray, as in the SoC."""
+    lines, bus = run_demo(SwitchBlock(n=4, data_width=512, voq_cells=8, iterations=1), "switch",
+                          lambda bus: demo(bus, cell_times=20))
+    assert len(lines) == 4 and "4 ports" in lines[0]
+    assert bus.accesses > 0

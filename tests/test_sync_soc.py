@@ -1,7 +1,5 @@
 """Sync SoC block through its CSR signals (direct and via the host demo), and the benchmark smoke test."""
-import queue
 import random
-import threading
 
 from migen.sim import run_simulation
 
@@ -10,6 +8,7 @@ from cores.sync.common import (MODE_UMIN, MODE_AND, TRIG_CTRL_FIELDS, CPL_STATUS
 from cores.sync.soc_block import SyncBlock
 from software.sync.demo import demo
 from software.sync.model import reduce_values
+from tests.csr_sim_bus import run_demo
 
 
 def with_csrs(block):
@@ -75,66 +74,13 @@ def test_soc_block_csr_triggers_and_latency():
     assert out["drops"] == 3
 
 
-class SimBus:
-    """Stand-in for software.client.InnetClient: `regs.<prefix>_<csr>.read()/write()` served by a Migen
-    simulation running in another thread."""
-    def __init__(self, block, prefix="syncnet"):
-        self.block, self.prefix = block, prefix
-        self.requests, self.replies = queue.Queue(), queue.Queue()
-        self.regs = self
-        self.finished = False
-
-    def __getattr__(self, name):
-        if not name.startswith(self.prefix + "_"):
-            raise AttributeError(name)
-        csr = getattr(self.block, name[len(self.prefix) + 1:])
-        bus = self
-
-        class Reg:
-            def read(self):
-                bus.requests.put(("read", csr, None))
-                return bus.replies.get(timeout=120)
-
-            def write(self, value):
-                bus.requests.put(("write", csr, value))
-                bus.replies.get(timeout=120)
-        return Reg()
-
-    def serve(self):
-        while True:
-            try:
-                op, csr, value = self.requests.get_nowait()
-            except queue.Empty:
-                if self.finished:
-                    return
-                yield
-                continue
-            if op == "write":
-                yield from write(csr, value)
-                self.replies.put(None)
-            else:
-                sig = csr.storage if hasattr(csr, "storage") else csr.status
-                self.replies.put((yield sig))
-
-
-def test_demo_through_sim_bus():
-    b = with_csrs(SyncBlock(2, 2, n_idents=3, value_width=32, hop_latency=5))
-    bus = SimBus(b)
-    out = {}
-
-    def host():
-        try:
-            out["lines"] = demo(bus, rounds=2, seed=3)
-        except Exception as e:                       # reported by the assertion below
-            out["error"] = e
-        bus.finished = True
-    t = threading.Thread(target=host)
-    t.start()
-    run_simulation(b, bus.serve())
-    t.join()
-    assert "error" not in out, out.get("error")
-    assert len(out["lines"]) == 3 and "2x2 grid + lamlet" in out["lines"][0]
-    assert all("15 completions correct" in line for line in out["lines"][1:])
+def test_demo_through_csr_bank():
+    """The host demo over the CSR bus of LiteX's CSRBankArray, as in the SoC (big-endian compound CSRs)."""
+    lines, bus = run_demo(SyncBlock(2, 2, n_idents=3, value_width=32, hop_latency=5), "syncnet",
+                          lambda bus: demo(bus, rounds=2, seed=3))
+    assert len(lines) == 3 and "2x2 grid + lamlet" in lines[0]
+    assert all("15 completions correct" in line for line in lines[1:])
+    assert bus.accesses > 0
 
 
 def test_bench_quick_matches_analytic():
