@@ -1,7 +1,9 @@
 """make build BOARD=<name>: generate, synthesise (yosys), place and route (nextpnr-ecp5) and pack (ecppack) a
 board's bitstream inside build/boards/<name>/, then print utilisation (LUT4, FF, BRAM) and Fmax per clock.
+Boards whose vendor tools are not available here (Xilinx: Vivado) get their gateware generated only.
 
     python -m boards.build colorlight_5a_75b [--revision 8.0] [--cores sync,...] [--sys-clk-freq 60e6]
+    python -m boards.build xilinx_ac701_pcie    # Verilog, XDC and Vivado script only
 """
 import argparse
 import importlib
@@ -13,7 +15,8 @@ import time
 from litex.soc.integration.builder import Builder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BOARDS = ("colorlight_5a_75b", "lattice_versa_ecp5")
+ECP5_BOARDS = ("colorlight_5a_75b", "lattice_versa_ecp5")
+GATEWARE_ONLY_BOARDS = ("xilinx_ac701_pcie",)
 
 
 def report(build_dir, build_name):
@@ -29,17 +32,19 @@ def report(build_dir, build_name):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("board", choices=BOARDS)
+    parser.add_argument("board", choices=ECP5_BOARDS + GATEWARE_ONLY_BOARDS)
     parser.add_argument("--revision", default="8.0", help="board revision (Colorlight: 7.0 or 8.0)")
     parser.add_argument("--sys-clk-freq", type=float, default=None, help="system clock in Hz")
     parser.add_argument("--cores", default="", help="comma-separated cores to include")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     args = parser.parse_args(argv)
+    if args.cores and args.board not in ECP5_BOARDS:
+        parser.error(f"{args.board} carries a fixed set of cores; --cores is for {', '.join(ECP5_BOARDS)}")
 
     # The yosys/nextpnr-ecp5/ecppack wrappers (make deps) live beside this Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     module = importlib.import_module(f"boards.{args.board}")
-    kwargs = {"cores": [c for c in args.cores.split(",") if c]}
+    kwargs = {"cores": [c for c in args.cores.split(",") if c]} if args.board in ECP5_BOARDS else {}
     if args.sys_clk_freq:
         kwargs["sys_clk_freq"] = int(args.sys_clk_freq)
     if args.board == "colorlight_5a_75b":
@@ -50,6 +55,11 @@ def main(argv=None):
     os.makedirs(output_dir, exist_ok=True)
     builder = Builder(soc, output_dir=os.path.relpath(output_dir, os.getcwd()), compile_software=False,
                       csr_csv=os.path.join(output_dir, "csr.csv"), csr_json=os.path.join(output_dir, "csr.json"))
+    if args.board in GATEWARE_ONLY_BOARDS:
+        builder.build(build_name=args.board, run=False)
+        gateware = os.path.join(output_dir, "gateware")
+        print(f"Gateware  : {gateware} ({', '.join(sorted(os.listdir(gateware)))}); vendor tools not run")
+        return 0
     # Ask nextpnr for its JSON timing/utilisation report (run from the gateware folder).
     soc.platform.toolchain._pnr_opts += f" --report {args.board}_report.json"
     t0 = time.monotonic()
