@@ -10,18 +10,11 @@ from sim.runner import SimSession, SimulationFailed, _raise_on_sigterm
 from soc.innet_soc import CORE_NAMES, InnetSoC
 
 
-# Cores left out of the default demo until their demo passes in litex_sim (name them with --cores to run them).
-KNOWN_FAILING = {
-    "sparsr": "the 43rd random row of the demo (seed 1) reads back wrong in 8 lanes over Etherbone, whatever "
-              "its row number: a content-dependent receiver bug, open in the Sparsr issue",
-}
-
-
 def available_cores():
-    """Cores the SoC can add, whose host demo exists and is not known to fail."""
+    """Cores the SoC can add and whose host demo exists."""
     import importlib.util
-    return [core for core in CORE_NAMES if hasattr(InnetSoC, f"add_{core}") and core not in KNOWN_FAILING
-            and importlib.util.find_spec(f"software.{core}.demo") is not None]
+    return [core for core in CORE_NAMES if hasattr(InnetSoC, f"add_{core}") and
+            importlib.util.find_spec(f"software.{core}.demo") is not None]
 
 
 def main(argv=None):
@@ -31,9 +24,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     cores = available_cores() if args.cores is None else [c for c in args.cores.split(",") if c]
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
-    if args.cores is None:
-        for core, reason in KNOWN_FAILING.items():
-            print(f"Left out: {core} ({reason}); run it with --cores {core}")
     t0 = time.monotonic()
     print(f"Building the simulated SoC (cores: {', '.join(cores) or 'none'})...", flush=True)
     try:

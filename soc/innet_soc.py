@@ -84,7 +84,7 @@ class InnetSoC(SoCCore):
             ]
         return block
 
-    def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=16, xmem_rows=8, origin=0x40000000):
+    def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=64, xmem_rows=8, origin=0x40000000):
         """Sparsr frame receiver with WMEM/XMEM; the host writes frames into a Wishbone window at `origin`."""
         from cores.sparsr.soc_block import SparsrBlock, WINDOW_BYTES
         block = self._register_core(name, SparsrBlock(wmem_rows=wmem_rows, xmem_rows=xmem_rows))

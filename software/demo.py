@@ -61,7 +61,9 @@ def main():
         module = importlib.import_module(f"software.{core}.demo")
         print(f"--- {core} ---")
         try:
-            for line in module.demo(bus, prefix=prefix):
+            kwargs = {"n_rows": int(os.environ["INNET_SPARSR_ROWS"])} \
+                if core == "sparsr" and "INNET_SPARSR_ROWS" in os.environ else {}
+            for line in module.demo(bus, prefix=prefix, **kwargs):
                 print(f"  {line}")
             if core == "minisharp" and tap_demo.available():
                 for line in tap_demo.tap_demo(bus, prefix=prefix, elements=int(os.environ.get("INNET_MS_ELEMENTS",

@@ -17,7 +17,7 @@ def test_every_core_demo_passes_in_litex_sim():
     cores = available_cores()
     gateware = target.build(cores)
     with SimSession(gateware, boot_timeout=300) as sim:
-        env_cmd = ["env", "INNET_MS_ELEMENTS=2000", sys.executable, "-m", "software.demo"]
+        env_cmd = ["env", "INNET_MS_ELEMENTS=2000", "INNET_SPARSR_ROWS=64", sys.executable, "-m", "software.demo"]
         r = sim.run(env_cmd, timeout=1500, capture=True)
     print(r.stdout)
     result = json.loads(next(line[len("RESULT "):] for line in r.stdout.splitlines() if line.startswith("RESULT ")))
