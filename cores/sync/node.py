@@ -174,8 +174,11 @@ class SyncNode(LiteXModule):
                     fifo.re.eq(take),
                 ]
                 if nf > 1:
+                    # (no sh[LINK_WIDTH:] with 2 flits: Migen prints that zero-width slice as the backward
+                    # 2-bit select sh[9:10] in the Verilog)
                     self.sync += If(rx.valid | (cnt != 0),
-                        If(cnt == nf - 1, cnt.eq(0)).Else(cnt.eq(cnt + 1), sh.eq(Cat(sh[LINK_WIDTH:], rx.data))))
+                        If(cnt == nf - 1, cnt.eq(0)).Else(cnt.eq(cnt + 1),
+                            sh.eq(Cat(sh[LINK_WIDTH:], rx.data) if nf > 2 else rx.data)))
                 ident, mode = head[:IDENT_BITS], head[PKT_MODE_LSB:PKT_MODE_LSB + MODE_BITS]
                 # Flags of this link's direction in the addressed slot: exact, because the link is never
                 # selected twice in a row (its previous packet has been merged).
@@ -319,6 +322,7 @@ class SyncNode(LiteXModule):
                 tx.data.eq(Mux(idle[d], pkt[:LINK_WIDTH], sh[:LINK_WIDTH])),
             ]
             if nf > 1:
-                self.sync += If(~idle[d], sh.eq(sh[LINK_WIDTH:]), rem.eq(rem - 1)).Elif(start,
+                shift = [sh.eq(sh[LINK_WIDTH:])] if nf > 2 else []     # (no zero-width slice, as above)
+                self.sync += If(~idle[d], *shift, rem.eq(rem - 1)).Elif(start,
                     sh.eq(pkt[LINK_WIDTH:]), rem.eq(nf - 1))
             self.sync += [If(start & (bsel == s), cur[s].sent[d].eq(1)) for s in slots]
