@@ -104,3 +104,20 @@ def test_node_verilog_has_no_backward_part_selects(vw):
     v = str(convert(node, ios={node.sink.valid, node.source.valid}))
     body = "\n".join(l for l in v.splitlines() if not l.lstrip().startswith("reg "))
     assert [m for m in re.findall(r"\w+\[(\d+):(\d+)\]", body) if int(m[0]) < int(m[1])] == []
+
+
+def test_8x8_grid_random_and_latency():
+    """The largest grid of the tests (64 nodes + lamlet, 2 idents, 8-bit values): random rounds with
+    back-pressure against the model, and the latency from the last trigger equal to the hop model at the
+    lamlet and at the far corner (8x8: 7 hops of 5 cycles)."""
+    sim = GridSim(8, 8, n_idents=2, value_width=8, hop_latency=5)
+    rng = random.Random(88)
+    n = sim.n_participants
+    schedules, contrib = random_schedules(rng, n, 2, 2, 8)
+    schedules = [[Trigger(*e, gap=rng.randint(0, 3)) for e in sch] for sch in schedules]
+    accepts, completions, events, cycles = sim.run(schedules, 5000, ready_prob=0.7, seed=88)
+    check_completions(n, accepts, completions, contrib, 2, 8)
+    assert sum(len(c) for c in completions.values()) == n * 2 * 2
+    assert events == {"trigger_drop": 0, "rx_drop": 0, "mismatch": 0}
+    for last in [LAMLET, (7, 7)]:
+        assert measure(sim, last) == analytic(8, 8, last, 5)
