@@ -6,6 +6,8 @@ import pytest
 
 from litex.soc.integration.builder import Builder
 
+from tests.verilog_checks import backward_part_selects
+
 
 @pytest.mark.parametrize("board, kwargs", [
     ("colorlight_5a_75b", {"revision": "7.0"}),
@@ -20,6 +22,7 @@ def test_board_gateware_generation(board, kwargs, tmp_path):
     builder.build(build_name=board, run=False)
     verilog = (tmp_path / "gateware" / f"{board}.v").read_text()
     assert "module " + board in verilog
+    assert backward_part_selects(verilog) == []
     assert os.path.exists(tmp_path / "gateware" / f"{board}.lpf")
     csr = (tmp_path / "csr.csv").read_text()
     assert "ctrl_scratch" in csr and "identifier_mem" in csr

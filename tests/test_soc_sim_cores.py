@@ -2,6 +2,7 @@
 core's host demo must pass (they compare results with the Python reference models and raise on any
 mismatch). This is `make sim` at small sizes."""
 import json
+import os
 import sys
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from sim import target
 from sim.demo import available_cores
 from sim.runner import SimSession
+from tests.verilog_checks import backward_part_selects
 
 pytestmark = pytest.mark.sim
 
@@ -16,6 +18,8 @@ pytestmark = pytest.mark.sim
 def test_every_core_demo_passes_in_litex_sim():
     cores = available_cores()
     gateware = target.build(cores)
+    with open(os.path.join(gateware, "sim.v")) as f:
+        assert backward_part_selects(f.read()) == []
     with SimSession(gateware, boot_timeout=300) as sim:
         env_cmd = ["env", "INNET_MS_ELEMENTS=2000", "INNET_SPARSR_ROWS=64", sys.executable, "-m", "software.demo"]
         r = sim.run(env_cmd, timeout=1500, capture=True)

@@ -11,6 +11,8 @@ from software.sync.vsim import GridSim, Trigger
 
 import pytest
 
+from tests.verilog_checks import backward_part_selects
+
 
 @pytest.fixture(scope="module")
 def sim():
@@ -96,14 +98,11 @@ def test_packet_lengths(vw, hop):
 def test_node_verilog_has_no_backward_part_selects(vw):
     """Migen prints a zero-width slice x[a:a] as x[a-1:a]; Verilog reads that as a 2-bit (backward) select.
     No such select in a node's Verilog (memory declarations `name[0:depth-1]` excepted)."""
-    import re
     from migen.fhdl.verilog import convert
     from cores.sync.common import DIRS
     from cores.sync.node import SyncNode
     node = SyncNode(DIRS, n_idents=2, value_width=vw)
-    v = str(convert(node, ios={node.sink.valid, node.source.valid}))
-    body = "\n".join(l for l in v.splitlines() if not l.lstrip().startswith("reg "))
-    assert [m for m in re.findall(r"\w+\[(\d+):(\d+)\]", body) if int(m[0]) < int(m[1])] == []
+    assert backward_part_selects(str(convert(node, ios={node.sink.valid, node.source.valid}))) == []
 
 
 def test_8x8_grid_random_and_latency():
