@@ -297,6 +297,12 @@ def l2_segments(length):
     """Number of Layer 2 packets for an upper-layer packet of `length` bytes."""
     return -(-(length + L2_LENGTH_BYTES) // SEGMENT_BYTES)
 
+
+# Per-source reassembly (L2Reassembler): segments of packets from different sources arrive interleaved
+# behind a switch; each reassembly context (keyed by the reply route) stores one packet.
+L2_RX_CONTEXTS = 4                         # default number of contexts
+L2_RX_CONTEXTS_MAX = 16
+
 # Bit alignment (cores/rifl/align.py) in front of an endpoint whose line is not frame-aligned: lock after
 # this many consecutive intact IDLE/PAUSE/RETRANS/REPLAY frames at one bit offset, unlock after this many
 # consecutive bad frames (invalid sync header, or an unnumbered control frame failing its check).

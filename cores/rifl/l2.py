@@ -7,9 +7,10 @@ from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus
 
 from cores.rifl.common import (
-    L2_FIRST_DATA_OFFSET, L2_HEADER_BITS, L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_LENGTH_OFFSET,
-    L2_MAX_PACKET_BYTES, L2_PACKET_BYTES, L2_RX_PARAMS, L2_TX_PARAMS, MAX_HOPS, SEGMENT_BYTES,
-    check_frame_bits, check_l2_data_width, l2_data_layout, payload_bytes, user_layout)
+    L2_HEADER_BITS, L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_LENGTH_OFFSET,
+    L2_MAX_PACKET_BYTES, L2_PACKET_BYTES, L2_RX_CONTEXTS, L2_RX_CONTEXTS_MAX, L2_RX_PARAMS, L2_TX_PARAMS,
+    MAX_HOPS, SEGMENT_BYTES, check_frame_bits, check_l2_data_width, l2_data_layout, l2_segments,
+    payload_bytes, user_layout)
 
 TX_COUNTERS = [
     ("packets", "upper-layer packets segmented"),
@@ -18,11 +19,16 @@ TX_COUNTERS = [
     ("length_errors", "packets whose `last` disagreed with `length` (zero-padded or truncated to length)"),
 ]
 RX_COUNTERS = [
-    ("packets", "upper-layer packets started (first segments)"),
+    ("packets", "upper-layer packets started (first segments given a context)"),
+    ("delivered", "upper-layer packets delivered on source"),
     ("segments", "Layer 2 packets (segments) received"),
     ("bad_length", "first segments dropped: length prefix 0 or above L2_MAX_PACKET_BYTES"),
     ("malformed", "Layer 1 packets not L2_PACKET_BYTES long (completed with zeros or truncated)"),
-    ("interleaved", "continuation segments whose header differs from their packet's first segment"),
+    ("no_context", "first segments dropped: every context busy (their continuation segments are skipped)"),
+    ("too_long", "first segments dropped: length above max_packet (their continuation segments are skipped)"),
+    ("orphans", "continuation segments dropped: their packet's first segment was dropped"),
+    ("untracked", "no_context/too_long drops that found every skip entry busy: their continuation "
+                  "segments are taken for first segments"),
 ]
 
 
@@ -237,33 +243,64 @@ class L2Segmenter(LiteXModule):
             _add_counter_csrs(self, TX_COUNTERS)
 
 
+def _cat_fields(*fields):
+    """Cat of (signal, width) pairs, LSB first, leaving out zero-width fields (Migen prints a zero-width
+    slice as a backward part-select)."""
+    return Cat(*[s[:w] for s, w in fields if w])
+
+
 class L2Reassembler(LiteXModule):
-    """Layer 2 reassembly: Layer 2 packets in (from RIFLEndpoint.source), upper-layer packets out.
+    """Layer 2 reassembly per source: Layer 2 packets in (from RIFLEndpoint.source), upper-layer packets out.
 
     sink: user_layout(frame_bits) with `last`, one L2 packet per Layer 1 packet. source: `data` beats of
     data_width bits (full except the last), params `length`, `header` (as received in the first segment)
     and `reply` (its reply route, cores.rifl.common.reply_route, computed in gateware).
-    Segments of one packet must arrive one after the other (a point-to-point link, or one sender at a
-    time through switches); a continuation segment with another header is counted (`interleaved`).
-    Bad input: a Layer 1 packet shorter than L2_PACKET_BYTES is completed with zeros, a longer one
-    truncated (`malformed`); a first segment with length 0 or too large is dropped (`bad_length`).
-    Throughput: one Layer 1 beat a cycle. Latency: 2 cycles.
+
+    Segments of different sources may arrive interleaved (behind a switch); those of one source arrive in
+    order. `n_sources` contexts (1..L2_RX_CONTEXTS_MAX) are keyed by the reply route of the received
+    header: a segment whose key has an open context continues its packet, any other segment starts one
+    (its length prefix is read) and takes a free context. Each context owns a block-RAM region of
+    max_packet (1..L2_MAX_PACKET_BYTES) bytes rounded up to a power of two of segments, where segment k
+    of a packet is stored at k * SEGMENT_BYTES; a context is freed when its packet has left on source.
+    Complete packets leave whole, in completion order, one after the other (store and forward per packet).
+
+    A first segment finding no free context waits (back-pressure) while a complete packet holds one,
+    since that context frees itself once the packet has left; if every context is still assembling it
+    is dropped (`no_context`), as one longer than max_packet (`too_long`), and its key is entered in one
+    of n_sources skip entries, which drop its continuation segments (`orphans`); with every skip entry
+    busy too the drop is counted in `untracked`. A first segment with length 0 or too large is dropped
+    (`bad_length`). A Layer 1 packet shorter than L2_PACKET_BYTES is completed with zeros, a longer one
+    truncated (`malformed`).
+    Throughput: one Layer 1 beat a cycle on sink, one data_width beat a cycle on source with no gap
+    between packets. Latency: a packet's first beat leaves 5 cycles after its last Layer 1 beat (F = 256).
     """
-    def __init__(self, frame_bits=256, data_width=64, with_csr=False):
+    def __init__(self, frame_bits=256, data_width=64, n_sources=L2_RX_CONTEXTS, max_packet=L2_MAX_PACKET_BYTES,
+                 with_csr=False):
         check_frame_bits(frame_bits)
         check_l2_data_width(data_width)
+        if not isinstance(n_sources, int) or not 1 <= n_sources <= L2_RX_CONTEXTS_MAX:
+            raise ValueError(f"n_sources must be an integer in [1, {L2_RX_CONTEXTS_MAX}], got {n_sources!r}")
+        if not isinstance(max_packet, int) or not 1 <= max_packet <= L2_MAX_PACKET_BYTES:
+            raise ValueError(f"max_packet must be an integer in [1, {L2_MAX_PACKET_BYTES}], got {max_packet!r}")
         W = data_width // 8
         P = payload_bytes(frame_bits)
         U = L2_PACKET_BYTES
         nbeats = -(-U // P)
-        jd = L2_LENGTH_OFFSET // P                 # beat holding the length prefix and the first data byte
-        assert jd == (L2_FIRST_DATA_OFFSET - 1) // P and L2_HEADER_BYTES <= P
+        jd = L2_LENGTH_OFFSET // P                 # beat holding the length prefix (and the key's header)
+        assert L2_HEADER_BYTES <= P and jd < nbeats - 1
+        M = max(W, 1 << (P - 1).bit_length())      # memory word bytes: >= P, divides SEGMENT_BYTES
+        WPS = SEGMENT_BYTES // M                   # words per segment
+        S = 1 << (l2_segments(max_packet) - 1).bit_length()    # segment slots per context
+        lw, ls = log2_int(WPS), log2_int(S)
+        self.n_sources, self.max_packet = n_sources, max_packet
+        self.memory_bytes = n_sources * S * SEGMENT_BYTES
         self.sink = sink = stream.Endpoint(user_layout(frame_bits))
         self.source = source = stream.Endpoint(stream.EndpointDescription(l2_data_layout(data_width), L2_RX_PARAMS))
         ev = {name: Signal() for name, _ in RX_COUNTERS}
 
         # # #
 
+        # Layer 1 beats: position in the 262-byte unit, completion of short units, truncation of long ones.
         beat = Signal(max=nbeats)
         fill = Signal()      # the Layer 1 packet ended early: zero beats complete the unit
         drop = Signal()      # it runs past the unit: its beats are dropped up to `last`
@@ -276,60 +313,86 @@ class L2Reassembler(LiteXModule):
         by = _bytes(data, P)
         hdr = Signal(L2_HEADER_BITS)
         hdr_now = Signal(L2_HEADER_BITS)
-        self.comb += hdr_now.eq(Mux(beat == 0, Cat(*reversed(by[:L2_HEADER_BYTES])), hdr))
-        pkt_hdr = Signal(L2_HEADER_BITS)
-        pkt_rem = Signal(8 * L2_LENGTH_BYTES)       # packet bytes not yet in a segment (0: a packet starts)
-        seg_rem = Signal(max=SEGMENT_BYTES + 1)     # data bytes still to come in this segment
-        first = Signal()
+        key = Signal(L2_HEADER_BITS)
         length = Signal(8 * L2_LENGTH_BYTES)
-        total = Signal(8 * L2_LENGTH_BYTES)
-        seg_data = Signal(max=SEGMENT_BYTES + 1)
-        cap = Signal(max=SEGMENT_BYTES + 1)
-        bad_len = Signal()
-        off = Signal(max=P)
-        n_first = Signal(max=P + 1)
+        stream_len = Signal(8 * L2_LENGTH_BYTES + 1)          # length prefix + packet
         self.comb += [
-            first.eq(pkt_rem == 0),
+            hdr_now.eq(Mux(beat == 0, Cat(*reversed(by[:L2_HEADER_BYTES])), hdr)),
+            reply_route_statements(hdr_now, key),
             length.eq(Cat(by[(L2_LENGTH_OFFSET + 1) % P], by[L2_LENGTH_OFFSET % P])),
-            total.eq(Mux(first, length, pkt_rem)),
-            cap.eq(Mux(first, SEGMENT_BYTES - L2_LENGTH_BYTES, SEGMENT_BYTES)),
-            seg_data.eq(Mux(total < cap, total, cap)),
-            bad_len.eq(first & ((length == 0) | (length > L2_MAX_PACKET_BYTES))),
-            off.eq(Mux(first, L2_FIRST_DATA_OFFSET % P, L2_HEADER_BYTES % P)),
-            n_first.eq(Mux(P - off < seg_data, P - off, seg_data)),
+            stream_len.eq(length + L2_LENGTH_BYTES),
         ]
 
-        self.params = params = stream.SyncFIFO(L2_RX_PARAMS, 4)
-        self.packer = rp = BytePacker(P, W)
-        reply = Signal(L2_HEADER_BITS)
+        # Contexts (FREE -> OPEN while segments arrive -> DONE until delivered) and skip entries.
+        FREE, OPEN, DONE = 0, 1, 2
+        n = n_sources
+        cb = bits_for(n - 1)
+        st = Array(Signal(2, name=f"ctx{i}_state") for i in range(n))
+        c_key = Array(Signal(L2_HEADER_BITS, name=f"ctx{i}_key") for i in range(n))
+        c_hdr = Array(Signal(L2_HEADER_BITS, name=f"ctx{i}_header") for i in range(n))
+        c_len = Array(Signal(8 * L2_LENGTH_BYTES, name=f"ctx{i}_length") for i in range(n))
+        c_seg = Array(Signal(max=S + 1, name=f"ctx{i}_segment") for i in range(n))
+        c_rem = Array(Signal(8 * L2_LENGTH_BYTES + 1, name=f"ctx{i}_remaining") for i in range(n))  # stream bytes to come
+        s_on = Array(Signal(name=f"skip{i}_valid") for i in range(n))
+        s_key = Array(Signal(L2_HEADER_BITS, name=f"skip{i}_key") for i in range(n))
+        s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
+
+        hit, free, closed, s_hit, s_free = Signal(n), Signal(n), Signal(n), Signal(n), Signal(n)
+        hit_i, free_i, s_hit_i, s_free_i = Signal(cb), Signal(cb), Signal(cb), Signal(cb)
         self.comb += [
-            reply_route_statements(hdr_now, reply),
-            params.sink.length.eq(length),
-            params.sink.header.eq(hdr_now),
-            params.sink.reply.eq(reply),
+            hit.eq(Cat(*[(st[i] == OPEN) & (c_key[i] == key) for i in range(n)])),
+            free.eq(Cat(*[st[i] == FREE for i in range(n)])),
+            closed.eq(Cat(*[st[i] == DONE for i in range(n)])),
+            s_hit.eq(Cat(*[s_on[i] & (s_key[i] == key) for i in range(n)])),
+            s_free.eq(~Cat(*s_on)),
         ]
-        at_start = beat == jd
-        push = Signal()
-        chunk_n = Signal(max=P + 1)
+        for vec, idx in ((hit, hit_i), (free, free_i), (s_hit, s_hit_i), (s_free, s_free_i)):
+            self.comb += [If(vec[i], idx.eq(i)) for i in reversed(range(n))]
+
+        cont, skip, first = Signal(), Signal(), Signal()
+        bad_len, too_long, wait, no_ctx, alloc, to_skip, complete = (Signal() for _ in range(7))
         self.comb += [
-            push.eq(at_start & first & ~bad_len),
-            If(at_start,
-                rp.sink.data.eq(data >> Cat(C(0, 3), off)),
-                chunk_n.eq(Mux(bad_len, 0, n_first)),
-            ).Elif(beat > jd,
-                rp.sink.data.eq(data),
-                chunk_n.eq(Mux(seg_rem < P, seg_rem, P)),
-            ),
-            rp.sink.n.eq(chunk_n),
+            cont.eq(hit != 0),
+            skip.eq(~cont & (s_hit != 0)),
+            first.eq(~cont & (s_hit == 0)),
+            bad_len.eq(first & ((length == 0) | (length > L2_MAX_PACKET_BYTES))),
+            too_long.eq(first & ~bad_len & (length > max_packet)),
+            wait.eq(first & ~bad_len & ~too_long & (free == 0) & (closed != 0)),
+            no_ctx.eq(first & ~bad_len & ~too_long & (free == 0) & (closed == 0)),
+            alloc.eq(first & ~bad_len & ~too_long & (free != 0)),
+            to_skip.eq((too_long | no_ctx) & (stream_len > SEGMENT_BYTES)),
+            complete.eq(Mux(cont, c_rem[hit_i] <= SEGMENT_BYTES, stream_len <= SEGMENT_BYTES)),
         ]
+
+        # Segment bodies (length prefix, packet, padding: SEGMENT_BYTES each) packed into M-byte words.
+        self.body_packer = wp = BytePacker(P, M)
+        self.units = units = stream.SyncFIFO([("ctx", cb), ("seg", max(ls, 1)), ("keep", 1), ("complete", 1)], 4)
+        at_start = Signal()
+        final = Signal()
         go = Signal()
+        lo = L2_LENGTH_OFFSET % P
         self.comb += [
-            go.eq(vvalid & ((chunk_n == 0) | rp.sink.ready) & (~push | params.sink.ready)),
-            rp.sink.valid.eq(vvalid & (chunk_n != 0) & (~push | params.sink.ready)),
-            params.sink.valid.eq(vvalid & push & ((chunk_n == 0) | rp.sink.ready)),
+            at_start.eq(beat == jd),
+            final.eq(beat == nbeats - 1),
+            wp.size.eq(M),
+            If(at_start,
+                wp.sink.data.eq(data >> 8 * lo),
+                wp.sink.n.eq(P - lo),
+            ).Elif(beat > jd,
+                wp.sink.data.eq(data),
+                wp.sink.n.eq(Mux(final, U - P * (nbeats - 1), P)),
+            ),
+            wp.sink.valid.eq(vvalid & (~at_start | (units.sink.ready & ~wait))),
+            units.sink.valid.eq(vvalid & at_start & wp.sink.ready & ~wait),
+            units.sink.ctx.eq(Mux(cont, hit_i, free_i)),
+            units.sink.seg.eq(Mux(cont, c_seg[hit_i], 0)),
+            units.sink.keep.eq(cont | alloc),
+            units.sink.complete.eq(complete),
+            go.eq(wp.sink.valid & wp.sink.ready),
             sink.ready.eq(drop | (go & ~fill)),
         ]
-        final = beat == nbeats - 1
+        dec = go & at_start
+        nseg = (stream_len + SEGMENT_BYTES - 1) >> 8
         self.sync += [
             If(drop & sink.valid & sink.last, drop.eq(0)),
             If(go,
@@ -337,46 +400,135 @@ class L2Reassembler(LiteXModule):
                 If(~fill & sink.last & ~final, fill.eq(1)),
                 If(~fill & ~sink.last & final, drop.eq(1)),
                 If(beat == 0, hdr.eq(hdr_now)),
-                If(at_start,
-                    If(bad_len,
-                        seg_rem.eq(0),
-                    ).Else(
-                        seg_rem.eq(seg_data - n_first),
-                        pkt_rem.eq(total - seg_data),
-                        If(first, pkt_hdr.eq(hdr_now)),
-                    ),
-                ).Elif(beat > jd,
-                    seg_rem.eq(seg_rem - chunk_n),
+            ),
+            If(dec,
+                If(cont,
+                    c_seg[hit_i].eq(c_seg[hit_i] + 1),
+                    c_rem[hit_i].eq(c_rem[hit_i] - SEGMENT_BYTES),
+                    If(complete, st[hit_i].eq(DONE)),
+                ),
+                If(alloc,
+                    st[free_i].eq(Mux(complete, DONE, OPEN)),
+                    c_key[free_i].eq(key),
+                    c_hdr[free_i].eq(hdr_now),
+                    c_len[free_i].eq(length),
+                    c_seg[free_i].eq(1),
+                    c_rem[free_i].eq(stream_len - SEGMENT_BYTES),
+                ),
+                If(skip,
+                    s_left[s_hit_i].eq(s_left[s_hit_i] - 1),
+                    If(s_left[s_hit_i] == 1, s_on[s_hit_i].eq(0)),
+                ),
+                If(to_skip & (s_free != 0),
+                    s_on[s_free_i].eq(1),
+                    s_key[s_free_i].eq(key),
+                    s_left[s_free_i].eq(nseg - 1),
                 ),
             ),
         ]
         self.comb += [
             ev["segments"].eq(go & final),
-            ev["packets"].eq(go & push),
-            ev["bad_length"].eq(go & at_start & bad_len),
+            ev["packets"].eq(dec & alloc),
+            ev["bad_length"].eq(dec & bad_len),
             ev["malformed"].eq(go & ~fill & (sink.last != final)),
-            ev["interleaved"].eq(go & at_start & ~first & (hdr_now != pkt_hdr)),
+            ev["no_context"].eq(dec & no_ctx),
+            ev["too_long"].eq(dec & too_long),
+            ev["orphans"].eq(dec & skip),
+            ev["untracked"].eq(dec & to_skip & (s_free == 0)),
         ]
 
-        # Output: beats of W bytes, the packet's last one holding the rest of its length.
+        # Packet memory: context | segment | word; one write port (segment bodies), one read port (output).
+        mem = Memory(8 * M, n * S * WPS)
+        wr = mem.get_port(write_capable=True)
+        rd = mem.get_port(has_re=True)
+        self.specials += mem, wr, rd
+        self.done = done = stream.SyncFIFO([("ctx", cb)], max(n, 2))      # complete packets, in order
+        wword = Signal(max(lw, 1))
+        unit_end = Signal()
+        self.comb += [
+            wp.source.ready.eq(1),
+            unit_end.eq(wword == WPS - 1),
+            wr.adr.eq(_cat_fields((wword, lw), (units.source.seg, ls), (units.source.ctx, cb))),
+            wr.dat_w.eq(wp.source.data),
+            wr.we.eq(wp.source.valid & units.source.valid & units.source.keep),
+            units.source.ready.eq(wp.source.valid & unit_end),
+            done.sink.valid.eq(wp.source.valid & unit_end & units.source.valid & units.source.keep &
+                               units.source.complete),
+            done.sink.ctx.eq(units.source.ctx),
+        ]
+        self.sync += If(wp.source.valid, wword.eq(Mux(unit_end, 0, wword + 1)))
+
+        # Reading: the words of complete packets back to back (the first word of a packet in the cycle its
+        # context leaves `done`), into a packer that drops the length prefix and cuts data_width beats.
+        self.params = params = stream.SyncFIFO([("ctx", cb)] + L2_RX_PARAMS, 4)
+        self.out_packer = op = BytePacker(M, W)
+        f_active = Signal()
+        f_ctx = Signal(cb)
+        f_word = Signal(max(lw + ls, 1))
+        f_left = Signal(8 * L2_LENGTH_BYTES + 1)               # stream bytes of the packet not yet read
+        r_ctx = Signal(cb)
+        r_word = Signal(max(lw + ls, 1))
+        r_left = Signal(8 * L2_LENGTH_BYTES + 1)
+        r_take = Signal(max=M + 1)
+        can, advance, issue = Signal(), Signal(), Signal()
+        pend, pend_first = Signal(), Signal()
+        pend_n = Signal(max=M + 1)
+        self.comb += [
+            r_ctx.eq(Mux(f_active, f_ctx, done.source.ctx)),
+            r_word.eq(Mux(f_active, f_word, 0)),
+            r_left.eq(Mux(f_active, f_left, c_len[done.source.ctx] + L2_LENGTH_BYTES)),
+            r_take.eq(Mux(r_left < M, r_left, M)),
+            can.eq(f_active | (done.source.valid & params.sink.ready)),
+            advance.eq(~pend | op.sink.ready),
+            issue.eq(advance & can),
+            rd.re.eq(advance),
+            rd.adr.eq(_cat_fields((r_word, lw + ls), (r_ctx, cb))),
+            done.source.ready.eq(issue & ~f_active),
+            params.sink.valid.eq(issue & ~f_active),
+            params.sink.ctx.eq(done.source.ctx),
+            params.sink.length.eq(c_len[done.source.ctx]),
+            params.sink.header.eq(c_hdr[done.source.ctx]),
+            params.sink.reply.eq(c_key[done.source.ctx]),
+            op.sink.valid.eq(pend),
+            op.sink.data.eq(Mux(pend_first, rd.dat_r >> 8 * L2_LENGTH_BYTES, rd.dat_r)),
+            op.sink.n.eq(pend_n),
+        ]
+        self.sync += [
+            If(advance,
+                pend.eq(issue),
+                pend_first.eq(~f_active),
+                pend_n.eq(r_take - Mux(f_active, 0, L2_LENGTH_BYTES)),
+            ),
+            If(issue,
+                f_active.eq(r_left > M),
+                f_ctx.eq(r_ctx),
+                f_word.eq(r_word + 1),
+                f_left.eq(r_left - r_take),
+            ),
+        ]
+
+        # Output: beats of W bytes, the packet's last one holding the rest of its length; the last beat
+        # frees the context.
         started = Signal()
         out_rem = Signal(8 * L2_LENGTH_BYTES)
         cur = Signal(8 * L2_LENGTH_BYTES)
         self.comb += [
             cur.eq(Mux(started, out_rem, params.source.length)),
-            rp.size.eq(Mux(cur < W, cur, W)),
-            source.valid.eq(rp.source.valid & params.source.valid),
-            source.data.eq(rp.source.data),
+            op.size.eq(Mux(cur < W, cur, W)),
+            source.valid.eq(op.source.valid & params.source.valid),
+            source.data.eq(op.source.data),
             source.last.eq(cur <= W),
             source.length.eq(params.source.length),
             source.header.eq(params.source.header),
             source.reply.eq(params.source.reply),
-            rp.source.ready.eq(source.ready & params.source.valid),
+            op.source.ready.eq(source.ready & params.source.valid),
             params.source.ready.eq(source.valid & source.ready & source.last),
+            ev["delivered"].eq(params.source.ready),
         ]
         self.sync += If(source.valid & source.ready,
             started.eq(~source.last),
             out_rem.eq(cur - W),
+            If(source.last, st[params.source.ctx].eq(FREE)),
         )
 
         _add_counters(self, RX_COUNTERS, ev)

@@ -1,0 +1,217 @@
+"""RIFL Layer 2 per-source reassembly (cores/rifl/l2.py L2Reassembler): segments of several sources
+interleaved at random against the Python Reassembler (software/rifl/l2.py), context exhaustion, orphan
+continuation segments, packets longer than max_packet, bad parameters."""
+import random
+
+import pytest
+from migen.sim import run_simulation
+
+from cores.rifl import common as c
+from cores.rifl.l2 import L2Reassembler
+from software.rifl import l2 as ref
+from tests.rifl_harness import collect_packets, send_beats, unit_beats
+
+
+def source_headers(rng, n):
+    """n headers as received at the end of a path (remain 0) with distinct reply routes."""
+    out, keys = [], set()
+    while len(out) < n:
+        total = rng.randint(1, c.MAX_HOPS)
+        h = c.l2_header_pack(total, 0, [rng.randrange(256) for _ in range(c.MAX_HOPS)])
+        if c.reply_route(h) not in keys:
+            keys.add(c.reply_route(h))
+            out.append(h)
+    return out
+
+
+def boundary_lengths(limit):
+    """1..3 and every length whose prefixed stream ends one byte before, on or after a segment boundary."""
+    out = {1, 2, 3, limit}
+    for k in range(1, limit // c.SEGMENT_BYTES + 2):
+        out |= {n for n in (k * c.SEGMENT_BYTES - c.L2_LENGTH_BYTES + d for d in (-1, 0, 1)) if 1 <= n <= limit}
+    return sorted(out)
+
+
+def interleave(rng, per_source):
+    """Random interleaving of the sources' unit lists, each source's order kept."""
+    queues = [list(q) for q in per_source if q]
+    out = []
+    while queues:
+        q = rng.choice(queues)
+        out.append(q.pop(0))
+        if not q:
+            queues.remove(q)
+    return out
+
+
+def run_units(rea, units, F, dw, seed, valid_p=1.0, ready_p=1.0, cycles=None):
+    """Feed Layer 1 units (bytes) into the reassembler; returns (packets, counters, stats): stats "t" the
+    cycle all segments were taken and all packets delivered, "stalls" the cycles with sink.valid and not
+    sink.ready, "first_in"/"last_in" the cycles the first/last Layer 1 beat was taken, "out" the cycles
+    a beat left on source."""
+    beats = [b for u in units for b in unit_beats(u, F)]
+    got, counters = [], {}
+    budget = cycles or 300 + int(len(beats) / min(valid_p, ready_p) * 3)
+    stats = {"stalls": 0, "out": []}
+
+    def wait():
+        taken = 0
+        for t in range(budget):
+            if (yield rea.counters["segments"]) == len(units) and \
+                    (yield rea.counters["delivered"]) == (yield rea.counters["packets"]):
+                break
+            if (yield rea.sink.valid):
+                if (yield rea.sink.ready):
+                    taken += 1
+                    stats.setdefault("first_in", t)
+                    if taken == len(beats):
+                        stats["last_in"] = t
+                else:
+                    stats["stalls"] += 1
+            if (yield rea.source.valid) and (yield rea.source.ready):
+                stats["out"].append(t)
+            yield
+        stats["t"] = t
+        for _ in range(3):
+            yield
+        for k, v in rea.counters.items():
+            counters[k] = yield v
+    run_simulation(rea, [send_beats(rea.sink, beats, random.Random(seed), valid_p, passive=True),
+                         collect_packets(rea.source, got, random.Random(seed + 1), dw, ready_p), wait()])
+    assert stats["t"] < budget - 1, f"not finished in {budget} cycles: {counters}"
+    return got, counters, stats
+
+
+def model(units):
+    """The Python Reassembler fed the same units: [(packet, length, header of the first segment, reply)]."""
+    r, firsts, out = ref.Reassembler(), {}, []
+    for u in units:
+        h = int.from_bytes(u[:c.L2_HEADER_BYTES], "big")
+        firsts.setdefault(c.reply_route(h), h)
+        done = r.feed(u)
+        if done:
+            key, pkt = done
+            out.append((pkt, len(pkt), firsts.pop(key), key))
+    return out
+
+
+@pytest.mark.parametrize("F,dw,n,sources,lengths", [
+    (256, 256, 4, 4, "boundaries"),     # every segment boundary up to 4096 bytes, 4 sources
+    (128, 64, 3, 3, "random"),          # 8-byte output beats: the output is the bottleneck
+    (64, 64, 2, 2, "short"),            # 6-byte Layer 1 beats: the length prefix in the second beat
+    (512, 512, 4, 4, "random"),
+])
+def test_interleaved_sources_against_model(F, dw, n, sources, lengths):
+    """Segments of several sources in random interleaving, random lengths including segment boundaries,
+    random valid/ready: the packets equal the Python Reassembler's, in the same order, nothing dropped."""
+    rng = random.Random(F * 7 + dw + n)
+    headers = source_headers(rng, sources)
+    if lengths == "boundaries":
+        pool = boundary_lengths(4096)
+        rng.shuffle(pool)
+    elif lengths == "short":
+        pool = [rng.choice([1, 253, 254, 255, 510]) for _ in range(2 * sources)]
+    else:
+        pool = [rng.choice([rng.randint(1, 4096), rng.randint(1, 600)]) for _ in range(3 * sources)]
+    per_source = [[] for _ in range(sources)]
+    for k, L in enumerate(pool):
+        s = k % sources
+        per_source[s] += ref.segment(bytes(rng.getrandbits(8) for _ in range(L)), headers[s])
+    units = interleave(rng, per_source)
+    rea = L2Reassembler(F, dw, n_sources=n)
+    got, cnt, _ = run_units(rea, units, F, dw, seed=F, valid_p=0.85, ready_p=0.7)
+    exp = model(units)
+    assert got == exp
+    assert cnt["packets"] == cnt["delivered"] == len(pool)
+    assert cnt["segments"] == len(units)
+    assert all(cnt[k] == 0 for k in ("bad_length", "malformed", "no_context", "too_long", "orphans", "untracked"))
+
+
+def packet(rng, length, prefix_at=None):
+    """Random packet bytes; prefix_at: {offset: 2-byte value} planted (a continuation segment's first bytes)."""
+    p = bytearray(rng.getrandbits(8) for _ in range(length))
+    for off, v in (prefix_at or {}).items():
+        p[off:off + 2] = v.to_bytes(2, "big")
+    return bytes(p)
+
+
+def test_context_exhaustion_and_orphans():
+    """Two contexts, three sources: the third source's first segment finds both contexts assembling and
+    is dropped, its continuation (an orphan) too; a later packet of that source, arriving while the two
+    complete packets wait for the output, waits for a context and is delivered."""
+    rng = random.Random(5)
+    A, B, C = source_headers(rng, 3)
+    pa, pb, pc, pc2 = packet(rng, 700), packet(rng, 600), packet(rng, 500), packet(rng, 300)
+    sa, sb, sc, sc2 = (ref.segment(p, h) for p, h in ((pa, A), (pb, B), (pc, C), (pc2, C)))
+    units = [sa[0], sb[0], sc[0], sa[1], sc[1], sb[1], sa[2], sb[2], sc2[0], sc2[1]]
+    rea = L2Reassembler(256, 64, n_sources=2)
+    got, cnt, _ = run_units(rea, units, 256, 64, seed=6, valid_p=0.9, ready_p=0.3)
+    assert [(g[0], g[2]) for g in got] == [(pa, A), (pb, B), (pc2, C)]
+    assert [g[3] for g in got] == [c.reply_route(h) for h in (A, B, C)]
+    assert cnt == {"packets": 3, "delivered": 3, "segments": 10, "bad_length": 0, "malformed": 0,
+                   "no_context": 1, "too_long": 0, "orphans": 1, "untracked": 0}
+
+
+def test_skip_entries_exhausted():
+    """One context and one skip entry: B's dropped packet is skipped (orphans), C's finds no skip entry
+    (untracked) and its continuation segments are read as first segments (here with length prefix 0:
+    bad_length); A and a later packet of B are delivered intact."""
+    rng = random.Random(7)
+    A, B, C = source_headers(rng, 3)
+    pa, pb, pb2 = packet(rng, 600), packet(rng, 600), packet(rng, 40)
+    pc = packet(rng, 600, {254: 0, 510: 0})
+    sa, sb, sc, sb2 = (ref.segment(p, h) for p, h in ((pa, A), (pb, B), (pc, C), (pb2, B)))
+    units = [sa[0], sb[0], sc[0], sa[1], sb[1], sc[1], sa[2], sb[2], sc[2], sb2[0]]
+    rea = L2Reassembler(256, 128, n_sources=1)
+    got, cnt, _ = run_units(rea, units, 256, 128, seed=8, valid_p=0.8, ready_p=0.5)
+    assert [(g[0], g[2]) for g in got] == [(pa, A), (pb2, B)]
+    assert cnt == {"packets": 2, "delivered": 2, "segments": 10, "bad_length": 2, "malformed": 0,
+                   "no_context": 2, "too_long": 0, "orphans": 2, "untracked": 1}
+
+
+def test_too_long_for_max_packet():
+    """max_packet 300: a 1000-byte packet is dropped (too_long) with its 3 continuation segments
+    (orphans); packets of 300 and 1 bytes interleaved with it pass."""
+    rng = random.Random(9)
+    A, B = source_headers(rng, 2)
+    big, p300, p1 = packet(rng, 1000), packet(rng, 300), packet(rng, 1)
+    sbig, s300, s1 = ref.segment(big, A), ref.segment(p300, B), ref.segment(p1, A)
+    units = [sbig[0], s300[0], sbig[1], sbig[2], s300[1], sbig[3], s1[0]]
+    rea = L2Reassembler(256, 256, n_sources=2, max_packet=300)
+    assert rea.memory_bytes == 2 * 2 * c.SEGMENT_BYTES
+    got, cnt, _ = run_units(rea, units, 256, 256, seed=10, valid_p=0.7, ready_p=0.8)
+    assert [(g[0], g[2]) for g in got] == [(p300, B), (p1, A)]
+    assert cnt["too_long"] == 1 and cnt["orphans"] == 3 and cnt["packets"] == 2 and cnt["no_context"] == 0
+
+
+def test_line_rate_interleaved():
+    """F = 256, 256-bit beats, 4 sources, no back-pressure: the sink takes one Layer 1 beat a cycle over
+    the whole run (no stall); once every packet is complete the packets waiting for the output leave
+    at one beat a cycle with no gap between packets."""
+    rng = random.Random(11)
+    headers = source_headers(rng, 4)
+    lengths = (4094, 1500, 254, 3000)
+    per_source = [ref.segment(packet(rng, L), h) for L, h in zip(lengths, headers)]
+    units = interleave(rng, per_source)
+    rea = L2Reassembler(256, 256, n_sources=4)
+    got, cnt, st = run_units(rea, units, 256, 256, seed=12)
+    assert got == model(units)
+    assert st["stalls"] == 0
+    beats = len(units) * -(-c.L2_PACKET_BYTES // c.payload_bytes(256))
+    assert st["last_in"] - st["first_in"] == beats - 1
+    tail = [t for t in st["out"] if t > st["last_in"] + 4]
+    assert len(tail) > 100 and tail == list(range(tail[0], tail[0] + len(tail)))
+
+
+def test_parameters():
+    for bad in (0, c.L2_RX_CONTEXTS_MAX + 1, 2.0):
+        with pytest.raises(ValueError):
+            L2Reassembler(256, 64, n_sources=bad)
+    for bad in (0, c.L2_MAX_PACKET_BYTES + 1):
+        with pytest.raises(ValueError):
+            L2Reassembler(256, 64, max_packet=bad)
+    rea = L2Reassembler(256, 64, with_csr=True)
+    assert rea.memory_bytes == c.L2_RX_CONTEXTS * 256 * c.SEGMENT_BYTES
+    assert {csr.name for csr in rea.get_csrs()} == {"packets", "delivered", "segments", "bad_length",
+                                                     "malformed", "no_context", "too_long", "orphans",
+                                                     "untracked"}
