@@ -24,10 +24,11 @@ def source_headers(rng, n):
     return out
 
 
-def boundary_lengths(limit):
-    """1..3 and every length whose prefixed stream ends one byte before, on or after a segment boundary."""
+def boundary_lengths(segments, limit=4096):
+    """1..3, `limit` and the lengths whose prefixed stream ends one byte before, on or after the end of
+    segment k, for k in `segments`."""
     out = {1, 2, 3, limit}
-    for k in range(1, limit // c.SEGMENT_BYTES + 2):
+    for k in segments:
         out |= {n for n in (k * c.SEGMENT_BYTES - c.L2_LENGTH_BYTES + d for d in (-1, 0, 1)) if 1 <= n <= limit}
     return sorted(out)
 
@@ -96,7 +97,7 @@ def model(units):
 
 
 @pytest.mark.parametrize("F,dw,n,sources,lengths", [
-    (256, 256, 4, 4, "boundaries"),     # every segment boundary up to 4096 bytes, 4 sources
+    (256, 256, 4, 4, "boundaries"),     # ends of segments 1-3 and 16, 4096 bytes, random lengths
     (128, 64, 3, 3, "random"),          # 8-byte output beats: the output is the bottleneck
     (64, 64, 2, 2, "short"),            # 6-byte Layer 1 beats: the length prefix in the second beat
     (512, 512, 4, 4, "random"),
@@ -107,12 +108,12 @@ def test_interleaved_sources_against_model(F, dw, n, sources, lengths):
     rng = random.Random(F * 7 + dw + n)
     headers = source_headers(rng, sources)
     if lengths == "boundaries":
-        pool = boundary_lengths(4096)
+        pool = boundary_lengths((1, 2, 3, 16)) + [rng.randint(1, 4096) for _ in range(4)]
         rng.shuffle(pool)
     elif lengths == "short":
         pool = [rng.choice([1, 253, 254, 255, 510]) for _ in range(2 * sources)]
     else:
-        pool = [rng.choice([rng.randint(1, 4096), rng.randint(1, 600)]) for _ in range(3 * sources)]
+        pool = [rng.choice([rng.randint(1, 4096), rng.randint(1, 600)]) for _ in range(2 * sources)]
     per_source = [[] for _ in range(sources)]
     for k, L in enumerate(pool):
         s = k % sources
