@@ -22,14 +22,19 @@ def send_beats(sink, beats, rng, valid_p=1.0, passive=False):
     yield sink.valid.eq(0)
 
 
-def collect_beats(source, out, rng, ready_p=1.0):
-    """Passive: every cycle ready with probability ready_p; appends each beat taken as (data, nbytes, last)."""
+def collect_beats(source, out, rng, ready_p=1.0, times=None):
+    """Passive: every cycle ready with probability ready_p; appends each beat taken as (data, nbytes, last)
+    to `out` and, if given, its cycle to `times`."""
     yield "passive"
+    t = 0
     while True:
         yield source.ready.eq(rng.random() < ready_p)
         yield
+        t += 1
         if (yield source.valid) and (yield source.ready):
             out.append(((yield source.data), (yield source.nbytes), (yield source.last)))
+            if times is not None:
+                times.append(t)
 
 
 def unit_beats(unit, frame_bits):

@@ -5,7 +5,7 @@ import random
 
 import pytest
 from migen import *
-from migen.sim import passive, run_simulation
+from migen.sim import run_simulation
 
 from litex.gen import LiteXModule
 
@@ -14,6 +14,7 @@ from cores.rifl.align import RIFLAligner
 from cores.rifl.channel import RIFLChannel
 from cores.rifl.link import RIFLEndpoint
 from test_rifl_link import assert_exact, make_beats, ref_ctrl_payload, ref_frame
+from tests.rifl_harness import collect_beats, send_beats
 
 ALIGNER_LATENCY = 2
 
@@ -86,29 +87,6 @@ def test_random_offsets_and_slips_end_to_end(seed=1):
     slips["ab"][1] = (300, (slips["ab"][0][1] + slips["ab"][1][1]) % F)      # a real change of offset
     slips["ba"][1] = (420, (slips["ba"][0][1] + slips["ba"][1][1]) % F)
 
-    @passive
-    def src(ep, beats, r):
-        for d, n, l in beats:
-            while r.random() > 0.7:
-                yield ep.sink.valid.eq(0)
-                yield
-            yield ep.sink.valid.eq(1)
-            yield ep.sink.data.eq(d)
-            yield ep.sink.nbytes.eq(n)
-            yield ep.sink.last.eq(l)
-            yield
-            while not (yield ep.sink.ready):
-                yield
-        yield ep.sink.valid.eq(0)
-
-    @passive
-    def dst(ep, out, r):
-        while True:
-            yield ep.source.ready.eq(r.random() < 0.7)
-            yield
-            if (yield ep.source.valid) and (yield ep.source.ready):
-                out.append(((yield ep.source.data), (yield ep.source.nbytes), (yield ep.source.last)))
-
     res = {}
 
     def chaos():
@@ -133,10 +111,10 @@ def test_random_offsets_and_slips_end_to_end(seed=1):
         for name in ("a", "b"):
             res[name] = {"link_up": (yield getattr(dut, name).link_up),
                          "link_downs": (yield getattr(dut, name).counters["link_downs"])}
-    run_simulation(dut, [src(dut.a, traffic["ab"], random.Random(seed + 10)),
-                         src(dut.b, traffic["ba"], random.Random(seed + 11)),
-                         dst(dut.b, got["ab"], random.Random(seed + 12)),
-                         dst(dut.a, got["ba"], random.Random(seed + 13)), chaos()])
+    run_simulation(dut, [send_beats(dut.a.sink, traffic["ab"], random.Random(seed + 10), 0.7, passive=True),
+                         send_beats(dut.b.sink, traffic["ba"], random.Random(seed + 11), 0.7, passive=True),
+                         collect_beats(dut.b.source, got["ab"], random.Random(seed + 12), 0.7),
+                         collect_beats(dut.a.source, got["ba"], random.Random(seed + 13), 0.7), chaos()])
     assert_exact(traffic, got)
     assert all(0 < n < 200 for n in res["at_slip"][2:]), res["at_slip"]    # the slips hit flowing data
     for name in ("al_a", "al_b"):

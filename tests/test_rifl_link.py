@@ -11,6 +11,7 @@ from litex.gen import LiteXModule
 from cores.rifl import common as c
 from cores.rifl.channel import RIFLChannel
 from cores.rifl.link import RIFLEndpoint, crc12_matrix
+from tests.rifl_harness import collect_beats, send_beats
 
 
 # ----- independent reference: CRC-12 by polynomial long division, frame encoder -----
@@ -102,37 +103,6 @@ def run_pair(F=64, latency=3, nbeats=120, cycles=1500, p_ab=0.0, p_ba=0.0, burst
     traffic = {"ab": make_beats(rng, F, nbeats), "ba": make_beats(rng, F, nbeats if both_ways else 0)}
     got = {"ab": [], "ba": [], "ab_t": [], "ba_t": []}
 
-    def src(ep, beats, r):
-        for beat in beats:
-            while r.random() > valid_p:
-                yield ep.sink.valid.eq(0)
-                yield
-            d, n, l = beat
-            yield ep.sink.valid.eq(1)
-            yield ep.sink.data.eq(d)
-            yield ep.sink.nbytes.eq(n)
-            yield ep.sink.last.eq(l)
-            yield
-            while not (yield ep.sink.ready):
-                yield
-        yield ep.sink.valid.eq(0)
-
-    def dst(ep, r):
-        prev = None
-        for _ in range(cycles):
-            ready = r.random() < ready_p
-            if ready != prev:
-                yield ep.source.ready.eq(ready)
-                prev = ready
-            yield
-
-    def monitor(ep, out, times):
-        for t in range(cycles):
-            if (yield ep.source.valid) and (yield ep.source.ready):
-                out.append(((yield ep.source.data), (yield ep.source.nbytes), (yield ep.source.last)))
-                times.append(t)
-            yield
-
     def chaos():
         yield dut.ab.burst.eq(burst)
         yield dut.ba.burst.eq(burst)
@@ -148,9 +118,10 @@ def run_pair(F=64, latency=3, nbeats=120, cycles=1500, p_ab=0.0, p_ba=0.0, burst
                 yield dut.ba.down.eq(down)
             yield
 
-    gens = [src(dut.a, traffic["ab"], random.Random(seed + 1)), src(dut.b, traffic["ba"], random.Random(seed + 2)),
-            dst(dut.b, random.Random(seed + 3)), dst(dut.a, random.Random(seed + 4)),
-            monitor(dut.b, got["ab"], got["ab_t"]), monitor(dut.a, got["ba"], got["ba_t"]), chaos()]
+    gens = [send_beats(dut.a.sink, traffic["ab"], random.Random(seed + 1), valid_p, passive=True),
+            send_beats(dut.b.sink, traffic["ba"], random.Random(seed + 2), valid_p, passive=True),
+            collect_beats(dut.b.source, got["ab"], random.Random(seed + 3), ready_p, got["ab_t"]),
+            collect_beats(dut.a.source, got["ba"], random.Random(seed + 4), ready_p, got["ba_t"]), chaos()]
     counters = {}
 
     def read_counters():

@@ -5,13 +5,14 @@ import random
 
 import pytest
 from migen import *
-from migen.sim import passive, run_simulation
+from migen.sim import run_simulation
 
 from litex.gen import LiteXModule
 
 from cores.rifl import common as c
 from cores.rifl.serdes import RIFLSerDesAdapter, RIFLSerDesLink
 from test_rifl_link import assert_exact, make_beats
+from tests.rifl_harness import collect_beats, send_beats
 
 
 class WordLoop(LiteXModule):
@@ -64,26 +65,6 @@ def test_link_over_shifted_words():
     traffic = {"ab": make_beats(rng, F, 25), "ba": make_beats(rng, F, 25)}
     got = {"ab": [], "ba": []}
 
-    @passive
-    def src(link, beats, r):
-        for d, n, l in beats:
-            yield link.sink.valid.eq(1)
-            yield link.sink.data.eq(d)
-            yield link.sink.nbytes.eq(n)
-            yield link.sink.last.eq(l)
-            yield
-            while not (yield link.sink.ready):
-                yield
-        yield link.sink.valid.eq(0)
-
-    @passive
-    def dst(link, out, r):
-        while True:
-            yield link.source.ready.eq(r.random() < 0.8)
-            yield
-            if (yield link.source.valid) and (yield link.source.ready):
-                out.append(((yield link.source.data), (yield link.source.nbytes), (yield link.source.last)))
-
     res = {}
 
     def wait():
@@ -93,8 +74,10 @@ def test_link_over_shifted_words():
             yield
         res["t"] = t
         res["locks"] = (yield dut.b.aligner.counters["locks"])
-    run_simulation(dut, [src(dut.a, traffic["ab"], random.Random(1)), src(dut.b, traffic["ba"], random.Random(2)),
-                         dst(dut.b, got["ab"], random.Random(4)), dst(dut.a, got["ba"], random.Random(5)), wait()])
+    run_simulation(dut, [send_beats(dut.a.sink, traffic["ab"], random.Random(1), passive=True),
+                         send_beats(dut.b.sink, traffic["ba"], random.Random(2), passive=True),
+                         collect_beats(dut.b.source, got["ab"], random.Random(4), 0.8),
+                         collect_beats(dut.a.source, got["ba"], random.Random(5), 0.8), wait()])
     assert_exact(traffic, got)
     assert res["locks"] >= 1, res
 
