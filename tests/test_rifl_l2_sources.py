@@ -188,7 +188,7 @@ def test_too_long_for_max_packet():
 def test_line_rate_interleaved():
     """F = 256, 256-bit beats, 4 sources, no back-pressure: the sink takes one Layer 1 beat a cycle over
     the whole run (no stall); once every packet is complete the packets waiting for the output leave
-    at one beat a cycle with no gap between packets."""
+    at one beat a cycle, with at most one idle cycle between packets."""
     rng = random.Random(11)
     headers = source_headers(rng, 4)
     lengths = (4094, 1500, 254, 3000)
@@ -201,7 +201,8 @@ def test_line_rate_interleaved():
     beats = len(units) * -(-c.L2_PACKET_BYTES // c.payload_bytes(256))
     assert st["last_in"] - st["first_in"] == beats - 1
     tail = [t for t in st["out"] if t > st["last_in"] + 4]
-    assert len(tail) > 100 and tail == list(range(tail[0], tail[0] + len(tail)))
+    gaps = [b - a for a, b in zip(tail, tail[1:])]
+    assert len(tail) > 100 and set(gaps) <= {1, 2} and gaps.count(2) <= len(lengths)
 
 
 def test_parameters():

@@ -271,8 +271,10 @@ class L2Reassembler(LiteXModule):
     busy too the drop is counted in `untracked`. A first segment with length 0 or too large is dropped
     (`bad_length`). A Layer 1 packet shorter than L2_PACKET_BYTES is completed with zeros, a longer one
     truncated (`malformed`).
-    Throughput: one Layer 1 beat a cycle on sink, one data_width beat a cycle on source with no gap
-    between packets. Latency: a packet's first beat leaves 5 cycles after its last Layer 1 beat (F = 256).
+    Throughput: one Layer 1 beat a cycle on sink; on source one beat a cycle within a packet and at most
+    one idle cycle between packets (the packet's words are read from the 2-byte length prefix on, up to
+    a whole number of beats), so a segment leaves in no more cycles than its Layer 1 packet took to
+    arrive. Latency: a packet's first beat leaves 5 cycles after its last Layer 1 beat (F = 256).
     """
     def __init__(self, frame_bits=256, data_width=64, n_sources=L2_RX_CONTEXTS, max_packet=L2_MAX_PACKET_BYTES,
                  with_csr=False):
@@ -286,8 +288,9 @@ class L2Reassembler(LiteXModule):
         P = payload_bytes(frame_bits)
         U = L2_PACKET_BYTES
         nbeats = -(-U // P)
-        jd = L2_LENGTH_OFFSET // P                 # beat holding the length prefix (and the key's header)
-        assert L2_HEADER_BYTES <= P and jd < nbeats - 1
+        jd = L2_LENGTH_OFFSET // P                 # beat holding the length prefix
+        jk = jd + 1                                # beat of the decision: key and length are registered
+        assert L2_HEADER_BYTES <= P and jk < nbeats
         M = max(W, 1 << (P - 1).bit_length())      # memory word bytes: >= P, divides SEGMENT_BYTES
         WPS = SEGMENT_BYTES // M                   # words per segment
         S = 1 << (l2_segments(max_packet) - 1).bit_length()    # segment slots per context
@@ -313,13 +316,13 @@ class L2Reassembler(LiteXModule):
         by = _bytes(data, P)
         hdr = Signal(L2_HEADER_BITS)
         hdr_now = Signal(L2_HEADER_BITS)
-        key = Signal(L2_HEADER_BITS)
-        length = Signal(8 * L2_LENGTH_BYTES)
+        key_now = Signal(L2_HEADER_BITS)
+        key = Signal(L2_HEADER_BITS)                          # registered at beat 0
+        length = Signal(8 * L2_LENGTH_BYTES)                  # registered at beat jd
         stream_len = Signal(8 * L2_LENGTH_BYTES + 1)          # length prefix + packet
         self.comb += [
-            hdr_now.eq(Mux(beat == 0, Cat(*reversed(by[:L2_HEADER_BYTES])), hdr)),
-            reply_route_statements(hdr_now, key),
-            length.eq(Cat(by[(L2_LENGTH_OFFSET + 1) % P], by[L2_LENGTH_OFFSET % P])),
+            hdr_now.eq(Cat(*reversed(by[:L2_HEADER_BYTES]))),
+            reply_route_statements(hdr_now, key_now),
             stream_len.eq(length + L2_LENGTH_BYTES),
         ]
 
@@ -364,15 +367,18 @@ class L2Reassembler(LiteXModule):
             complete.eq(Mux(cont, c_rem[hit_i] <= SEGMENT_BYTES, stream_len <= SEGMENT_BYTES)),
         ]
 
-        # Segment bodies (length prefix, packet, padding: SEGMENT_BYTES each) packed into M-byte words.
+        # Segment bodies (length prefix, packet, padding: SEGMENT_BYTES each) packed into M-byte words; the
+        # unit's context is decided at beat jk, before its first word leaves the packer.
         self.body_packer = wp = BytePacker(P, M)
         self.units = units = stream.SyncFIFO([("ctx", cb), ("seg", max(ls, 1)), ("keep", 1), ("complete", 1)], 4)
         at_start = Signal()
+        at_dec = Signal()
         final = Signal()
         go = Signal()
         lo = L2_LENGTH_OFFSET % P
         self.comb += [
             at_start.eq(beat == jd),
+            at_dec.eq(beat == jk),
             final.eq(beat == nbeats - 1),
             wp.size.eq(M),
             If(at_start,
@@ -382,8 +388,8 @@ class L2Reassembler(LiteXModule):
                 wp.sink.data.eq(data),
                 wp.sink.n.eq(Mux(final, U - P * (nbeats - 1), P)),
             ),
-            wp.sink.valid.eq(vvalid & (~at_start | (units.sink.ready & ~wait))),
-            units.sink.valid.eq(vvalid & at_start & wp.sink.ready & ~wait),
+            wp.sink.valid.eq(vvalid & (~at_dec | (units.sink.ready & ~wait))),
+            units.sink.valid.eq(vvalid & at_dec & wp.sink.ready & ~wait),
             units.sink.ctx.eq(Mux(cont, hit_i, free_i)),
             units.sink.seg.eq(Mux(cont, c_seg[hit_i], 0)),
             units.sink.keep.eq(cont | alloc),
@@ -391,7 +397,7 @@ class L2Reassembler(LiteXModule):
             go.eq(wp.sink.valid & wp.sink.ready),
             sink.ready.eq(drop | (go & ~fill)),
         ]
-        dec = go & at_start
+        dec = go & at_dec
         nseg = (stream_len + SEGMENT_BYTES - 1) >> 8
         self.sync += [
             If(drop & sink.valid & sink.last, drop.eq(0)),
@@ -399,7 +405,8 @@ class L2Reassembler(LiteXModule):
                 If(final, beat.eq(0), fill.eq(0)).Else(beat.eq(beat + 1)),
                 If(~fill & sink.last & ~final, fill.eq(1)),
                 If(~fill & ~sink.last & final, drop.eq(1)),
-                If(beat == 0, hdr.eq(hdr_now)),
+                If(beat == 0, hdr.eq(hdr_now), key.eq(key_now)),
+                If(at_start, length.eq(Cat(by[(L2_LENGTH_OFFSET + 1) % P], by[L2_LENGTH_OFFSET % P]))),
             ),
             If(dec,
                 If(cont,
@@ -410,7 +417,7 @@ class L2Reassembler(LiteXModule):
                 If(alloc,
                     st[free_i].eq(Mux(complete, DONE, OPEN)),
                     c_key[free_i].eq(key),
-                    c_hdr[free_i].eq(hdr_now),
+                    c_hdr[free_i].eq(hdr),
                     c_len[free_i].eq(length),
                     c_seg[free_i].eq(1),
                     c_rem[free_i].eq(stream_len - SEGMENT_BYTES),
@@ -476,7 +483,7 @@ class L2Reassembler(LiteXModule):
         self.comb += [
             r_ctx.eq(Mux(f_active, f_ctx, done.source.ctx)),
             r_word.eq(Mux(f_active, f_word, 0)),
-            r_left.eq(Mux(f_active, f_left, c_len[done.source.ctx] + L2_LENGTH_BYTES)),
+            r_left.eq(Mux(f_active, f_left, ((c_len[done.source.ctx] + W - 1) & ~(W - 1)) + L2_LENGTH_BYTES)),
             r_take.eq(Mux(r_left < M, r_left, M)),
             can.eq(f_active | (done.source.valid & params.sink.ready)),
             advance.eq(~pend | op.sink.ready),
@@ -507,16 +514,17 @@ class L2Reassembler(LiteXModule):
             ),
         ]
 
-        # Output: beats of W bytes, the packet's last one holding the rest of its length; the last beat
-        # frees the context.
+        # Output: beats of W bytes, the packet's last one holding the rest of its length. Each packet is
+        # read up to a whole number of beats, so the packer's beat size is constant (no size -> valid ->
+        # shifter chain); the bytes after the packet's end are masked. The last beat frees the context.
         started = Signal()
         out_rem = Signal(8 * L2_LENGTH_BYTES)
         cur = Signal(8 * L2_LENGTH_BYTES)
         self.comb += [
             cur.eq(Mux(started, out_rem, params.source.length)),
-            op.size.eq(Mux(cur < W, cur, W)),
+            op.size.eq(W),
             source.valid.eq(op.source.valid & params.source.valid),
-            source.data.eq(op.source.data),
+            source.data.eq(op.source.data & Cat(*[Replicate(cur > k, 8) for k in range(W)])),
             source.last.eq(cur <= W),
             source.length.eq(params.source.length),
             source.header.eq(params.source.header),

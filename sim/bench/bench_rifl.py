@@ -32,6 +32,8 @@ LINE_RATE = 100e9
 RTT_S = 300e-9
 MIN_ERRORS = 100
 MAX_CYCLES = 400_000_000   # cap per point (F=256 runs about 450k cycles/s in Verilator): never reached
+REA_SOURCES = 4             # ECP5 figures of the reassembler: 4 contexts of 4094-byte packets (16 KiB)
+REA_MAX_PACKET = 4094
                            # for BER >= 1e-9 at F >= 256, so every point sees about 100+ channel errors
 
 HARNESS = r"""
@@ -254,7 +256,9 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
 
 def ecp5_tables(parts=("endpoint", "l2", "aligner")):
     """Out-of-context ECP5 (LFE5U-25F) figures: one endpoint at F = 256 (RTT 118 frames), the Layer 2
-    segmenter and reassembler (F = 256, 256-bit upper-layer beats) and the bit aligner (F = 256)."""
+    segmenter and reassembler (F = 256, 256-bit upper-layer beats; the reassembler with REA_SOURCES contexts
+    of REA_MAX_PACKET bytes, which fit the 25F's block RAM) and the bit aligner (F = 256). Parts: endpoint,
+    l2 (= segmenter,reassembler), segmenter, reassembler, aligner."""
     from cores.rifl.align import RIFLAligner
     from cores.rifl.l2 import L2Reassembler, L2Segmenter
     tables = []
@@ -268,12 +272,15 @@ def ecp5_tables(parts=("endpoint", "l2", "aligner")):
         t.add("RIFLEndpoint", r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, fmax * 1e6 * 256 / 1e9)
         tables.append(t)
     extra = []
-    if "l2" in parts:
-        extra += [("L2Segmenter", L2Segmenter(256, 256)), ("L2Reassembler", L2Reassembler(256, 256))]
+    if "l2" in parts or "segmenter" in parts:
+        extra.append(("L2Segmenter", L2Segmenter(256, 256)))
+    if "l2" in parts or "reassembler" in parts:
+        extra.append(("L2Reassembler", L2Reassembler(256, 256, n_sources=REA_SOURCES, max_packet=REA_MAX_PACKET)))
     if "aligner" in parts:
         extra.append(("RIFLAligner", RIFLAligner(256)))
     if extra:
-        t = Table("ECP5 (LFE5U-25F), Layer 2 gateware (F = 256, 256-bit beats) and bit aligner (F = 256)", cols)
+        t = Table("ECP5 (LFE5U-25F), Layer 2 gateware (F = 256, 256-bit beats; reassembler "
+                  f"{REA_SOURCES} x {REA_MAX_PACKET} bytes) and bit aligner (F = 256)", cols)
         t.notes = "Line rate at Fmax: one 256-bit frame (or Layer 1 beat) a cycle."
         for name, m in extra:
             if isinstance(m, RIFLAligner):
@@ -326,7 +333,8 @@ if __name__ == "__main__":
     parser.add_argument("--ber", type=float, action="append", help="bit error rate(s) to run")
     parser.add_argument("--no-ecp5", action="store_true", help="skip the ECP5 synthesis")
     parser.add_argument("--max-cycles", type=int, default=MAX_CYCLES, help="cycle cap per point")
-    parser.add_argument("--ecp5-only", metavar="PARTS", help="only the ECP5 tables of endpoint,l2,aligner")
+    parser.add_argument("--ecp5-only", metavar="PARTS",
+                        help="only the ECP5 tables of endpoint,l2,segmenter,reassembler,aligner")
     parser.add_argument("--versa", type=int, metavar="F", help="only build the Versa DCU target for frame size F")
     args = parser.parse_args()
     if args.versa:
