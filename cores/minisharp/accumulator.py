@@ -248,7 +248,7 @@ class MSAccumulatorBank(LiteXModule):
     output in the fabric with one addend per limb and adds per limb,
     r4 writes back and feeds the rounding pipeline. The RAM output meets no logic before a fabric register
     (the DP16KD clock-to-out is 5.8 ns of the 8 ns at 125 MHz).
-    Throughput: one op per cycle; an op waits only while an ADD to the same address is in r0..r2 (its
+    Throughput: one op per cycle; an op waits in r0 only while an ADD to the same address is in r1..r3 (its
     write-back would come after this op's RAM read; consecutive addresses never wait), and an emitting op
     only when `out_depth` results are outstanding.
     Latency: a result enters the output FIFO 5 + ACC_LIMBS + 9 cycles after its op is accepted.
@@ -288,27 +288,43 @@ class MSAccumulatorBank(LiteXModule):
         self.comb += fifo.source.connect(self.source)
         outstanding = Signal(max=out_depth + 1)
 
-        hazard = Signal()
-        self.comb += hazard.eq(reduce(or_, [r["valid"] & (r["op"] == ACC_OP_ADD) & (r["addr"] == self.sink.addr)
-                                            for r in st[:3]]))
+        # r0 issues its op (the RAM read) unless an ADD to its address is in r1..r3 (that write-back would
+        # come after the read): then r0 holds and a bubble enters r1. The match of an op against the ops
+        # ahead of it is registered (stall0) as the op enters r0 or holds, so sink.ready comes from registers.
+        stall0, adv0 = Signal(), Signal()
+        self.comb += adv0.eq(~(st[0]["valid"] & stall0))
         emits = Signal()
         self.comb += emits.eq((self.sink.op == ACC_OP_READ) | self.sink.emit)
         credit = Signal()
-        self.comb += credit.eq(~emits | (outstanding < out_depth))
-        self.comb += self.sink.ready.eq(~hazard & credit)
+        self.comb += credit.eq(~emits | (outstanding != out_depth))
+        self.comb += self.sink.ready.eq(adv0 & credit)
         accept = Signal()
         self.comb += accept.eq(self.sink.valid & self.sink.ready)
 
         rd_issue = accept & emits
         rd_done = self.source.valid & self.source.ready
-        self.sync += outstanding.eq(outstanding + rd_issue - rd_done)
+        # Both successors come from the register; the late issue/done signals only select.
+        out_up, out_dn = Signal.like(outstanding), Signal.like(outstanding)
+        self.comb += out_up.eq(outstanding + 1), out_dn.eq(outstanding - 1)
+        self.sync += If(rd_issue & ~rd_done, outstanding.eq(out_up)).Elif(rd_done & ~rd_issue, outstanding.eq(out_dn))
 
+        def add_to(addr, r):
+            return r["valid"] & (r["op"] == ACC_OP_ADD) & (r["addr"] == addr)
         self.sync += [
-            st[0]["valid"].eq(accept), st[0]["op"].eq(self.sink.op), st[0]["addr"].eq(self.sink.addr),
-            st[0]["init"].eq(self.sink.init), st[0]["emit"].eq(self.sink.emit),
-            r0_data.eq(self.sink.data),
+            If(accept,      # r0 -> r1, the new op -> r0; it will meet the ops now in r0..r2 in r1..r3
+                st[0]["valid"].eq(1), st[0]["op"].eq(self.sink.op), st[0]["addr"].eq(self.sink.addr),
+                st[0]["init"].eq(self.sink.init), st[0]["emit"].eq(self.sink.emit),
+                r0_data.eq(self.sink.data),
+                stall0.eq(reduce(or_, [add_to(self.sink.addr, r) for r in st[:3]]))
+            ).Elif(adv0,
+                st[0]["valid"].eq(0), stall0.eq(0)
+            ).Else(         # r0 holds; the ops now in r1, r2 move to r2, r3
+                stall0.eq(reduce(or_, [add_to(st[0]["addr"], r) for r in st[1:3]]))
+            ),
+            [st[1][k].eq(st[0][k]) for k in st[0] if k != "valid"],
+            st[1]["valid"].eq(st[0]["valid"] & adv0),
         ]
-        for a, b in zip(st[1:], st[:-1]):
+        for a, b in zip(st[2:], st[1:-1]):
             self.sync += [a[k].eq(b[k]) for k in a]
         self.comb += [
             rdport.adr.eq(st[0]["addr"]),

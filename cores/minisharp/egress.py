@@ -103,8 +103,7 @@ class MSResultSerializer(LiteXModule):
         hb = Signal(max=MS_HEADER_BYTES // B + 1)
         left = Signal(18)         # payload bytes not sent yet
         j = Signal(max=max(k, 2))
-        last = Signal()
-        self.comb += last.eq(left <= B)
+        last = Signal()           # registered: left <= B
         self.fsm = fsm = FSM(reset_state="HEADER")
         fsm.act("HEADER",
             self.source.valid.eq(self.meta.valid & self.words.valid),   # the values follow without a gap
@@ -112,7 +111,8 @@ class MSResultSerializer(LiteXModule):
             If(self.source.valid & self.source.ready,
                 NextValue(hb, hb + 1),
                 If(hb == MS_HEADER_BYTES // B - 1, NextValue(hb, 0), NextValue(j, 0),
-                   NextValue(left, self.meta.n_elements * FP32_BYTES), NextState("PAYLOAD"))
+                   NextValue(left, self.meta.n_elements * FP32_BYTES),
+                   NextValue(last, self.meta.n_elements * FP32_BYTES <= B), NextState("PAYLOAD"))
             )
         )
         last_be = Signal(B)
@@ -124,7 +124,7 @@ class MSResultSerializer(LiteXModule):
             self.source.last.eq(last),
             self.source.last_be.eq(Mux(last, last_be if B > 1 else 1, 0)),
             If(self.source.valid & self.source.ready,
-                NextValue(left, left - B),
+                NextValue(left, left - B), NextValue(last, left <= 2 * B),
                 NextValue(j, Mux(j == k - 1, 0, j + 1)),
                 self.words.ready.eq((j == k - 1) | last),
                 If(last, self.meta.ready.eq(1), NextState("HEADER"))

@@ -120,19 +120,24 @@ class MSCollectiveEngine(LiteXModule):
             Signal(max=max(n_slots, 2))
         rank_bad, chunk_bad, dup, len_ok, complete = Signal(), Signal(), Signal(), Signal(), Signal()
         rbit = Signal(n_slots)
+        cfull, exp1 = [Signal() for _ in range(n_slots)], Signal()
         exp_elems = Signal(max=chunk_elements + 1)
+        is_last = [Signal() for _ in range(n_contexts)]     # d_chunk is context i's last chunk
         cur, init = Signal(max=max(n_slots, 2)), Signal()
         nwords, awords, new_count = Signal(16), Signal(16), Signal(rw)
 
-        # Context lookup (from d_coll).
         # Context lookup (from d_coll): the match vector is registered (LOOKUP), then encoded (LOOKUP2).
         hit_vec = Signal(n_contexts)
         free_vec = [~c_valid[i] for i in range(n_contexts)]
         any_hit, hit_i, hit_chain = _first_set([hit_vec[i] for i in range(n_contexts)], n_contexts)
         any_free, free_i, free_chain = _first_set(free_vec, n_contexts)
         self.comb += hit_chain + free_chain
-        # Slot lookup (from ctx_idx, d_chunk).
-        shit_vec = [s_valid[j] & (s_ctx[j] == ctx_idx) & (s_chunk[j] == d_chunk) for j in range(n_slots)]
+        # Slot lookup (from ctx_idx, d_chunk): the match vector is registered (CTX), then encoded (CHECK1).
+        shit_now = Signal(n_slots)
+        self.comb += shit_now.eq(Cat(*[s_valid[j] & (s_ctx[j] == ctx_idx) & (s_chunk[j] == d_chunk)
+                                       for j in range(n_slots)]))
+        shit_r = Signal(n_slots)
+        shit_vec = [shit_r[j] for j in range(n_slots)]
         sfree_vec = [~s_valid[j] for j in range(n_slots)]
         any_shit, shit_i, shit_chain = _first_set(shit_vec, n_slots)
         any_sfree, sfree_i, sfree_chain = _first_set(sfree_vec, n_slots)
@@ -149,17 +154,18 @@ class MSCollectiveEngine(LiteXModule):
         rf = {name: record_field(d_record, name) for name in
               ("collective", "reduce_op", "input_fmt", "acc_mode", "output_fmt", "egress_first", "egress_last",
                "reserved0", "expected_local", "element_count", "reserved1")}
+        # One flag per rule (registered in LOOKUP, ORed in LOOKUP2): no compare feeds another.
         setup_reserved_bad = Signal()
-        setup_bad = Signal()
+        setup_checks = Signal(11)
         self.comb += [
             setup_reserved_bad.eq((rf["reserved0"] != 0) | (rf["reserved1"] != 0)),
-            setup_bad.eq(
-                (rf["collective"] != MS_COL_REDUCE) | (rf["reduce_op"] != MS_RED_SUM) |
-                (rf["input_fmt"] != MS_FMT_FP32) | (rf["acc_mode"] != MS_ACC_EXACT_FP32_MAG277) |
-                (rf["output_fmt"] != MS_FMT_FP32) |
-                (rf["egress_first"] > rf["egress_last"]) | (rf["egress_last"] >= num_ports) |
-                (rf["expected_local"] == 0) | (rf["expected_local"] > max_ranks) |
-                (rf["element_count"] == 0) | (rf["element_count"] > MAX_CHUNK_INDEX * chunk_elements)),
+            setup_checks.eq(Cat(
+                rf["collective"] != MS_COL_REDUCE, rf["reduce_op"] != MS_RED_SUM,
+                rf["input_fmt"] != MS_FMT_FP32, rf["acc_mode"] != MS_ACC_EXACT_FP32_MAG277,
+                rf["output_fmt"] != MS_FMT_FP32,
+                rf["egress_first"] > rf["egress_last"], rf["egress_last"] >= num_ports,
+                rf["expected_local"] == 0, rf["expected_local"] > max_ranks,
+                rf["element_count"] == 0, rf["element_count"] > MAX_CHUNK_INDEX * chunk_elements)),
         ]
 
         def drop(name):
@@ -183,8 +189,12 @@ class MSCollectiveEngine(LiteXModule):
         rank_oh = Signal(max_ranks)
         upd = Signal(n_slots)          # the slot this frame adds to (not completing)
         free = Signal(n_slots)         # the slot this frame completes
-        go = Signal()
-        self.comb += go.eq((~need_job | jobs.sink.ready) & (data_drop | ~complete | self.meta.ready))
+        go, commit, replace = Signal(), Signal(), Signal()
+        # Queue room from registered readies: the engine is the only writer of both queues and writes at most
+        # once a data frame (>= 8 cycles apart), so room seen one cycle ago is still there.
+        jobs_room, meta_room = Signal(), Signal()
+        self.sync += jobs_room.eq(jobs.sink.ready), meta_room.eq(self.meta.ready)
+        self.comb += go.eq((~need_job | jobs_room) & (data_drop | ~complete | meta_room))
         self.comb += [
             jobs.sink.port.eq(sel), jobs.sink.drop.eq(data_drop), jobs.sink.emit.eq(complete),
             jobs.sink.init.eq(init), jobs.sink.slot.eq(cur), jobs.sink.lastw.eq(nwords - 1),
@@ -206,13 +216,16 @@ class MSCollectiveEngine(LiteXModule):
             NextValue(d_record, desc.record),
             NextState("LOOKUP")
         )
-        s_res_bad, s_bad = Signal(), Signal()
+        s_res_bad, s_checks, s_bad = Signal(), Signal(len(setup_checks)), Signal()
         fsm.act("LOOKUP",
             NextValue(hit_vec, Cat(*[c_valid[i] & (c_id[i] == d_coll) for i in range(n_contexts)])),
-            NextValue(s_res_bad, setup_reserved_bad), NextValue(s_bad, setup_bad),
+            NextValue(s_res_bad, setup_reserved_bad), NextValue(s_checks, setup_checks),
+            NextValue(rank_oh, 1 << d_rank),
+            [NextValue(is_last[i], d_chunk == c_lastchunk[i]) for i in range(n_contexts)],
             NextState("LOOKUP2")
         )
         fsm.act("LOOKUP2",
+            NextValue(s_bad, s_checks != 0),
             NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i),
             NextValue(ctx_free, any_free), NextValue(ctx_free_idx, free_i),
             NextValue(nwords, words(d_pbytes)),
@@ -225,7 +238,7 @@ class MSCollectiveEngine(LiteXModule):
             ).Else(
                 self.setup_done.eq(1),
                 If(ctx_hit,   # replace: abandon the partial chunks of the old context
-                    [If(s_ctx[j] == ctx_idx, NextValue(s_valid[j], 0)) for j in range(n_slots)]
+                    replace.eq(1)
                 ).Else(NextValue(ctx_idx, ctx_free_idx)),
                 NextState("INSTALL")
             ),
@@ -235,7 +248,8 @@ class MSCollectiveEngine(LiteXModule):
             NextValue(c_valid[ctx_idx], 1), NextValue(c_id[ctx_idx], d_coll),
             NextValue(c_expected[ctx_idx], rf["expected_local"]),
             NextValue(c_lastchunk[ctx_idx], (rf["element_count"] - 1) >> lce),
-            NextValue(c_lastlen[ctx_idx], (rf["element_count"] - 1)[:lce] + 1),
+            NextValue(c_lastlen[ctx_idx], Mux(rf["element_count"][:lce] == 0, chunk_elements,
+                                              rf["element_count"][:lce])),
             NextValue(c_targets[ctx_idx], Cat(*[(rf["egress_first"] <= i) & (i <= rf["egress_last"])
                                                 for i in range(num_ports)])),
             NextState("IDLE")
@@ -243,9 +257,10 @@ class MSCollectiveEngine(LiteXModule):
         fsm.act("CTX",
             NextValue(k_expected, c_expected[ctx_idx]), NextValue(k_lastchunk, c_lastchunk[ctx_idx]),
             NextValue(k_targets, c_targets[ctx_idx]),
-            [NextValue(rbit[j], (s_bitmap[j] >> d_rank)[0]) for j in range(n_slots)],
-            NextValue(exp_elems, Mux(d_chunk == c_lastchunk[ctx_idx], c_lastlen[ctx_idx], chunk_elements)),
-            NextValue(rank_oh, 1 << d_rank),
+            # the rank's bit: an AND-OR with the registered one-hot Rank (no select decoding)
+            [NextValue(rbit[j], (s_bitmap[j] & rank_oh) != 0) for j in range(n_slots)],
+            NextValue(shit_r, shit_now),
+            NextValue(exp_elems, Mux(Array(is_last)[ctx_idx], c_lastlen[ctx_idx], chunk_elements)),
             NextState("CHECK1")
         )
         fsm.act("CHECK1",
@@ -257,13 +272,16 @@ class MSCollectiveEngine(LiteXModule):
             NextValue(slot_hit, any_shit), NextValue(slot_idx, shit_i),
             NextValue(slot_free, any_sfree), NextValue(slot_free_idx, sfree_i),
             NextValue(dup, reduce_or([shit_vec[j] & rbit[j] for j in range(n_slots)])),
+            # per slot: would this contribution complete it (registered, off the CHECK2 decision path)
+            [NextValue(cfull[j], (s_count[j] + 1)[:rw] == k_expected) for j in range(n_slots)],
+            NextValue(exp1, k_expected == 1),
             NextState("CHECK2")
         )
         cur_c, count_c, complete_c = Signal(max=max(n_slots, 2)), Signal(rw), Signal()
         self.comb += [
             cur_c.eq(Mux(slot_hit, slot_idx, slot_free_idx)),
             count_c.eq(Mux(slot_hit, s_count[slot_idx], 0) + 1),
-            complete_c.eq(count_c == k_expected),
+            complete_c.eq(Mux(slot_hit, Array(cfull)[slot_idx], exp1)),
         ]
         fsm.act("CHECK2",
             NextValue(data_drop, drop_c), NextValue(data_reason, reason_c),
@@ -275,20 +293,26 @@ class MSCollectiveEngine(LiteXModule):
             NextState("DECIDE")
         )
         fsm.act("DECIDE",
-            self.meta.valid.eq(~data_drop & complete & (~need_job | jobs.sink.ready)),
-            jobs.sink.valid.eq(need_job & (data_drop | ~complete | self.meta.ready)),
             If(go,
+                self.meta.valid.eq(~data_drop & complete), jobs.sink.valid.eq(need_job),
                 If(data_drop, self.drop.eq(1), self.drop_reason.eq(data_reason)),
-                self.chunk_done.eq(free != 0),
-                [If(free[j], NextValue(s_valid[j], 0)) for j in range(n_slots)],
-                [If(upd[j],
-                    NextValue(s_valid[j], 1), NextValue(s_ctx[j], ctx_idx), NextValue(s_chunk[j], d_chunk),
-                    NextValue(s_bitmap[j], Mux(init, 0, s_bitmap[j]) | rank_oh),
-                    NextValue(s_count[j], new_count)
-                 ) for j in range(n_slots)],
+                self.chunk_done.eq(free != 0), commit.eq(1),
                 NextState("IDLE")
             )
         )
+        # Slot table writes, one cycle after the decision (or the replacing setup), from registered per-slot
+        # enables: `go` and the FSM decode do not fan out to the table. The next frame reads the table in
+        # CTX at the earliest, three cycles later; the frame's registers (ctx_idx, d_chunk, ...) still hold.
+        ap_upd, ap_free = Signal(n_slots), Signal(n_slots)
+        self.sync += [
+            ap_upd.eq(Mux(commit, upd, 0)),
+            ap_free.eq(Mux(commit, free, 0) | Mux(replace, Cat(*[s_ctx[j] == ctx_idx for j in range(n_slots)]), 0)),
+            [If(ap_free[j], s_valid[j].eq(0)) for j in range(n_slots)],
+            [If(ap_upd[j],
+                s_valid[j].eq(1), s_ctx[j].eq(ctx_idx), s_chunk[j].eq(d_chunk),
+                s_bitmap[j].eq(Mux(init, 0, s_bitmap[j]) | rank_oh), s_count[j].eq(new_count)
+             ) for j in range(n_slots)],
+        ]
 
         # Payload stage: the current job's words, one per cycle; the next job loads in the last word's cycle.
         # wleft: words after this one; aleft: words still to add (the rest is discarded, as a drained frame's

@@ -47,7 +47,9 @@ class CommitFIFO(LiteXModule):
         pos, wp1, cp1, full_w, full_c = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1), Signal(), Signal()
         self.comb += [
             wp1.eq(wp + 1), cp1.eq(cp + 1),
-            full_w.eq((wp - rp)[:aw + 1] == depth), full_c.eq((cp - rp)[:aw + 1] == depth),
+            # depth entries apart: the wrap bits differ, the addresses are equal (no subtraction).
+            full_w.eq((wp[aw] != rp[aw]) & (wp[:aw] == rp[:aw])),
+            full_c.eq((cp[aw] != rp[aw]) & (cp[:aw] == rp[:aw])),
             pos.eq(Mux(self.abort, cp, wp)),
             self.full.eq(Mux(self.abort, full_c, full_w)),
             do_write.eq(self.we & ~self.full),
@@ -141,12 +143,15 @@ class MSPortIngress(LiteXModule):
         mask = Signal(dw)
         for b in range(B):
             self.comb += mask[8 * b:8 * b + 8].eq(Replicate(~sink.last | (sink.last_be[b:] != 0) | (B == 1), 8))
-        pbeat = Signal()
-        self.comb += pbeat.eq(beat & (count >= MS_HEADER_BYTES))
+        # in_pl: registered "count >= 24" (this beat is payload). Payload words are written one cycle late,
+        # from registers (the FIFO's block RAM and pointers may sit far from the port).
+        pbeat, in_pl = Signal(), Signal()
+        self.comb += pbeat.eq(beat & in_pl)
+        self.sync += If(beat, in_pl.eq(~sink.last & (count >= MS_HEADER_BYTES - B)))
         self.pfifo = pfifo = CommitFIFO(wb, payload_bytes // (4 * lanes))
         self.comb += pfifo.source.connect(self.payload)
         if k == 1:
-            self.comb += pfifo.we.eq(pbeat), pfifo.din.eq(lane_byteswap(sink.data & mask, lanes))
+            self.sync += pfifo.we.eq(pbeat), pfifo.din.eq(lane_byteswap(sink.data & mask, lanes))
         else:
             gw = Signal(wb)
             gi = Signal(max=k)
@@ -154,7 +159,7 @@ class MSPortIngress(LiteXModule):
             for j in range(k):
                 self.comb += word[j * dw:(j + 1) * dw].eq(
                     Mux(gi == j, sink.data & mask, Mux(gi > j, gw[j * dw:(j + 1) * dw], 0)))
-            self.comb += [
+            self.sync += [
                 pfifo.we.eq(pbeat & ((gi == k - 1) | sink.last)),
                 pfifo.din.eq(lane_byteswap(word, lanes)),
             ]
@@ -162,14 +167,16 @@ class MSPortIngress(LiteXModule):
                 gw.eq(word),
                 If(sink.last | (gi == k - 1) | ~pbeat, gi.eq(0)).Else(gi.eq(gi + 1)))
 
-        # Raw frames for forwarding (written one cycle late, to line up with the frame decision).
+        # Raw frames for forwarding (written two cycles late, to line up with the frame decision).
         rw = dw + 1 + (B if B > 1 else 0)
         self.rfifo = rfifo = CommitFIFO(rw, raw_bytes // B)
+        r_we, r_din = Signal(), Signal(rw)
         self.sync += [
-            rfifo.we.eq(beat),
-            rfifo.din.eq(Cat(sink.data, sink.last, *([sink.last_be] if B > 1 else []))),
+            r_we.eq(beat), r_din.eq(Cat(sink.data, sink.last, *([sink.last_be] if B > 1 else []))),
+            rfifo.we.eq(r_we), rfifo.din.eq(r_din),
         ]
-        self.comb += [            self.fwd.valid.eq(rfifo.source.valid),
+        self.comb += [
+            self.fwd.valid.eq(rfifo.source.valid),
             self.fwd.data.eq(rfifo.source.data[:dw]),
             self.fwd.last.eq(rfifo.source.data[dw]),
             self.fwd.last_be.eq(rfifo.source.data[dw + 1:] if B > 1 else self.fwd.last),
@@ -180,14 +187,24 @@ class MSPortIngress(LiteXModule):
         self.dfifo = dfifo = stream.SyncFIFO(descriptor_layout, desc_depth)
         self.comb += dfifo.source.connect(self.desc)
 
-        # End-of-frame classification one cycle after the last beat, from registered values; the decision
-        # is registered and applied one cycle later (t+2). By then the next frame can only have rewritten
-        # capture bytes 0..2*B-1 (MACs), which the descriptor does not use, and no payload word.
-        end = Signal()
-        e_flen, e_error = Signal(17), Signal()
+        # End of frame, three registered steps: t+1 (the cycle after the last beat) holds the frame length and
+        # its compares (computed from `count` in the last beat's cycle: no subtraction, one compare each);
+        # t+2 holds one flag per header check (from the completed capture); t+3 holds the decision (drop
+        # priority over the flags) and applies it. By then the next frame can only have rewritten capture
+        # bytes 0..2*B-1 (MACs, EtherType, control: bytes 0..15 at 64 bits), which the descriptor does not
+        # use, and no payload word (24 header bytes take at least 3 beats).
+        def flen_lt(k):
+            """flen < k from `count` (a multiple of B) and `nvalid` (1..B): one compare and one equality."""
+            m = B * -(-(k - B) // B)          # the one multiple of B in [k-B, k-1]
+            return (count < m) | ((count == m) & (nvalid < k - m))
+        end, e_error = Signal(), Signal()
+        e_flen = Signal(17)
+        rec_end = MS_HEADER_BYTES + SETUP_RECORD_BYTES
+        e_lt = {k: Signal() for k in (ETH_HEADER_BYTES, MS_HEADER_BYTES, rec_end, ETH_MIN_FRAME + 1)}
         self.sync += [
             end.eq(beat & sink.last),
             e_flen.eq(flen), e_error.eq(error_now),
+            [v.eq(flen_lt(k)) for k, v in e_lt.items()],
         ]
 
         def field(fields, name):
@@ -197,9 +214,25 @@ class MSPortIngress(LiteXModule):
         ethertype = be_bytes(cap, 12, 2)
         major = cap[8 * CONTROL_OFFSET + 4:8 * CONTROL_OFFSET + 8]
         opcode = cap[8 * (CONTROL_OFFSET + 1):8 * (CONTROL_OFFSET + 2)]
-        plen = Signal(17)
-        self.comb += plen.eq(e_flen - MS_HEADER_BYTES)
 
+        # t+2: one flag per check.
+        f_end, f_error, f_runt_eth, f_runt_ms, f_not_ms, f_major_bad = (Signal() for _ in range(6))
+        f_res, f_setup, f_data, f_setup_res_bad, f_data_res_bad, f_setup_len_bad = (Signal() for _ in range(6))
+        f_plen = Signal(16)
+        self.sync += [
+            f_end.eq(end), f_error.eq(e_error),
+            f_runt_eth.eq(e_lt[ETH_HEADER_BYTES]), f_runt_ms.eq(e_lt[MS_HEADER_BYTES]),
+            # setup payload < 16 bytes, or > 16 bytes in a frame longer than the Ethernet minimum
+            f_setup_len_bad.eq(e_lt[rec_end] | ~e_lt[ETH_MIN_FRAME + 1]),
+            f_plen.eq(e_flen - MS_HEADER_BYTES),
+            f_not_ms.eq(ethertype != ETHERTYPE), f_major_bad.eq(major != VERSION_MAJOR),
+            f_res.eq(opcode == MS_OP_COL_RES), f_setup.eq(opcode == MS_OP_COL_SETUP),
+            f_data.eq(opcode == MS_OP_COL_DATA),
+            f_setup_res_bad.eq(field(SETUP_OP_FIELDS, "reserved") != 0),
+            f_data_res_bad.eq(field(DATA_OP_FIELDS, "reserved") != 0),
+        ]
+
+        # t+3: the first failing check in priority order, registered.
         forward, to_engine, kind = Signal(), Signal(), Signal()
         reason = Signal(max=len(DROP))
         dropping = Signal()
@@ -208,20 +241,19 @@ class MSPortIngress(LiteXModule):
             return [dropping.eq(1), reason.eq(DROP[r])]
 
         self.comb += [
-            If(e_error, *drop("phy_error")
-            ).Elif(e_flen < ETH_HEADER_BYTES, *drop("runt")
-            ).Elif(ethertype != ETHERTYPE,
+            If(f_error, *drop("phy_error")
+            ).Elif(f_runt_eth, *drop("runt")
+            ).Elif(f_not_ms,
                 If(self.policy == MSP_TRANSPARENT, forward.eq(1)).Else(*drop("not_minisharp"))
-            ).Elif(e_flen < MS_HEADER_BYTES, *drop("runt")
-            ).Elif(major != VERSION_MAJOR, *drop("bad_version")
-            ).Elif(opcode == MS_OP_COL_RES, forward.eq(1)
-            ).Elif(opcode == MS_OP_COL_SETUP,
-                If(field(SETUP_OP_FIELDS, "reserved") != 0, *drop("bad_reserved")
-                ).Elif((plen < SETUP_RECORD_BYTES) |
-                       ((plen > SETUP_RECORD_BYTES) & (e_flen > ETH_MIN_FRAME)), *drop("bad_length")
+            ).Elif(f_runt_ms, *drop("runt")
+            ).Elif(f_major_bad, *drop("bad_version")
+            ).Elif(f_res, forward.eq(1)
+            ).Elif(f_setup,
+                If(f_setup_res_bad, *drop("bad_reserved")
+                ).Elif(f_setup_len_bad, *drop("bad_length")
                 ).Else(to_engine.eq(1), kind.eq(KIND_SETUP))
-            ).Elif(opcode == MS_OP_COL_DATA,
-                If(field(DATA_OP_FIELDS, "reserved") != 0, *drop("bad_reserved")
+            ).Elif(f_data,
+                If(f_data_res_bad, *drop("bad_reserved")
                 ).Else(to_engine.eq(1), kind.eq(KIND_DATA))
             ).Else(*drop("bad_opcode")),
         ]
@@ -229,16 +261,26 @@ class MSPortIngress(LiteXModule):
         d_reason = Signal(max=len(DROP))
         d_plen = Signal(16)
         self.sync += [
-            d_end.eq(end), d_forward.eq(forward), d_to_engine.eq(to_engine), d_kind.eq(kind),
-            d_dropping.eq(dropping), d_reason.eq(reason), d_plen.eq(plen),
+            d_end.eq(f_end), d_forward.eq(forward), d_to_engine.eq(to_engine), d_kind.eq(kind),
+            d_dropping.eq(dropping), d_reason.eq(reason), d_plen.eq(f_plen),
         ]
         end, forward, to_engine, kind, dropping, reason = d_end, d_forward, d_to_engine, d_kind, d_dropping, d_reason
         fwd_go, eng_go = Signal(), Signal()
         self.comb += [
             fwd_go.eq(end & forward & ~rfifo.overflow),
-            eng_go.eq(end & to_engine & dfifo.sink.ready & ~((kind == KIND_DATA) & pfifo.overflow)),
+            # room for the descriptor: the FIFO is not full and no write is pending (a registered write)
+            eng_go.eq(end & to_engine & dfifo.sink.ready & ~dfifo.sink.valid &
+                      ~((kind == KIND_DATA) & pfifo.overflow)),
             rfifo.commit.eq(fwd_go), rfifo.abort.eq(end & ~fwd_go),
             pfifo.commit.eq(eng_go & (kind == KIND_DATA)), pfifo.abort.eq(end & ~(eng_go & (kind == KIND_DATA))),
+            self.frame.eq(end),
+            self.fwd_frame.eq(fwd_go),
+            self.drop.eq(end & ~fwd_go & ~eng_go),
+            If(dropping, self.drop_reason.eq(reason)).Else(self.drop_reason.eq(DROP["overflow"])),
+        ]
+        # The descriptor is written one cycle after the decision, from registers (the decision does not fan
+        # out to the descriptor RAM).
+        self.sync += [
             dfifo.sink.valid.eq(eng_go),
             dfifo.sink.kind.eq(kind),
             dfifo.sink.collective_id.eq(Mux(kind == KIND_SETUP, field(SETUP_OP_FIELDS, "collective_id"),
@@ -247,10 +289,6 @@ class MSPortIngress(LiteXModule):
             dfifo.sink.chunk_index.eq(field(DATA_OP_FIELDS, "chunk_index")),
             dfifo.sink.payload_bytes.eq(d_plen),
             dfifo.sink.record.eq(cap[8 * MS_HEADER_BYTES:]),
-            self.frame.eq(end),
-            self.fwd_frame.eq(fwd_go),
-            self.drop.eq(end & ~fwd_go & ~eng_go),
-            If(dropping, self.drop_reason.eq(reason)).Else(self.drop_reason.eq(DROP["overflow"])),
         ]
         self.sync += If(beat,
             If(sink.last,

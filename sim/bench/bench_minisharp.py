@@ -8,6 +8,7 @@ quick=True: only the accuracy table with a small vector and the reference model 
 import json
 import os
 import random
+import re
 import struct
 import subprocess
 import time
@@ -104,10 +105,10 @@ def latency(vm, elements):
     return run.out_cycles[0][0][0] - run.in_last[1][0], len(f1)
 
 
-def run(quick=False, all_builds=False, ecp5=True):
+def run(quick=False, ecp5=True):
     """quick: accuracy table only (seconds). Otherwise the Verilator tables (about 3 minutes); ecp5: also
-    synthesise ECP5_BUILDS (2 x 8-bit on both devices, about 10 minutes each on a loaded machine);
-    all_builds: also ECP5_MORE (4 x 64-bit, 8 lanes)."""
+    synthesise ECP5_BUILDS (2 x 8-bit and 4 x 64-bit on both devices; 5-10 minutes each for 2 x 8-bit,
+    much longer for the 4 x 64-bit place and route)."""
     from cores.minisharp.vsim import VerilatedMiniSharp, verilator_available
     res = BenchResult("minisharp")
     if quick or not verilator_available():
@@ -151,14 +152,14 @@ def run(quick=False, all_builds=False, ecp5=True):
     acc, _ = accuracy_table(vecs_for_acc, rtl_vec)
     res.tables += [tt, lt, acc]
     if ecp5:
-        res.tables.append(ecp5_table(ECP5_BUILDS + (ECP5_MORE if all_builds else [])))
+        res.tables.append(ecp5_table(ECP5_BUILDS))
     return res
 
 
 ECP5_BUILDS = [("2 x 8-bit, 1 lane", dict(num_ports=2, dw=8, lanes=1), "LFE5U-25F"),
-               ("2 x 8-bit, 1 lane", dict(num_ports=2, dw=8, lanes=1), "LFE5U-85F")]
-ECP5_MORE = [("4 x 64-bit, 8 lanes", dict(num_ports=4, dw=64, lanes=8), "LFE5U-85F"),
-             ("4 x 64-bit, 8 lanes", dict(num_ports=4, dw=64, lanes=8), "LFE5U-25F")]
+               ("2 x 8-bit, 1 lane", dict(num_ports=2, dw=8, lanes=1), "LFE5U-85F"),
+               ("4 x 64-bit, 8 lanes", dict(num_ports=4, dw=64, lanes=8), "LFE5U-25F"),
+               ("4 x 64-bit, 8 lanes", dict(num_ports=4, dw=64, lanes=8), "LFE5U-85F")]
 
 
 def ecp5_table(builds=ECP5_BUILDS):
@@ -181,28 +182,39 @@ def ecp5_table(builds=ECP5_BUILDS):
             fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
             t.add(name, dev, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(time.time() - t0))
         except subprocess.CalledProcessError:
-            # nextpnr exits with an error when 125 MHz is not met: report what it placed and routed.
+            # nextpnr exits with an error when the design does not fit the device: report its utilisation.
             t.add(name, dev, *_failed_report(outdir, sum(len(x) for x in top.ios)), round(time.time() - t0))
     return t
 
 
 def _failed_report(outdir, io_bits):
-    """LUT4/FF/DP16KD/LUTRAM/Fmax from nextpnr's report.json when the run failed timing or placement."""
+    """LUT4/FF/DP16KD/LUTRAM/Fmax of a failed nextpnr run: from report.json when it placed and routed
+    (125 MHz missed), else from the utilisation nextpnr logged before it gave up (used/available)."""
     try:
         with open(os.path.join(outdir, "report.json")) as f:
             rep = json.load(f)
+        u = rep.get("utilization", {})
+        fmax = min((v["achieved"] for v in rep.get("fmax", {}).values()), default=0)
+        ff = u.get("TRELLIS_FF", {}).get("used")
+        return [u.get("TRELLIS_COMB", {}).get("used", "-"), ff - io_bits if ff is not None else "-",
+                u.get("DP16KD", {}).get("used", "-"), u.get("TRELLIS_RAMW", {}).get("used", "-"),
+                f"{fmax:.1f} (< 125)"]
     except (OSError, ValueError):
+        pass
+    try:
+        log = open(os.path.join(outdir, "nextpnr.log")).read()
+    except OSError:
         return ["-", "-", "-", "-", "did not place"]
-    u = rep.get("utilization", {})
-    fmax = min((v["achieved"] for v in rep.get("fmax", {}).values()), default=0)
-    ff = u.get("TRELLIS_FF", {}).get("used")
-    return [u.get("TRELLIS_COMB", {}).get("used", "-"), ff - io_bits if ff is not None else "-",
-            u.get("DP16KD", {}).get("used", "-"), u.get("TRELLIS_RAMW", {}).get("used", "-"),
-            f"{fmax:.1f} (< 125)"]
+    use = {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)", log, re.M)}
+    over = [f"{k} {u}/{a}" for k, (u, a) in use.items() if u > a]
+    ff = use.get("TRELLIS_FF", (None,))[0]
+    return [use.get("TRELLIS_COMB", ("-",))[0], ff - io_bits if ff is not None else "-",
+            use.get("DP16KD", ("-",))[0], use.get("TRELLIS_RAMW", ("-",))[0],
+            "does not fit: " + ", ".join(over) if over else "did not place"]
 
 
 if __name__ == "__main__":
     import sys
-    r = run(quick="--quick" in sys.argv, all_builds="--all" in sys.argv, ecp5="--no-ecp5" not in sys.argv)
+    r = run(quick="--quick" in sys.argv, ecp5="--no-ecp5" not in sys.argv)
     print(r.markdown())
     print(r.write())
