@@ -279,3 +279,38 @@ def test_100k_values_end_to_end_and_order_independent():
         outs.append(sorted(run.outputs[0]))
     assert outs[0] == outs[1]
     assert n * r >= 100_000
+
+
+@pytest.mark.parametrize("dw", [8, 64])
+def test_frame_length_boundaries_at_every_length(dw):
+    """Frames of every length 1..72 bytes: a setup frame cut or zero-padded to that length, and a
+    non-MiniSharp frame. The ingress compares the length against the thresholds 14, 24, 40 and 60 from
+    its byte counter and the last beat's byte count; at 64 bits a threshold falls inside a beat."""
+    vm = model(num_ports=2, dw=64, lanes=2) if dw == 64 else model()
+    full = P.setup_frame(SW, HOST, 9, P.setup_record(16, 1, 0, 0), pad=False)      # 40 bytes
+    other = P.frame(SW, HOST, 0, ethertype=0x0800, pad=False) + bytes(64)
+
+    def expected(length):
+        """The spec's rules for a MiniSharp COL_SETUP frame of `length` bytes, in priority order."""
+        if length < ms.MS_HEADER_BYTES:
+            return "runt"
+        plen = length - ms.MS_HEADER_BYTES
+        if plen < ms.SETUP_RECORD_BYTES or (plen > ms.SETUP_RECORD_BYTES and length > ms.ETH_MIN_FRAME):
+            return "bad_length"
+        return None
+
+    inputs, start = [[] for _ in range(vm.num_ports)], 0
+    for length in range(1, 73):
+        for f in ((full + bytes(max(0, length - len(full))))[:length], other[:length]):
+            inputs[0].append((start, f))
+            start += len(f) + 60
+    run = vm.run(inputs, macs=port_macs(vm.num_ports), seed=21)
+    lengths = range(1, 73)
+    want_runt = sum(expected(n) == "runt" for n in lengths) + sum(n < ms.ETH_HEADER_BYTES for n in lengths)
+    assert run.counters["drop_runt"] == want_runt
+    assert run.counters["drop_bad_length"] == sum(expected(n) == "bad_length" for n in lengths)
+    assert run.counters["setups"] == sum(expected(n) is None for n in lengths)
+    assert run.counters["fwd_frames0"] == sum(n >= ms.ETH_HEADER_BYTES for n in lengths)
+    assert run.outputs[1] == [other[:n] for n in lengths if n >= ms.ETH_HEADER_BYTES]
+    drops = sum(v for k, v in run.counters.items() if k.startswith("drop_"))
+    assert drops == run.counters["drop_runt"] + run.counters["drop_bad_length"]      # no other reason
