@@ -55,6 +55,16 @@ def reply_route_statements(header, reply):
     return Case(total, cases)
 
 
+def _byte_mask(module, n, nbytes):
+    """A signal with the low min(n, nbytes) bytes of an nbytes-byte word set, as a case over n: a comparison
+    per byte after synthesis, where `(1 << 8 n) - 1` is a carry chain through the whole word."""
+    mask = Signal(8 * nbytes)
+    cases = {k: mask.eq(2**(8 * k) - 1) for k in range(nbytes)}
+    cases["default"] = mask.eq(2**(8 * nbytes) - 1)
+    module.comb += Case(n, cases)
+    return mask
+
+
 class BytePacker(LiteXModule):
     """Packs chunks of 0..in_bytes bytes (sink: data, n; byte k = data[8k+7:8k]) into beats of `size` bytes
     (source: data, bytes above `size` zero), `size` (1..out_bytes) being set by the user for the next beat.
@@ -74,11 +84,11 @@ class BytePacker(LiteXModule):
         chunk = Signal(8 * in_bytes)
         self.comb += [
             source.valid.eq(level >= self.size),
-            source.data.eq(buf & ((C(1, 8 * out_bytes + 1) << Cat(C(0, 3), self.size)) - 1)),
+            source.data.eq(buf & _byte_mask(self, self.size, out_bytes)),
             shift.eq(Mux(source.valid & source.ready, self.size, 0)),
             after.eq(level - shift),
             sink.ready.eq(after <= out_bytes),
-            chunk.eq(Mux(sink.valid & sink.ready, sink.data & ((C(1, 8 * in_bytes + 1) << Cat(C(0, 3), sink.n)) - 1), 0)),
+            chunk.eq(Mux(sink.valid & sink.ready, sink.data & _byte_mask(self, sink.n, in_bytes), 0)),
         ]
         self.sync += [
             buf.eq((buf >> Cat(C(0, 3), shift)) | (chunk << Cat(C(0, 3), after))[:8 * B]),
@@ -309,6 +319,7 @@ class L2Reassembler(LiteXModule):
         drop = Signal()      # it runs past the unit: its beats are dropped up to `last`
         data = Signal(8 * P)
         vvalid = Signal()
+        go = Signal()        # a beat (or a fill beat) goes into the body packer
         self.comb += [
             data.eq(Mux(fill, 0, sink.data)),
             vvalid.eq(fill | (sink.valid & ~drop)),
@@ -340,17 +351,23 @@ class L2Reassembler(LiteXModule):
         s_key = Array(Signal(L2_HEADER_BITS, name=f"skip{i}_key") for i in range(n))
         s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
 
+        # Key matches are registered at beat 0: open contexts and skip entries change only at decisions,
+        # which never fall between a unit's beat 0 and its decision; free/DONE states are taken live.
+        hit_now, s_hit_now = Signal(n), Signal(n)
         hit, free, closed, s_hit, s_free = Signal(n), Signal(n), Signal(n), Signal(n), Signal(n)
         hit_i, free_i, s_hit_i, s_free_i = Signal(cb), Signal(cb), Signal(cb), Signal(cb)
         self.comb += [
-            hit.eq(Cat(*[(st[i] == OPEN) & (c_key[i] == key) for i in range(n)])),
+            hit_now.eq(Cat(*[(st[i] == OPEN) & (c_key[i] == key_now) for i in range(n)])),
             free.eq(Cat(*[st[i] == FREE for i in range(n)])),
             closed.eq(Cat(*[st[i] == DONE for i in range(n)])),
-            s_hit.eq(Cat(*[s_on[i] & (s_key[i] == key) for i in range(n)])),
+            s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == key_now) for i in range(n)])),
             s_free.eq(~Cat(*s_on)),
         ]
-        for vec, idx in ((hit, hit_i), (free, free_i), (s_hit, s_hit_i), (s_free, s_free_i)):
+        for vec, idx in ((hit_now, hit_i), (s_hit_now, s_hit_i)):
+            self.sync += If(go & (beat == 0), [If(vec[i], idx.eq(i)) for i in reversed(range(n))])
+        for vec, idx in ((free, free_i), (s_free, s_free_i)):
             self.comb += [If(vec[i], idx.eq(i)) for i in reversed(range(n))]
+        self.sync += If(go & (beat == 0), hit.eq(hit_now), s_hit.eq(s_hit_now))
 
         cont, skip, first = Signal(), Signal(), Signal()
         bad_len, too_long, wait, no_ctx, alloc, to_skip, complete = (Signal() for _ in range(7))
@@ -374,7 +391,6 @@ class L2Reassembler(LiteXModule):
         at_start = Signal()
         at_dec = Signal()
         final = Signal()
-        go = Signal()
         lo = L2_LENGTH_OFFSET % P
         self.comb += [
             at_start.eq(beat == jd),
@@ -524,7 +540,7 @@ class L2Reassembler(LiteXModule):
             cur.eq(Mux(started, out_rem, params.source.length)),
             op.size.eq(W),
             source.valid.eq(op.source.valid & params.source.valid),
-            source.data.eq(op.source.data & Cat(*[Replicate(cur > k, 8) for k in range(W)])),
+            source.data.eq(op.source.data & _byte_mask(self, cur, W)),
             source.last.eq(cur <= W),
             source.length.eq(params.source.length),
             source.header.eq(params.source.header),
