@@ -283,8 +283,8 @@ class L2Reassembler(LiteXModule):
     truncated (`malformed`).
     Throughput: one Layer 1 beat a cycle on sink; on source one beat a cycle within a packet and at most
     one idle cycle between packets (the packet's words are read from the 2-byte length prefix on, up to
-    a whole number of beats), so a segment leaves in no more cycles than its Layer 1 packet took to
-    arrive. Latency: a packet's first beat leaves 5 cycles after its last Layer 1 beat (F = 256).
+    a whole number of beats), so with data_width >= 8 * payload bytes a segment leaves in no more cycles
+    than its Layer 1 packet took to arrive. Latency: a packet's first beat leaves 5 cycles after its last Layer 1 beat (F = 256).
     """
     def __init__(self, frame_bits=256, data_width=64, n_sources=L2_RX_CONTEXTS, max_packet=L2_MAX_PACKET_BYTES,
                  with_csr=False):
