@@ -331,7 +331,7 @@ def test_bad_input_reassembler():
         for k, v in rea.counters.items():
             cnt[k] = yield v
         assert cnt == {"packets": 3, "delivered": 3, "segments": 5, "bad_length": 1, "malformed": 2,
-                       "no_context": 0, "too_long": 0, "orphans": 0, "untracked": 0}
+                       "no_context": 0, "too_long": 0, "orphans": 0, "untracked": 0, "timeouts": 0}
     run_simulation(rea, [src(), dst()])
     short_payload = short[c.L2_FIRST_DATA_OFFSET:] + bytes(c.L2_PACKET_BYTES - len(short))
     assert got == [(p1, r1), (short_payload[:20], r1), (p2, r2)]
@@ -347,4 +347,4 @@ def test_parameter_checks():
     seg = L2Segmenter(256, 64, with_csr=True)
     rea = L2Reassembler(256, 64, with_csr=True)
     assert {csr.name for csr in seg.get_csrs()} == {"packets", "segments", "bad_length", "length_errors"}
-    assert len(rea.get_csrs()) == len(RX_COUNTERS)
+    assert len(rea.get_csrs()) == len(RX_COUNTERS) + 1            # the counters and `timeout`

@@ -1,6 +1,6 @@
 """RIFL Layer 2 per-source reassembly (cores/rifl/l2.py L2Reassembler): segments of several sources
 interleaved at random against the Python Reassembler (software/rifl/l2.py), context exhaustion, orphan
-continuation segments, packets longer than max_packet, bad parameters."""
+continuation segments, packets longer than max_packet, the per-context idle timeout, bad parameters."""
 import random
 
 import pytest
@@ -150,7 +150,7 @@ def test_context_exhaustion_and_orphans():
     assert [(g[0], g[2]) for g in got] == [(pa, A), (pb, B), (pc2, C)]
     assert [g[3] for g in got] == [c.reply_route(h) for h in (A, B, C)]
     assert cnt == {"packets": 3, "delivered": 3, "segments": 10, "bad_length": 0, "malformed": 0,
-                   "no_context": 1, "too_long": 0, "orphans": 1, "untracked": 0}
+                   "no_context": 1, "too_long": 0, "orphans": 1, "untracked": 0, "timeouts": 0}
 
 
 def test_skip_entries_exhausted():
@@ -167,7 +167,7 @@ def test_skip_entries_exhausted():
     got, cnt, _ = run_units(rea, units, 256, 128, seed=8, valid_p=0.8, ready_p=0.5)
     assert [(g[0], g[2]) for g in got] == [(pa, A), (pb2, B)]
     assert cnt == {"packets": 2, "delivered": 2, "segments": 10, "bad_length": 2, "malformed": 0,
-                   "no_context": 2, "too_long": 0, "orphans": 2, "untracked": 1}
+                   "no_context": 2, "too_long": 0, "orphans": 2, "untracked": 1, "timeouts": 0}
 
 
 def test_too_long_for_max_packet():
@@ -212,11 +212,16 @@ def test_parameters():
     for bad in (0, c.L2_MAX_PACKET_BYTES + 1):
         with pytest.raises(ValueError):
             L2Reassembler(256, 64, max_packet=bad)
+    for bad in (0, 4, 257, 2**c.L2_RX_TIMEOUT_BITS, 256.0):
+        with pytest.raises(ValueError):
+            L2Reassembler(256, 64, timeout=bad)
+    assert L2Reassembler(256, 64).timeout == c.L2_RX_TIMEOUT
     rea = L2Reassembler(256, 64, with_csr=True)
     assert rea.memory_bytes == c.L2_RX_CONTEXTS * 256 * c.SEGMENT_BYTES
     assert {csr.name for csr in rea.get_csrs()} == {"packets", "delivered", "segments", "bad_length",
                                                      "malformed", "no_context", "too_long", "orphans",
-                                                     "untracked"}
+                                                     "untracked", "timeouts", "timeout"}
+    assert rea._timeout.fields.cycles.reset.value == c.L2_RX_TIMEOUT
 
 
 def test_senders_through_switch():
@@ -311,3 +316,169 @@ def test_senders_through_switch():
         key = c.reply_route(c.l2_forward(header))
         assert [g[0] for g in got if g[3] == key] == packets
     assert res["cnt"]["no_context"] == res["cnt"]["orphans"] == res["cnt"]["malformed"] == 0
+
+
+def run_timed(rea, schedule, F, dw, seed, valid_p=1.0, ready_p=1.0, npackets=None):
+    """Feed (gap, unit) pairs: `gap` idle cycles, then the unit's Layer 1 beats. Returns (packets,
+    counters, stats): stats "done" the cycle each unit's last beat was taken, "timeouts" the cycles the
+    timeouts counter rose, "t" the cycle every unit was taken and npackets packets delivered."""
+    got, counters, stats = [], {}, {"done": [], "timeouts": []}
+    budget = 400 + sum(g for g, _ in schedule) + 20 * len(schedule) * -(-c.L2_PACKET_BYTES // c.payload_bytes(F))
+    clock = {"t": 0}
+
+    def sender():
+        rng = random.Random(seed)
+        for gap, unit in schedule:
+            yield rea.sink.valid.eq(0)
+            for _ in range(gap):
+                yield
+            for d, nb, last in unit_beats(unit, F):
+                while rng.random() > valid_p:
+                    yield rea.sink.valid.eq(0)
+                    yield
+                yield rea.sink.valid.eq(1)
+                yield rea.sink.data.eq(d)
+                yield rea.sink.nbytes.eq(nb)
+                yield rea.sink.last.eq(last)
+                yield
+                while not (yield rea.sink.ready):
+                    yield
+            stats["done"].append(clock["t"])
+        yield rea.sink.valid.eq(0)
+
+    def wait():
+        prev = 0
+        for t in range(budget):
+            clock["t"] = t
+            now = yield rea.counters["timeouts"]
+            if now != prev:
+                stats["timeouts"].append(t)
+                prev = now
+            if (yield rea.counters["segments"]) == len(schedule) and len(got) == npackets:
+                break
+            yield
+        stats["t"] = t
+        for _ in range(3):
+            yield
+        for k, v in rea.counters.items():
+            counters[k] = yield v
+    run_simulation(rea, [sender(), collect_packets(rea.source, got, random.Random(seed + 1), dw, ready_p),
+                         wait()])
+    assert stats["t"] < budget - 1, f"not finished in {budget} cycles: {counters}"
+    return got, counters, stats
+
+
+def model_timed(timed_units, timeout):
+    """The Python Reassembler with `timeout`, fed (time, unit) pairs: [(packet, length, header, reply)]
+    and the model."""
+    r, out = ref.Reassembler(timeout), []
+    for now, u in timed_units:
+        h = int.from_bytes(u[:c.L2_HEADER_BYTES], "big")
+        done = r.feed(u, now)
+        if done:
+            key, pkt = done
+            out.append((pkt, len(pkt), h, key))
+    return out, r
+
+
+T = 256          # timeout of the timeout tests, cycles
+
+
+def test_timeout_dead_sender():
+    """One context: A sends 2 of the 4 segments of a packet and stops. Without a timeout B's packet would
+    find the context taken (no_context); with it, after more than T and at most 1.25 T idle cycles A's
+    context is freed (timeouts 1), B's packet is reassembled whole, A's late third segment is an orphan,
+    and after 3 T of silence a new packet of A is reassembled whole; the partial packet never leaves."""
+    rng = random.Random(40)
+    A, B = source_headers(rng, 2)
+    pa, pb, pa2 = packet(rng, 1000), packet(rng, 400), packet(rng, 600)
+    sa, sb, sa2 = ref.segment(pa, A), ref.segment(pb, B), ref.segment(pa2, A)
+    schedule = [(0, sa[0]), (0, sa[1]), (int(1.4 * T), sb[0]), (0, sb[1]), (0, sa[2]), (3 * T, sa2[0]), (0, sa2[1]),
+                (0, sa2[2])]
+    rea = L2Reassembler(256, 256, n_sources=1, timeout=T)
+    got, cnt, st = run_timed(rea, schedule, 256, 256, seed=41, ready_p=0.8, npackets=2)
+    assert [(g[0], g[2]) for g in got] == [(pb, B), (pa2, A)]
+    assert cnt == {"packets": 3, "delivered": 2, "segments": 8, "bad_length": 0, "malformed": 0, "no_context": 0,
+                   "too_long": 0, "orphans": 1, "untracked": 0, "timeouts": 1}
+    assert len(st["timeouts"]) == 1
+    idle = st["timeouts"][0] - st["done"][1]
+    assert T < idle <= 1.25 * T + 4, idle
+
+
+def test_timeout_slow_sender_kept():
+    """A live sender whose segments come just under T cycles apart (decision to decision) is never timed
+    out, through a 9-segment packet, and its packet is whole; a faster source interleaved is unaffected."""
+    rng = random.Random(42)
+    A, B = source_headers(rng, 2)
+    pa, pb = packet(rng, 2200), packet(rng, 300)
+    sa, sb = ref.segment(pa, A), ref.segment(pb, B)
+    nb = -(-c.L2_PACKET_BYTES // c.payload_bytes(256))
+    schedule = [(0, sa[0])] + [(T - nb, u) for u in sa[1:]]
+    schedule[3:3] = [(0, sb[0]), (0, sb[1])]
+    schedule[5] = (T - 3 * nb, schedule[5][1])          # B's two units are part of A's gap
+    rea = L2Reassembler(256, 256, n_sources=2, timeout=T)
+    got, cnt, st = run_timed(rea, schedule, 256, 256, seed=43, npackets=2)
+    assert [(g[0], g[2]) for g in got] == [(pb, B), (pa, A)]
+    assert cnt["timeouts"] == 0 and cnt["orphans"] == 0 and cnt["delivered"] == 2
+    gaps = [b - a for a, b in zip(st["done"], st["done"][1:])]
+    assert max(gaps) >= T - 2            # the gaps really were just under the timeout
+
+
+def timed_schedule(rng, headers, steps):
+    """Random traffic with silences: (gap, unit) pairs and model times (in T). Gaps: none, "medium" 1.6 T
+    (assembling contexts time out, their skip entries stay: continuations become orphans) or "long" 3 T
+    (everything expires); at most 5 units between silences, so that the units' own cycles stay well
+    inside the margins. A source dies mid-packet at random (its rest is never sent) and stays silent
+    until a long gap; after a medium gap a source mid-packet sends its rest (orphans), or dies."""
+    n = len(headers)
+    rest = [[] for _ in range(n)]          # units of the current packet still to send
+    state = ["ok"] * n                     # ok, orphaning (the packet was timed out), dead
+    sched, times, now, gap, phase = [], [], 0.0, 0, 0
+    for _ in range(steps):
+        r = rng.random()
+        if phase >= 5 or r < 0.12:
+            g = rng.choice([1.6, 3.0])
+            now += g
+            gap, phase = int(g * T), 0
+            for s in range(n):
+                if g == 3.0:
+                    rest[s], state[s] = [], "ok"
+                elif rest[s]:
+                    if state[s] == "ok" and rng.random() < 0.7:
+                        state[s] = "orphaning"
+                    else:
+                        rest[s], state[s] = [], "dead"
+            continue
+        if r < 0.18:
+            s = rng.randrange(n)
+            if rest[s]:
+                rest[s], state[s] = [], "dead"
+            continue
+        live = [s for s in range(n) if state[s] != "dead"]
+        if not live:
+            continue
+        s = rng.choice(live)
+        if not rest[s]:
+            state[s] = "ok"
+            rest[s] = ref.segment(packet(rng, rng.choice([rng.randint(1, 300), rng.randint(1, 1200)])), headers[s])
+        sched.append((gap, rest[s].pop(0)))
+        times.append(now)
+        gap, phase = 0, phase + 1
+    return sched, times
+
+
+def test_timeout_random_against_model():
+    """Random traffic of 4 sources with silences, dead senders and late continuations, F = 512, random
+    valid/ready: packets, their order, timeouts and orphans equal the Python Reassembler with the same
+    timeout rule; no partial packet leaves, nothing else is dropped."""
+    rng = random.Random(44)
+    headers = source_headers(rng, 4)
+    sched, times = timed_schedule(rng, headers, 70)
+    exp, r = model_timed(list(zip(times, [u for _, u in sched])), 1.0)
+    assert r.timeouts >= 3 and r.orphans >= 2           # the schedule exercises both
+    rea = L2Reassembler(512, 512, n_sources=4, timeout=T)
+    got, cnt, _ = run_timed(rea, sched, 512, 512, seed=45, valid_p=0.9, ready_p=0.7, npackets=len(exp))
+    assert got == exp
+    assert cnt["timeouts"] == r.timeouts and cnt["orphans"] == r.orphans and cnt["delivered"] == len(exp)
+    assert cnt["segments"] == len(sched)
+    assert all(cnt[k] == 0 for k in ("bad_length", "malformed", "no_context", "too_long", "untracked"))

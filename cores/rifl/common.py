@@ -302,6 +302,12 @@ def l2_segments(length):
 # behind a switch; each reassembly context (keyed by the reply route) stores one packet.
 L2_RX_CONTEXTS = 4                         # default number of contexts
 L2_RX_CONTEXTS_MAX = 16
+# Per-context idle timeout: a context assembling a packet (or a skip entry) that gets no segment for more
+# than `timeout` cycles is freed. Ages count in ticks of timeout / L2_RX_TIMEOUT_STEPS cycles, so it is
+# freed after more than `timeout` and at most (1 + 1 / L2_RX_TIMEOUT_STEPS) x `timeout` idle cycles.
+L2_RX_TIMEOUT = 1 << 20                    # default timeout, cycles (6.7 ms at 156.25 MHz)
+L2_RX_TIMEOUT_STEPS = 4                    # ticks per timeout (a power of two: the tick is timeout >> 2)
+L2_RX_TIMEOUT_BITS = 32                    # width of the timeout (CSR) in cycles
 
 # Bit alignment (cores/rifl/align.py) in front of an endpoint whose line is not frame-aligned: lock after
 # this many consecutive intact IDLE/PAUSE/RETRANS/REPLAY frames at one bit offset, unlock after this many

@@ -4,11 +4,12 @@ from migen import *
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
-from litex.soc.interconnect.csr import CSRStatus
+from litex.soc.interconnect.csr import CSRField, CSRStatus, CSRStorage
 
 from cores.rifl.common import (
     L2_HEADER_BITS, L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_LENGTH_OFFSET,
-    L2_MAX_PACKET_BYTES, L2_PACKET_BYTES, L2_RX_CONTEXTS, L2_RX_CONTEXTS_MAX, L2_RX_PARAMS, L2_TX_PARAMS,
+    L2_MAX_PACKET_BYTES, L2_PACKET_BYTES, L2_RX_CONTEXTS, L2_RX_CONTEXTS_MAX, L2_RX_PARAMS, L2_RX_TIMEOUT,
+    L2_RX_TIMEOUT_BITS, L2_RX_TIMEOUT_STEPS, L2_TX_PARAMS,
     MAX_HOPS, SEGMENT_BYTES, check_frame_bits, check_l2_data_width, l2_data_layout, l2_segments,
     payload_bytes, user_layout)
 
@@ -27,8 +28,10 @@ RX_COUNTERS = [
     ("no_context", "first segments dropped: every context busy (their continuation segments are skipped)"),
     ("too_long", "first segments dropped: length above max_packet (their continuation segments are skipped)"),
     ("orphans", "continuation segments dropped: their packet's first segment was dropped"),
-    ("untracked", "no_context/too_long drops that found every skip entry busy: their continuation "
-                  "segments are taken for first segments"),
+    ("untracked", "no_context/too_long drops and timeouts that found every skip entry busy: their "
+                  "continuation segments are taken for first segments"),
+    ("timeouts", "assembling contexts freed after `timeout` idle cycles, their partial packet discarded "
+                 "(its continuation segments are skipped)"),
 ]
 
 
@@ -281,19 +284,29 @@ class L2Reassembler(LiteXModule):
     busy too the drop is counted in `untracked`. A first segment with length 0 or too large is dropped
     (`bad_length`). A Layer 1 packet shorter than L2_PACKET_BYTES is completed with zeros, a longer one
     truncated (`malformed`).
+    Timeout: a context assembling a packet (OPEN) that gets no segment for more than `timeout` cycles
+    (at most (1 + 1/L2_RX_TIMEOUT_STEPS) x `timeout`; cycles with the sink stalled by the reassembler
+    do not count) is freed, its partial packet discarded (`timeouts`), and its key entered in a skip
+    entry for its remaining segments, so late continuations are dropped (`orphans`); a skip entry idle
+    as long frees itself too, so a source silent for 2.5 x `timeout` starts afresh. `timeout`: multiple
+    of L2_RX_TIMEOUT_STEPS in [2 L2_RX_TIMEOUT_STEPS, 2^L2_RX_TIMEOUT_BITS), run-time CSR `timeout` if with_csr.
     Throughput: one Layer 1 beat a cycle on sink; on source one beat a cycle within a packet and at most
     one idle cycle between packets (the packet's words are read from the 2-byte length prefix on, up to
     a whole number of beats), so with data_width >= 8 * payload bytes a segment leaves in no more cycles
     than its Layer 1 packet took to arrive. Latency: a packet's first beat leaves 5 cycles after its last Layer 1 beat (F = 256).
     """
     def __init__(self, frame_bits=256, data_width=64, n_sources=L2_RX_CONTEXTS, max_packet=L2_MAX_PACKET_BYTES,
-                 with_csr=False):
+                 timeout=L2_RX_TIMEOUT, with_csr=False):
         check_frame_bits(frame_bits)
         check_l2_data_width(data_width)
         if not isinstance(n_sources, int) or not 1 <= n_sources <= L2_RX_CONTEXTS_MAX:
             raise ValueError(f"n_sources must be an integer in [1, {L2_RX_CONTEXTS_MAX}], got {n_sources!r}")
         if not isinstance(max_packet, int) or not 1 <= max_packet <= L2_MAX_PACKET_BYTES:
             raise ValueError(f"max_packet must be an integer in [1, {L2_MAX_PACKET_BYTES}], got {max_packet!r}")
+        if not isinstance(timeout, int) or timeout % L2_RX_TIMEOUT_STEPS or \
+                not 2 * L2_RX_TIMEOUT_STEPS <= timeout < 2**L2_RX_TIMEOUT_BITS:
+            raise ValueError(f"timeout must be a multiple of {L2_RX_TIMEOUT_STEPS} in [{2 * L2_RX_TIMEOUT_STEPS}, "
+                             f"2**{L2_RX_TIMEOUT_BITS}), got {timeout!r}")
         W = data_width // 8
         P = payload_bytes(frame_bits)
         U = L2_PACKET_BYTES
@@ -305,7 +318,7 @@ class L2Reassembler(LiteXModule):
         WPS = SEGMENT_BYTES // M                   # words per segment
         S = 1 << (l2_segments(max_packet) - 1).bit_length()    # segment slots per context
         lw, ls = log2_int(WPS), log2_int(S)
-        self.n_sources, self.max_packet = n_sources, max_packet
+        self.n_sources, self.max_packet, self.timeout = n_sources, max_packet, timeout
         self.memory_bytes = n_sources * S * SEGMENT_BYTES
         self.sink = sink = stream.Endpoint(user_layout(frame_bits))
         self.source = source = stream.Endpoint(stream.EndpointDescription(l2_data_layout(data_width), L2_RX_PARAMS))
@@ -415,6 +428,50 @@ class L2Reassembler(LiteXModule):
         ]
         dec = go & at_dec
         nseg = (stream_len + SEGMENT_BYTES - 1) >> 8
+        # Idle timeout: a shared tick every timeout / L2_RX_TIMEOUT_STEPS cycles (paused while the sink is
+        # stalled by the reassembler) ages OPEN contexts and skip entries; a segment's decision resets its
+        # entry's age. An entry aged L2_RX_TIMEOUT_STEPS + 1 ticks expires, one context a cycle, outside the
+        # window between a unit's beat 0 (key matches registered) and its decision.
+        if with_csr:
+            self._timeout = CSRStorage(fields=[CSRField("cycles", size=L2_RX_TIMEOUT_BITS, reset=timeout,
+                description="Idle timeout of an assembling context or skip entry, in cycles (a multiple of "
+                            f"{L2_RX_TIMEOUT_STEPS}: the low bits are ignored).")])
+            timeout_cycles = self._timeout.fields.cycles
+        else:
+            timeout_cycles = C(timeout, L2_RX_TIMEOUT_BITS)
+        age_max = L2_RX_TIMEOUT_STEPS + 1
+        tb = log2_int(L2_RX_TIMEOUT_STEPS)
+        c_age = Array(Signal(max=age_max + 1, name=f"ctx{i}_age") for i in range(n))
+        s_age = Array(Signal(max=age_max + 1, name=f"skip{i}_age") for i in range(n))
+        prescale = Signal(L2_RX_TIMEOUT_BITS - tb)
+        tick, hold, expire = Signal(), Signal(), Signal()
+        old, s_old = Signal(n), Signal(n)
+        old_i = Signal(cb)
+        self.comb += [
+            hold.eq((go & (beat == 0)) | ((beat != 0) & (beat <= jk))),
+            old.eq(Cat(*[(st[i] == OPEN) & (c_age[i] == age_max) for i in range(n)])),
+            s_old.eq(Cat(*[s_on[i] & (s_age[i] == age_max) for i in range(n)])),
+            [If(old[i], old_i.eq(i)) for i in reversed(range(n))],
+            expire.eq(~hold & (old != 0)),
+        ]
+        self.sync += [
+            If(~(sink.valid & ~sink.ready),
+                If(prescale + 1 >= timeout_cycles[tb:], prescale.eq(0), tick.eq(1)).Else(
+                    prescale.eq(prescale + 1), tick.eq(0)),
+            ).Else(tick.eq(0)),
+            [If(tick & (c_age[i] != age_max), c_age[i].eq(c_age[i] + 1)) for i in range(n)],
+            [If(tick & (s_age[i] != age_max), s_age[i].eq(s_age[i] + 1)) for i in range(n)],
+            [If(~hold & s_old[i], s_on[i].eq(0)) for i in range(n)],
+            If(expire,
+                st[old_i].eq(FREE),
+                If(s_free != 0,
+                    s_on[s_free_i].eq(1),
+                    s_key[s_free_i].eq(c_key[old_i]),
+                    s_left[s_free_i].eq((c_rem[old_i] + SEGMENT_BYTES - 1) >> 8),
+                    s_age[s_free_i].eq(0),
+                ),
+            ),
+        ]
         self.sync += [
             If(drop & sink.valid & sink.last, drop.eq(0)),
             If(go,
@@ -426,12 +483,14 @@ class L2Reassembler(LiteXModule):
             ),
             If(dec,
                 If(cont,
+                    c_age[hit_i].eq(0),
                     c_seg[hit_i].eq(c_seg[hit_i] + 1),
                     c_rem[hit_i].eq(c_rem[hit_i] - SEGMENT_BYTES),
                     If(complete, st[hit_i].eq(DONE)),
                 ),
                 If(alloc,
                     st[free_i].eq(Mux(complete, DONE, OPEN)),
+                    c_age[free_i].eq(0),
                     c_key[free_i].eq(key),
                     c_hdr[free_i].eq(hdr),
                     c_len[free_i].eq(length),
@@ -439,6 +498,7 @@ class L2Reassembler(LiteXModule):
                     c_rem[free_i].eq(stream_len - SEGMENT_BYTES),
                 ),
                 If(skip,
+                    s_age[s_hit_i].eq(0),
                     s_left[s_hit_i].eq(s_left[s_hit_i] - 1),
                     If(s_left[s_hit_i] == 1, s_on[s_hit_i].eq(0)),
                 ),
@@ -446,6 +506,7 @@ class L2Reassembler(LiteXModule):
                     s_on[s_free_i].eq(1),
                     s_key[s_free_i].eq(key),
                     s_left[s_free_i].eq(nseg - 1),
+                    s_age[s_free_i].eq(0),
                 ),
             ),
         ]
@@ -457,7 +518,8 @@ class L2Reassembler(LiteXModule):
             ev["no_context"].eq(dec & no_ctx),
             ev["too_long"].eq(dec & too_long),
             ev["orphans"].eq(dec & skip),
-            ev["untracked"].eq(dec & to_skip & (s_free == 0)),
+            ev["untracked"].eq(((dec & to_skip) | expire) & (s_free == 0)),
+            ev["timeouts"].eq(expire),
         ]
 
         # Packet memory: context | segment | word; one write port (segment bodies), one read port (output).

@@ -17,22 +17,50 @@ def segment(packet, header):
 
 class Reassembler:
     """Reassembles segments per source (keyed by the reply route, since segments of one source arrive in
-    order while sources interleave). feed() returns (reply_header, packet) when a packet completes."""
-    def __init__(self):
-        self.partial = {}
+    order while sources interleave). feed() returns (reply_header, packet) when a packet completes.
 
-    def feed(self, l2_packet):
+    timeout (None: never): a partial packet whose last segment came more than `timeout` before a feed's
+    `now` is discarded (`timeouts`) and its remaining segments are skipped (`orphans`) as long as each
+    comes within `timeout` of the previous one, the skipping starting `timeout` after its last segment."""
+    def __init__(self, timeout=None):
+        self.partial, self.last, self.skip = {}, {}, {}
+        self.timeout = timeout
+        self.timeouts = self.orphans = 0
+
+    def expire(self, now):
+        """Applies the timeout at time `now`."""
+        if self.timeout is None:
+            return
+        for key in [k for k, t in self.last.items() if now - t > self.timeout]:
+            buf, t = self.partial.pop(key), self.last.pop(key)
+            length = int.from_bytes(buf[:L2_LENGTH_BYTES], "big")
+            self.skip[key] = [-(-(length + L2_LENGTH_BYTES - len(buf)) // SEGMENT_BYTES), t + self.timeout]
+            self.timeouts += 1
+        for key in [k for k, (_, t) in self.skip.items() if now - t > self.timeout]:
+            del self.skip[key]
+
+    def feed(self, l2_packet, now=0):
         if len(l2_packet) != L2_HEADER_BYTES + SEGMENT_BYTES:
             raise ValueError(f"L2 packet must be {L2_HEADER_BYTES + SEGMENT_BYTES} bytes, got {len(l2_packet)}")
         header = int.from_bytes(l2_packet[:L2_HEADER_BYTES], "big")
         if l2_header_unpack(header)[1] != 0:
             raise ValueError("L2 packet still has hops to go")
         key = reply_route(header)
+        self.expire(now)
+        if key in self.skip:
+            self.orphans += 1
+            entry = self.skip[key]
+            entry[0] -= 1
+            entry[1] = now
+            if entry[0] == 0:
+                del self.skip[key]
+            return None
         seg = l2_packet[L2_HEADER_BYTES:]
         buf = self.partial.setdefault(key, bytearray())
         buf += seg
+        self.last[key] = now
         length = int.from_bytes(buf[:L2_LENGTH_BYTES], "big")
         if len(buf) >= length + L2_LENGTH_BYTES:
-            del self.partial[key]
+            del self.partial[key], self.last[key]
             return key, bytes(buf[L2_LENGTH_BYTES:L2_LENGTH_BYTES + length])
         return None
