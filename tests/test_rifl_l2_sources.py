@@ -318,8 +318,9 @@ def test_senders_through_switch():
     assert res["cnt"]["no_context"] == res["cnt"]["orphans"] == res["cnt"]["malformed"] == 0
 
 
-def run_timed(rea, schedule, F, dw, seed, valid_p=1.0, ready_p=1.0, npackets=None):
-    """Feed (gap, unit) pairs: `gap` idle cycles, then the unit's Layer 1 beats. Returns (packets,
+def run_timed(rea, schedule, F, dw, seed, valid_p=1.0, ready_p=1.0, npackets=None, timeout_csr=None):
+    """Feed (gap, unit) pairs: `gap` idle cycles, then the unit's Layer 1 beats (timeout_csr: first written
+    into the `timeout` CSR's storage, as the CSR bus would). Returns (packets,
     counters, stats): stats "done" the cycle each unit's last beat was taken, "timeouts" the cycles the
     timeouts counter rose, "t" the cycle every unit was taken and npackets packets delivered."""
     got, counters, stats = [], {}, {"done": [], "timeouts": []}
@@ -328,6 +329,9 @@ def run_timed(rea, schedule, F, dw, seed, valid_p=1.0, ready_p=1.0, npackets=Non
 
     def sender():
         rng = random.Random(seed)
+        if timeout_csr is not None:
+            yield rea._timeout.storage.eq(timeout_csr)
+            yield
         for gap, unit in schedule:
             yield rea.sink.valid.eq(0)
             for _ in range(gap):
@@ -384,19 +388,25 @@ def model_timed(timed_units, timeout):
 T = 256          # timeout of the timeout tests, cycles
 
 
-def test_timeout_dead_sender():
+@pytest.mark.parametrize("via_csr", [False, True])
+def test_timeout_dead_sender(via_csr):
     """One context: A sends 2 of the 4 segments of a packet and stops. Without a timeout B's packet would
     find the context taken (no_context); with it, after more than T and at most 1.25 T idle cycles A's
     context is freed (timeouts 1), B's packet is reassembled whole, A's late third segment is an orphan,
-    and after 3 T of silence a new packet of A is reassembled whole; the partial packet never leaves."""
+    and after 3 T of silence a new packet of A is reassembled whole; the partial packet never leaves.
+    via_csr: built with the default timeout, T written into the `timeout` CSR at run time."""
     rng = random.Random(40)
     A, B = source_headers(rng, 2)
     pa, pb, pa2 = packet(rng, 1000), packet(rng, 400), packet(rng, 600)
     sa, sb, sa2 = ref.segment(pa, A), ref.segment(pb, B), ref.segment(pa2, A)
     schedule = [(0, sa[0]), (0, sa[1]), (int(1.4 * T), sb[0]), (0, sb[1]), (0, sa[2]), (3 * T, sa2[0]), (0, sa2[1]),
                 (0, sa2[2])]
-    rea = L2Reassembler(256, 256, n_sources=1, timeout=T)
-    got, cnt, st = run_timed(rea, schedule, 256, 256, seed=41, ready_p=0.8, npackets=2)
+    if via_csr:
+        rea = L2Reassembler(256, 256, n_sources=1, with_csr=True)
+        got, cnt, st = run_timed(rea, schedule, 256, 256, seed=41, ready_p=0.8, npackets=2, timeout_csr=T)
+    else:
+        rea = L2Reassembler(256, 256, n_sources=1, timeout=T)
+        got, cnt, st = run_timed(rea, schedule, 256, 256, seed=41, ready_p=0.8, npackets=2)
     assert [(g[0], g[2]) for g in got] == [(pb, B), (pa2, A)]
     assert cnt == {"packets": 3, "delivered": 2, "segments": 8, "bad_length": 0, "malformed": 0, "no_context": 0,
                    "too_long": 0, "orphans": 1, "untracked": 0, "timeouts": 1}

@@ -436,7 +436,7 @@ class L2Reassembler(LiteXModule):
             self._timeout = CSRStorage(fields=[CSRField("cycles", size=L2_RX_TIMEOUT_BITS, reset=timeout,
                 description="Idle timeout of an assembling context or skip entry, in cycles (a multiple of "
                             f"{L2_RX_TIMEOUT_STEPS}: the low bits are ignored).")])
-            timeout_cycles = self._timeout.fields.cycles
+            timeout_cycles = self._timeout.storage
         else:
             timeout_cycles = C(timeout, L2_RX_TIMEOUT_BITS)
         age_max = L2_RX_TIMEOUT_STEPS + 1
