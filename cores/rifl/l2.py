@@ -364,8 +364,8 @@ class L2Reassembler(LiteXModule):
         s_key = Array(Signal(L2_HEADER_BITS, name=f"skip{i}_key") for i in range(n))
         s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
 
-        # Key matches are registered at beat 0: open contexts and skip entries change only at decisions,
-        # which never fall between a unit's beat 0 and its decision; free/DONE states are taken live.
+        # Key matches are registered at beat 0: open contexts and skip entries change only at decisions and
+        # timeouts, which never fall between a unit's beat 0 and its decision; free/DONE states are taken live.
         hit_now, s_hit_now = Signal(n), Signal(n)
         hit, free, closed, s_hit, s_free = Signal(n), Signal(n), Signal(n), Signal(n), Signal(n)
         hit_i, free_i, s_hit_i, s_free_i = Signal(cb), Signal(cb), Signal(cb), Signal(cb)
