@@ -47,7 +47,7 @@ class MSCollectiveEngine(LiteXModule):
       (the first contribution initialises, the completing one adds and emits the rounded sums on
       `result`); the next job starts in the cycle after the last word of the previous one.
     Throughput: one payload word per cycle, back-to-back frames (validation hides behind the previous
-    frame's words when a frame has at least 8 words). Latency: first result word 5 cycles after the
+    frame's words when a frame has at least 8 words). Latency: first result word 6 cycles after the
     descriptor + the accumulator latency (5 + 16).
     """
     def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64):
@@ -88,6 +88,11 @@ class MSCollectiveEngine(LiteXModule):
         job_layout = [("port", pw), ("drop", 1), ("emit", 1), ("init", 1), ("slot", sw),
                       ("lastw", 16), ("awords", 16)]   # lastw: payload words - 1; awords: words added
         self.jobs = jobs = stream.SyncFIFO(job_layout, 2)
+        # The payload stage reads the queue through a registered valid/ready buffer: `load` (late, from the
+        # payload handshake) stays next to the payload stage and does not reach the queue's LUT RAM.
+        self.job_buf = job_buf = stream.Buffer(job_layout, pipe_valid=True, pipe_ready=True)
+        self.comb += jobs.source.connect(job_buf.sink)
+        job = job_buf.source
 
         # Context table.
         c_valid = Array(Signal() for _ in range(n_contexts))
@@ -332,7 +337,7 @@ class MSCollectiveEngine(LiteXModule):
             payload.ready.eq(b_active & (~in_acc | acc_in.ready)),
             take.eq(payload.valid & payload.ready),
             load.eq(~b_active | (take & last)),
-            jobs.source.ready.eq(load),
+            job.ready.eq(load),
         ]
         self.sync += [
             If(take,
@@ -340,10 +345,10 @@ class MSCollectiveEngine(LiteXModule):
                 If(in_acc, aleft.eq(aleft - 1), in_acc.eq(aleft != 1))
             ),
             If(load,
-                b_active.eq(jobs.source.valid), b_port.eq(jobs.source.port),
-                b_emit.eq(jobs.source.emit), b_init.eq(jobs.source.init), b_slot.eq(jobs.source.slot),
-                wleft.eq(jobs.source.lastw), last.eq(jobs.source.lastw == 0),
-                aleft.eq(jobs.source.awords), in_acc.eq(~jobs.source.drop),
+                b_active.eq(job.valid), b_port.eq(job.port),
+                b_emit.eq(job.emit), b_init.eq(job.init), b_slot.eq(job.slot),
+                wleft.eq(job.lastw), last.eq(job.lastw == 0),
+                aleft.eq(job.awords), in_acc.eq(~job.drop),
                 widx.eq(0)
             ),
         ]

@@ -19,7 +19,8 @@ def lane_byteswap(word, lanes):
 class CommitFIFO(LiteXModule):
     """FIFO whose writes become visible only when committed. `commit` publishes every entry written before
     this cycle; `abort` discards the uncommitted ones (a write in the same cycle is kept: it starts the next
-    frame). Read side: a stream with a registered output, one entry per cycle. `depth`: a power of two."""
+    frame). Read side: a stream, one entry per cycle; an entry committed at cycle t is on `source` at t+5.
+    `depth`: a power of two."""
     def __init__(self, width, depth):
         if depth & (depth - 1) or depth < 2:
             raise ValueError(f"CommitFIFO depth must be a power of two >= 2, got {depth}")
@@ -39,7 +40,7 @@ class CommitFIFO(LiteXModule):
         self.specials += mem
         wr = mem.get_port(write_capable=True)
         self.specials += wr
-        rd = mem.get_port(has_re=True)
+        rd = mem.get_port(async_read=True)
         self.specials += rd
         # Both candidate write positions (wp, or cp on an abort), their fullness and their successors come
         # from registers in parallel; the late commit/abort/we signals only select.
@@ -61,20 +62,31 @@ class CommitFIFO(LiteXModule):
             If(self.commit | self.abort, self.overflow.eq(self.we & self.full)
             ).Elif(self.we & self.full, self.overflow.eq(1)),
         ]
-        # RAM read -> RAM output register (synthesis moves it into the block RAM) -> fabric register with a
-        # registered ready: the slow RAM clock-to-out and the consumers' ready logic stay apart.
-        mvalid = Signal()
-        do_read = Signal()
-        out = stream.Endpoint([("data", width)])
-        self.pipe = pipe = stream.PipeValid([("data", width)])
-        self.buf = buf = stream.Buffer([("data", width)], pipe_valid=True, pipe_ready=True)
+        # Read side, one entry per cycle: the read data register `r1` (synthesis moves it into the block RAM;
+        # the read is written as asynchronous so that it takes this register and not the next one) goes
+        # straight into a plain register `q` (no enable, no logic: the RAM's slow clock-to-out ends in a
+        # flop), then into a small LUT-RAM FIFO with a registered output and a skid buffer with a registered
+        # ready (the consumers' ready logic stays away from the RAM). The read pipeline cannot stall: a read is issued only with a credit (a free
+        # place in the output FIFO for it). Issue -> output FIFO: 2 cycles; the credit loop (issue, RAM, plain
+        # register, FIFO write, FIFO output register, pop) is 5 cycles, fewer than the ob_depth + 1 places.
+        ob_depth = 6
+        v1, v2, r1, q = Signal(), Signal(), Signal(width), Signal(width)
+        credits = Signal(max=ob_depth + 2, reset=ob_depth + 1)
+        do_read, pop = Signal(), Signal()
+        self.ofifo = ofifo = stream.SyncFIFO([("data", width)], ob_depth, buffered=True)
+        self.buf = buf = stream.Buffer([("data", width)], pipe_valid=False, pipe_ready=True)
         self.comb += [
-            do_read.eq((rp != cp) & (~mvalid | out.ready)),
-            rd.adr.eq(rp[:aw]), rd.re.eq(do_read),
-            out.valid.eq(mvalid), out.data.eq(rd.dat_r),
-            out.connect(pipe.sink), pipe.source.connect(buf.sink), buf.source.connect(self.source),
+            do_read.eq((rp != cp) & (credits != 0)),
+            rd.adr.eq(rp[:aw]),
+            ofifo.sink.valid.eq(v2), ofifo.sink.data.eq(q),
+            ofifo.source.connect(buf.sink), buf.source.connect(self.source),
+            pop.eq(ofifo.source.valid & ofifo.source.ready),
         ]
-        self.sync += If(do_read, rp.eq(rp + 1), mvalid.eq(1)).Elif(out.ready, mvalid.eq(0))
+        self.sync += [
+            If(do_read, rp.eq(rp + 1)),
+            v1.eq(do_read), v2.eq(v1), r1.eq(rd.dat_r), q.eq(r1),
+            credits.eq(credits - do_read + pop),
+        ]
 
 
 class MSPortIngress(LiteXModule):
@@ -183,8 +195,9 @@ class MSPortIngress(LiteXModule):
             rfifo.source.ready.eq(self.fwd.ready),
         ]
 
-        # Descriptor FIFO.
-        self.dfifo = dfifo = stream.SyncFIFO(descriptor_layout, desc_depth)
+        # Descriptor FIFO, registered output (valid and descriptor leave the port from flip-flops: the engine's
+        # handshake crosses the chip once, not from the FIFO level through logic and back).
+        self.dfifo = dfifo = stream.SyncFIFO(descriptor_layout, desc_depth, buffered=True)
         self.comb += dfifo.source.connect(self.desc)
 
         # End of frame, three registered steps: t+1 (the cycle after the last beat) holds the frame length and
