@@ -45,6 +45,14 @@ def interleave(rng, per_source):
     return out
 
 
+def read_counters(rea, counters, settle=3):
+    """After `settle` cycles (the last decisions land), every counter of `rea` into `counters`."""
+    for _ in range(settle):
+        yield
+    for k, v in rea.counters.items():
+        counters[k] = yield v
+
+
 def run_units(rea, units, F, dw, seed, valid_p=1.0, ready_p=1.0, cycles=None):
     """Feed Layer 1 units (bytes) into the reassembler; returns (packets, counters, stats): stats "t" the
     cycle all segments were taken and all packets delivered, "stalls" the cycles with sink.valid and not
@@ -73,10 +81,7 @@ def run_units(rea, units, F, dw, seed, valid_p=1.0, ready_p=1.0, cycles=None):
                 stats["out"].append(t)
             yield
         stats["t"] = t
-        for _ in range(3):
-            yield
-        for k, v in rea.counters.items():
-            counters[k] = yield v
+        yield from read_counters(rea, counters)
     run_simulation(rea, [send_beats(rea.sink, beats, random.Random(seed), valid_p, passive=True),
                          collect_packets(rea.source, got, random.Random(seed + 1), dw, ready_p), wait()])
     assert stats["t"] < budget - 1, f"not finished in {budget} cycles: {counters}"
@@ -362,10 +367,7 @@ def run_timed(rea, schedule, F, dw, seed, valid_p=1.0, ready_p=1.0, npackets=Non
                 break
             yield
         stats["t"] = t
-        for _ in range(3):
-            yield
-        for k, v in rea.counters.items():
-            counters[k] = yield v
+        yield from read_counters(rea, counters)
     run_simulation(rea, [sender(), collect_packets(rea.source, got, random.Random(seed + 1), dw, ready_p),
                          wait()])
     assert stats["t"] < budget - 1, f"not finished in {budget} cycles: {counters}"
