@@ -2,7 +2,7 @@
 reply routes. The first segment starts with the packet length (L2_LENGTH_BYTES, big-endian), so the true
 length of the padded last segment is known; every L2 packet is L2_PACKET_BYTES on the L1 stream."""
 from cores.rifl.common import (L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_MAX_PACKET_BYTES, SEGMENT_BYTES,
-                               l2_header_bytes, l2_header_unpack, reply_route)
+                               l2_header_bytes, l2_header_unpack, l2_segments, reply_route)
 
 
 def segment(packet, header):
@@ -34,7 +34,7 @@ class Reassembler:
         for key in [k for k, t in self.last.items() if now - t > self.timeout]:
             buf, t = self.partial.pop(key), self.last.pop(key)
             length = int.from_bytes(buf[:L2_LENGTH_BYTES], "big")
-            self.skip[key] = [-(-(length + L2_LENGTH_BYTES - len(buf)) // SEGMENT_BYTES), t + self.timeout]
+            self.skip[key] = [l2_segments(length) - len(buf) // SEGMENT_BYTES, t + self.timeout]
             self.timeouts += 1
         for key in [k for k, (_, t) in self.skip.items() if now - t > self.timeout]:
             del self.skip[key]
