@@ -1,6 +1,5 @@
 """MiniSharp collective engine: setup path, context table, chunk slots and the exact accumulator bank."""
 from migen import *
-from migen.genlib.roundrobin import RoundRobin, SP_CE
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
@@ -108,12 +107,18 @@ class MSCollectiveEngine(LiteXModule):
         s_bitmap = Array(Signal(max_ranks) for _ in range(n_slots))
         s_count = Array(Signal(rw) for _ in range(n_slots))
 
-        # Port selection.
-        self.rr = rr = RoundRobin(num_ports, SP_CE)
-        sel = rr.grant
-        self.comb += [rr.request[i].eq(self.desc_sinks[i].valid) for i in range(num_ports)]
+        # Port selection, round robin. The port to serve is picked in IDLE and registered with a one-hot
+        # `fetch` that is each port's ready in FETCH: a port's ready is a flip-flop, so neither the state
+        # decode nor the selection reaches the descriptor FIFO's read logic.
+        sel, fetch = Signal(pw), Signal(num_ports)
+        pick = Signal(pw)
+        valids = [d.valid for d in self.desc_sinks]
+        self.comb += Case(sel, {last: [If(valids[(last + 1 + k) % num_ports], pick.eq((last + 1 + k) % num_ports))
+                                       for k in reversed(range(num_ports))]
+                                for last in range(num_ports)})
+        self.comb += [self.desc_sinks[i].ready.eq(fetch[i]) for i in range(num_ports)]
         desc = stream.Endpoint(descriptor_layout)
-        self.comb += Case(sel, {i: self.desc_sinks[i].connect(desc) for i in range(num_ports)})
+        self.comb += Case(sel, {i: self.desc_sinks[i].connect(desc, omit={"ready"}) for i in range(num_ports)})
         self.comb += self.drop_port.eq(sel)
 
         # Current frame.
@@ -211,11 +216,12 @@ class MSCollectiveEngine(LiteXModule):
 
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
-            rr.ce.eq(1),
-            If(reduce_or([d.valid for d in self.desc_sinks]), NextState("FETCH"))
+            If(reduce_or(valids),
+                NextValue(sel, pick), NextValue(fetch, 1 << pick),
+                NextState("FETCH"))
         )
         fsm.act("FETCH",
-            desc.ready.eq(1),
+            NextValue(fetch, 0),
             NextValue(d_kind, desc.kind), NextValue(d_coll, desc.collective_id), NextValue(d_rank, desc.rank),
             NextValue(d_chunk, desc.chunk_index), NextValue(d_pbytes, desc.payload_bytes),
             NextValue(d_record, desc.record),
