@@ -5,7 +5,7 @@ import random
 
 from migen import run_simulation
 
-from cores.minisharp.ingress import CommitFIFO
+from cores.minisharp.commit_fifo import CommitFIFO
 
 
 def _run(seed, n_cycles, ready_p, frame_p):

@@ -5,6 +5,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.packet import Arbiter, Dispatcher
 
+from cores.minisharp.commit_fifo import CommitFIFO
 from cores.minisharp.common import DROP_REASONS, MS_CHUNK_ELEMENTS, port_description, result_meta_layout
 from cores.minisharp.egress import MSResultFanout, MSResultSerializer
 from cores.minisharp.engine import MSCollectiveEngine
@@ -66,7 +67,7 @@ class MiniSharpCore(LiteXModule):
             self.meta_pipe.source.connect(fanout.meta),
             engine.result.connect(self.result_buf.sink), self.result_buf.source.connect(fanout.result),
         ]
-        res_fifo_words = res_fifo_words or wpc
+        res_fifo_words = res_fifo_words or max(wpc, 2)
         fwd = [[stream.Endpoint(port_description(dw)) for _ in range(num_ports)] for _ in range(num_ports)]
         for i, ing in enumerate(self.ingress):
             self.submodules += ing
@@ -79,15 +80,16 @@ class MiniSharpCore(LiteXModule):
             self.comb += disp.sel.eq(self.fwd_map[i])
         for o in range(num_ports):
             mfifo = stream.SyncFIFO(result_meta_layout, 2, buffered=True)
-            wfifo = stream.SyncFIFO([("data", 32 * lanes)], res_fifo_words, buffered=True)
-            # Fabric registers (valid and ready) after the block RAM's.
-            wpipe = stream.Buffer([("data", 32 * lanes)], pipe_valid=True, pipe_ready=True)
+            # Result words in block RAM; every write committed at once (the RAM's read ends in a plain register).
+            wfifo = CommitFIFO(32 * lanes, res_fifo_words)
+            words = fanout.word_sources[o]
             ser = MSResultSerializer(dw, lanes)
             arb = Arbiter([ser.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
-            self.submodules += mfifo, wfifo, wpipe, ser, arb
+            self.submodules += mfifo, wfifo, ser, arb
             self.comb += [
-                fanout.meta_sources[o].connect(mfifo.sink), fanout.word_sources[o].connect(wfifo.sink),
-                mfifo.source.connect(ser.meta), wfifo.source.connect(wpipe.sink), wpipe.source.connect(ser.words),
+                fanout.meta_sources[o].connect(mfifo.sink),
+                wfifo.we.eq(words.valid), wfifo.din.eq(words.data), words.ready.eq(~wfifo.full), wfifo.commit.eq(1),
+                mfifo.source.connect(ser.meta), wfifo.source.connect(ser.words),
                 ser.dst_mac.eq(self.dst_macs[o]), ser.src_mac.eq(self.src_macs[o]),
             ]
 

@@ -4,6 +4,7 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from cores.minisharp.commit_fifo import CommitFIFO
 from cores.minisharp.common import (
     ETHERTYPE, VERSION_MAJOR, MS_HEADER_BYTES, ETH_HEADER_BYTES, ETH_MIN_FRAME, SETUP_RECORD_BYTES,
     MS_OP_COL_SETUP, MS_OP_COL_DATA, MS_OP_COL_RES, MSP_TRANSPARENT, KIND_SETUP, KIND_DATA,
@@ -14,79 +15,6 @@ from cores.minisharp.common import (
 def lane_byteswap(word, lanes):
     """Swap the bytes of every 32-bit lane: payload byte order (big-endian FP32) <-> FP32 value."""
     return Cat(*[be_bytes(word, 4 * ln, 4) for ln in range(lanes)])
-
-
-class CommitFIFO(LiteXModule):
-    """FIFO whose writes become visible only when committed. `commit` publishes every entry written before
-    this cycle; `abort` discards the uncommitted ones (a write in the same cycle is kept: it starts the next
-    frame). Read side: a stream, one entry per cycle; an entry committed at cycle t is on `source` at t+5.
-    `depth`: a power of two."""
-    def __init__(self, width, depth):
-        if depth & (depth - 1) or depth < 2:
-            raise ValueError(f"CommitFIFO depth must be a power of two >= 2, got {depth}")
-        self.we = Signal()
-        self.din = Signal(width)
-        self.full = Signal()
-        self.commit = Signal()
-        self.abort = Signal()
-        self.overflow = Signal()     # a write was refused since the last commit/abort (before this cycle)
-        self.source = stream.Endpoint([("data", width)])
-
-        # # #
-
-        aw = log2_int(depth)
-        wp, cp, rp = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1)
-        mem = Memory(width, depth)
-        self.specials += mem
-        wr = mem.get_port(write_capable=True)
-        self.specials += wr
-        rd = mem.get_port(async_read=True)
-        self.specials += rd
-        # Both candidate write positions (wp, or cp on an abort), their fullness and their successors come
-        # from registers in parallel; the late commit/abort/we signals only select.
-        do_write = Signal()
-        pos, wp1, cp1, full_w, full_c = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1), Signal(), Signal()
-        self.comb += [
-            wp1.eq(wp + 1), cp1.eq(cp + 1),
-            # depth entries apart: the wrap bits differ, the addresses are equal (no subtraction).
-            full_w.eq((wp[aw] != rp[aw]) & (wp[:aw] == rp[:aw])),
-            full_c.eq((cp[aw] != rp[aw]) & (cp[:aw] == rp[:aw])),
-            pos.eq(Mux(self.abort, cp, wp)),
-            self.full.eq(Mux(self.abort, full_c, full_w)),
-            do_write.eq(self.we & ~self.full),
-            wr.adr.eq(pos[:aw]), wr.dat_w.eq(self.din), wr.we.eq(do_write),
-        ]
-        self.sync += [
-            wp.eq(Mux(self.abort, Mux(do_write, cp1, cp), Mux(do_write, wp1, wp))),
-            If(self.commit, cp.eq(wp)),
-            If(self.commit | self.abort, self.overflow.eq(self.we & self.full)
-            ).Elif(self.we & self.full, self.overflow.eq(1)),
-        ]
-        # Read side, one entry per cycle: the read data register `r1` (synthesis moves it into the block RAM;
-        # the read is written as asynchronous so that it takes this register and not the next one) goes
-        # straight into a plain register `q` (no enable, no logic: the RAM's slow clock-to-out ends in a
-        # flop), then into a small LUT-RAM FIFO with a registered output and a skid buffer with a registered
-        # ready (the consumers' ready logic stays away from the RAM). The read pipeline cannot stall: a read is issued only with a credit (a free
-        # place in the output FIFO for it). Issue -> output FIFO: 2 cycles; the credit loop (issue, RAM, plain
-        # register, FIFO write, FIFO output register, pop) is 5 cycles, fewer than the ob_depth + 1 places.
-        ob_depth = 6
-        v1, v2, r1, q = Signal(), Signal(), Signal(width), Signal(width)
-        credits = Signal(max=ob_depth + 2, reset=ob_depth + 1)
-        do_read, pop = Signal(), Signal()
-        self.ofifo = ofifo = stream.SyncFIFO([("data", width)], ob_depth, buffered=True)
-        self.buf = buf = stream.Buffer([("data", width)], pipe_valid=False, pipe_ready=True)
-        self.comb += [
-            do_read.eq((rp != cp) & (credits != 0)),
-            rd.adr.eq(rp[:aw]),
-            ofifo.sink.valid.eq(v2), ofifo.sink.data.eq(q),
-            ofifo.source.connect(buf.sink), buf.source.connect(self.source),
-            pop.eq(ofifo.source.valid & ofifo.source.ready),
-        ]
-        self.sync += [
-            If(do_read, rp.eq(rp + 1)),
-            v1.eq(do_read), v2.eq(v1), r1.eq(rd.dat_r), q.eq(r1),
-            credits.eq(credits - do_read + pop),
-        ]
 
 
 class MSPortIngress(LiteXModule):
