@@ -243,15 +243,15 @@ class MSAccumulatorBank(LiteXModule):
 
     sink ops: ADD (addr, init, data = lanes FP32) adds element-wise, `init` starting from zero, and with
     `emit` also sends the new sums (rounded once to FP32) on `source`; READ (addr) sends the stored sums.
-    Results leave in op order. Pipeline: r0 registers the op, r1 the RAM address and the FP32 fields, r2
-    holds the RAM output (the block RAM's own register) and the shifted significand, r3 registers the RAM
-    output in the fabric with one addend per limb and adds per limb,
-    r4 writes back and feeds the rounding pipeline. The RAM output meets no logic before a fabric register
-    (the DP16KD clock-to-out is 5.8 ns of the 8 ns at 125 MHz).
-    Throughput: one op per cycle; an op waits in r0 only while an ADD to the same address is in r1..r3 (its
+    Results leave in op order. Pipeline: r0 registers the op, r1 the RAM address and the op's data, r2 holds
+    the RAM output (the block RAM's own register) and the FP32 fields, r3 registers the RAM output in a plain
+    register (no reset, no logic: the DP16KD clock-to-out is 5.8 ns of the 8 ns at 125 MHz, so this register
+    is placed next to the RAM) and the shifted significand, r4 registers it again with one addend per limb
+    and adds per limb, r5 writes back and feeds the rounding pipeline.
+    Throughput: one op per cycle; an op waits in r0 only while an ADD to the same address is in r1..r4 (its
     write-back would come after this op's RAM read; consecutive addresses never wait), and an emitting op
     only when `out_depth` results are outstanding.
-    Latency: a result enters the output FIFO 5 + ACC_LIMBS + 9 cycles after its op is accepted.
+    Latency: a result enters the output FIFO 6 + ACC_LIMBS + 9 cycles after its op is accepted.
     Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024.
     """
     def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32):
@@ -278,17 +278,17 @@ class MSAccumulatorBank(LiteXModule):
         wrport = mem.get_port(write_capable=True)
         self.specials += wrport
 
-        # Pipeline registers: valid, op, addr, init, emit per stage r0..r4.
-        st = [dict(valid=Signal(), op=Signal(), addr=Signal(aw), init=Signal(), emit=Signal()) for _ in range(5)]
-        r0_data = Signal(32 * lanes)
-        r4_state = Signal(sw * lanes)
+        # Pipeline registers: valid, op, addr, init, emit per stage r0..r5.
+        st = [dict(valid=Signal(), op=Signal(), addr=Signal(aw), init=Signal(), emit=Signal()) for _ in range(6)]
+        r0_data, r1_data = Signal(32 * lanes), Signal(32 * lanes, reset_less=True)
+        r5_state = Signal(sw * lanes)
 
         # Result FIFO and credits.
         self.fifo = fifo = stream.SyncFIFO([("data", 32 * lanes)], out_depth, buffered=True)
         self.comb += fifo.source.connect(self.source)
         outstanding = Signal(max=out_depth + 1)
 
-        # r0 issues its op (the RAM read) unless an ADD to its address is in r1..r3 (that write-back would
+        # r0 issues its op (the RAM read) unless an ADD to its address is in r1..r4 (that write-back would
         # come after the read): then r0 holds and a bubble enters r1. The match of an op against the ops
         # ahead of it is registered (stall0) as the op enters r0 or holds, so sink.ready comes from registers.
         stall0, adv0 = Signal(), Signal()
@@ -311,16 +311,17 @@ class MSAccumulatorBank(LiteXModule):
         def add_to(addr, r):
             return r["valid"] & (r["op"] == ACC_OP_ADD) & (r["addr"] == addr)
         self.sync += [
-            If(accept,      # r0 -> r1, the new op -> r0; it will meet the ops now in r0..r2 in r1..r3
+            If(accept,      # r0 -> r1, the new op -> r0; it will meet the ops now in r0..r3 in r1..r4
                 st[0]["valid"].eq(1), st[0]["op"].eq(self.sink.op), st[0]["addr"].eq(self.sink.addr),
                 st[0]["init"].eq(self.sink.init), st[0]["emit"].eq(self.sink.emit),
                 r0_data.eq(self.sink.data),
-                stall0.eq(reduce(or_, [add_to(self.sink.addr, r) for r in st[:3]]))
+                stall0.eq(reduce(or_, [add_to(self.sink.addr, r) for r in st[:4]]))
             ).Elif(adv0,
                 st[0]["valid"].eq(0), stall0.eq(0)
-            ).Else(         # r0 holds; the ops now in r1, r2 move to r2, r3
-                stall0.eq(reduce(or_, [add_to(st[0]["addr"], r) for r in st[1:3]]))
+            ).Else(         # r0 holds; the ops now in r1..r3 move to r2..r4
+                stall0.eq(reduce(or_, [add_to(st[0]["addr"], r) for r in st[1:4]]))
             ),
+            r1_data.eq(r0_data),     # the op's data while it is in r1 (r0 holds it until the op leaves)
             [st[1][k].eq(st[0][k]) for k in st[0] if k != "valid"],
             st[1]["valid"].eq(st[0]["valid"] & adv0),
         ]
@@ -328,49 +329,49 @@ class MSAccumulatorBank(LiteXModule):
             self.sync += [a[k].eq(b[k]) for k in a]
         self.comb += [
             rdport.adr.eq(st[0]["addr"]),
-            wrport.adr.eq(st[4]["addr"]), wrport.dat_w.eq(r4_state),
-            wrport.we.eq(st[4]["valid"] & (st[4]["op"] == ACC_OP_ADD)),
+            wrport.adr.eq(st[5]["addr"]), wrport.dat_w.eq(r5_state),
+            wrport.we.eq(st[5]["valid"] & (st[5]["op"] == ACC_OP_ADD)),
         ]
 
         rounds = []
         for ln in range(lanes):
             # r2: the RAM output (`ram_q`, the register that synthesis moves into the block RAM) is
-            # registered again in the fabric, next to the decoded FP32 (fields registered in r1, shifted
-            # significand in r2), which is registered as one addend per limb: m, or ~m with a carry in for
-            # -m (one carry chain per limb). A READ adds nothing (addends 0, flags neutral), so r4 needs no
-            # op multiplexer.
-            dec = _Decode(r0_data[32 * ln:32 * ln + 32])
+            # registered in a plain register (`near`, r3) and again (`old`, r4) next to the adders; the
+            # decoded FP32 (fields registered in r2, shifted significand in r3) is registered as one addend
+            # per limb (r4): m, or ~m with a carry in for -m (one carry chain per limb). A READ adds nothing
+            # (addends 0, flags neutral), so r5 needs no op multiplexer.
+            dec = _Decode(r1_data[32 * ln:32 * ln + 32])
             self.submodules += dec
-            is_add = st[2]["op"] == ACC_OP_ADD
+            is_add = st[3]["op"] == ACC_OP_ADD
             addend, cin = [Signal(lw) for _ in range(ACC_LIMBS)], Signal()
             vfl = {f: Signal() for f in ACC_FLAGS}
-            ram_q, old = Signal(sw), Signal(sw)
+            ram_q, near, old = [Signal(sw, reset_less=True) for _ in range(3)]
             self.sync += [
                 [a.eq(Mux(is_add, Mux(dec.negative, ~Cat(m, C(0, lw - ACC_LIMB_BITS)), m), 0))
                  for a, m in zip(addend, dec.mags)],
                 cin.eq(is_add & dec.negative),
                 [vfl[f].eq(Mux(is_add, dec.flags[f], f == "negzero")) for f in ACC_FLAGS],
-                ram_q.eq(rdport.dat_r[sw * ln:sw * (ln + 1)]), old.eq(ram_q),
+                ram_q.eq(rdport.dat_r[sw * ln:sw * (ln + 1)]), near.eq(ram_q), old.eq(near),
             ]
 
-            # r3: per-limb add (carry chunking: no carry crosses limbs), sticky flags.
+            # r4: per-limb add (carry chunking: no carry crosses limbs), sticky flags.
             old_limbs = [old[k * lw:(k + 1) * lw] for k in range(ACC_LIMBS)]
             old_fl = {f: old[ACC_LIMBS * lw + i] for i, f in enumerate(ACC_FLAGS)}
-            init = st[3]["init"]
+            init = st[4]["init"]
             new_limbs = [Signal(lw + 1) for _ in range(ACC_LIMBS)]
             new_fl = {f: Signal() for f in ACC_FLAGS}
             self.comb += [nl.eq(Cat(C(1, 1), Mux(init, 0, ol)) + Cat(cin, a))     # bit 0: the carry in
                           for nl, ol, a in zip(new_limbs, old_limbs, addend)]
             self.comb += [new_fl[f].eq(Mux(init, 0, old_fl[f]) | vfl[f]) for f in ("nan", "pinf", "ninf")]
             self.comb += new_fl["negzero"].eq(Mux(init, 1, old_fl["negzero"]) & vfl["negzero"])
-            self.sync += r4_state[sw * ln:sw * (ln + 1)].eq(
+            self.sync += r5_state[sw * ln:sw * (ln + 1)].eq(
                 Cat(*[nl[1:lw + 1] for nl in new_limbs], *[new_fl[f] for f in ACC_FLAGS]))
 
-            emit4 = st[4]["valid"] & ((st[4]["op"] == ACC_OP_READ) | st[4]["emit"])
-            rnd = _Round(r4_state[sw * ln:sw * (ln + 1)], emit4, max_ranks)
+            emit5 = st[5]["valid"] & ((st[5]["op"] == ACC_OP_READ) | st[5]["emit"])
+            rnd = _Round(r5_state[sw * ln:sw * (ln + 1)], emit5, max_ranks)
             self.submodules += rnd
             rounds.append(rnd)
-        self.latency = 5 + rounds[0].latency
+        self.latency = 6 + rounds[0].latency
         self.comb += [
             fifo.sink.valid.eq(rounds[0].valid_o),
             fifo.sink.data.eq(Cat(*[r.result for r in rounds])),
