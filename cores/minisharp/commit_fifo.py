@@ -60,7 +60,8 @@ class CommitFIFO(LiteXModule):
         # place in the output FIFO for it). Issue -> output FIFO: 2 cycles; the credit loop (issue, RAM, plain
         # register, FIFO write, FIFO output register, pop) is 5 cycles, fewer than the ob_depth + 1 places.
         ob_depth = 6
-        v1, v2, r1, q = Signal(), Signal(), Signal(width), Signal(width)
+        v1, v2 = Signal(), Signal()
+        r1, q = Signal(width, reset_less=True), Signal(width, reset_less=True)
         credits = Signal(max=ob_depth + 2, reset=ob_depth + 1)
         do_read, pop = Signal(), Signal()
         self.ofifo = ofifo = stream.SyncFIFO([("data", width)], ob_depth, buffered=True)

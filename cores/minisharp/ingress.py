@@ -207,10 +207,14 @@ class MSPortIngress(LiteXModule):
         ]
         end, forward, to_engine, kind, dropping, reason = d_end, d_forward, d_to_engine, d_kind, d_dropping, d_reason
         fwd_go, eng_go = Signal(), Signal()
+        # Room for the descriptor, registered: the FIFO was not full and no write was pending (a registered
+        # write) one cycle earlier. Only the engine's reads change the level in between (a port writes one
+        # descriptor a frame), so the room is still there.
+        room = Signal()
+        self.sync += room.eq(dfifo.sink.ready & ~dfifo.sink.valid)
         self.comb += [
             fwd_go.eq(end & forward & ~rfifo.overflow),
-            # room for the descriptor: the FIFO is not full and no write is pending (a registered write)
-            eng_go.eq(end & to_engine & dfifo.sink.ready & ~dfifo.sink.valid &
+            eng_go.eq(end & to_engine & room &
                       ~((kind == KIND_DATA) & pfifo.overflow)),
             rfifo.commit.eq(fwd_go), rfifo.abort.eq(end & ~fwd_go),
             pfifo.commit.eq(eng_go & (kind == KIND_DATA)), pfifo.abort.eq(end & ~(eng_go & (kind == KIND_DATA))),
