@@ -273,7 +273,11 @@ class MSAccumulatorBank(LiteXModule):
         mem = Memory(sw * lanes, depth)
 
         self.specials += mem
-        rdport = mem.get_port()
+        # Asynchronous read from the registered r1 address, then `ram_q`: synthesis takes `ram_q` as the block
+        # RAM's register with read-old semantics. (A synchronous port, a registered address, reads
+        # transparently, which the DP16KD cannot do across ports: yosys adds a bypass register and a
+        # multiplexer after the RAM.) The hazard stall keeps a read from meeting the write to its address.
+        rdport = mem.get_port(async_read=True)
         self.specials += rdport
         wrport = mem.get_port(write_capable=True)
         self.specials += wrport
@@ -328,7 +332,7 @@ class MSAccumulatorBank(LiteXModule):
         for a, b in zip(st[2:], st[1:-1]):
             self.sync += [a[k].eq(b[k]) for k in a]
         self.comb += [
-            rdport.adr.eq(st[0]["addr"]),
+            rdport.adr.eq(st[1]["addr"]),
             wrport.adr.eq(st[5]["addr"]), wrport.dat_w.eq(r5_state),
             wrport.we.eq(st[5]["valid"] & (st[5]["op"] == ACC_OP_ADD)),
         ]
