@@ -271,12 +271,12 @@ class MSAccumulatorBank(LiteXModule):
         # # #
 
         mem = Memory(sw * lanes, depth)
-
+        mem.attr = {("no_rw_check", 1)}   # yosys: no read-during-write logic (the hazard stall prevents it)
         self.specials += mem
-        # Asynchronous read from the registered r1 address, then `ram_q`: synthesis takes `ram_q` as the block
-        # RAM's register with read-old semantics. (A synchronous port, a registered address, reads
-        # transparently, which the DP16KD cannot do across ports: yosys adds a bypass register and a
-        # multiplexer after the RAM.) The hazard stall keeps a read from meeting the write to its address.
+        # Asynchronous read from the registered r1 address, then `ram_q`, which synthesis takes as the block
+        # RAM's register. A read never meets the write to its address (hazard stall), so the memory is marked
+        # `no_rw_check`: without it yosys emulates the Verilog read-during-write semantics with a bypass
+        # register and a multiplexer after the RAM.
         rdport = mem.get_port(async_read=True)
         self.specials += rdport
         wrport = mem.get_port(write_capable=True)

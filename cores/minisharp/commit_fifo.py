@@ -27,6 +27,7 @@ class CommitFIFO(LiteXModule):
         aw = log2_int(depth)
         wp, cp, rp = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1)
         mem = Memory(width, depth)
+        mem.attr = {("no_rw_check", 1)}   # yosys: no read-during-write logic (reads never meet the writes)
         self.specials += mem
         wr = mem.get_port(write_capable=True)
         self.specials += wr
