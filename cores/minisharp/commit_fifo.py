@@ -9,7 +9,7 @@ from litex.soc.interconnect import stream
 class CommitFIFO(LiteXModule):
     """FIFO whose writes become visible only when committed. `commit` publishes every entry written before
     this cycle; `abort` discards the uncommitted ones (a write in the same cycle is kept: it starts the next
-    frame). Read side: a stream, one entry per cycle; an entry committed at cycle t is on `source` at t+5.
+    frame). Read side: a stream, one entry per cycle; an entry committed at cycle t is on `source` at t+6.
     `depth`: a power of two."""
     def __init__(self, width, depth):
         if depth & (depth - 1) or depth < 2:
@@ -55,14 +55,16 @@ class CommitFIFO(LiteXModule):
         ]
         # Read side, one entry per cycle: the read data register `r1` (synthesis moves it into the block RAM;
         # the read is written as asynchronous so that it takes this register and not the next one) goes
-        # straight into a plain register `q` (no enable, no logic: the RAM's slow clock-to-out ends in a
-        # flop), then into a small LUT-RAM FIFO with a registered output and a skid buffer with a registered
-        # ready (the consumers' ready logic stays away from the RAM). The read pipeline cannot stall: a read is issued only with a credit (a free
-        # place in the output FIFO for it). Issue -> output FIFO: 2 cycles; the credit loop (issue, RAM, plain
-        # register, FIFO write, FIFO output register, pop) is 5 cycles, fewer than the ob_depth + 1 places.
+        # straight into a plain register `q` (no enable, no logic, sole load of the RAM output: the RAM's slow
+        # clock-to-out ends in a flop the placer keeps next to it), a second plain register `q2`, then a small
+        # LUT-RAM FIFO with a registered output and a skid buffer with a registered ready (the consumers' ready
+        # logic stays away from the RAM). The read pipeline cannot stall: a read is issued only with a credit
+        # (a place in the output FIFO for it). Issue -> output FIFO: 3 cycles; the credit loop (issue, RAM,
+        # two plain registers, FIFO write, FIFO output register, pop) is 6 cycles, fewer than the
+        # ob_depth + 1 places.
         ob_depth = 6
-        v1, v2 = Signal(), Signal()
-        r1, q = Signal(width, reset_less=True), Signal(width, reset_less=True)
+        v1, v2, v3 = Signal(), Signal(), Signal()
+        r1, q, q2 = (Signal(width, reset_less=True) for _ in range(3))
         credits = Signal(max=ob_depth + 2, reset=ob_depth + 1)
         do_read, pop = Signal(), Signal()
         self.ofifo = ofifo = stream.SyncFIFO([("data", width)], ob_depth, buffered=True)
@@ -70,12 +72,12 @@ class CommitFIFO(LiteXModule):
         self.comb += [
             do_read.eq((rp != cp) & (credits != 0)),
             rd.adr.eq(rp[:aw]),
-            ofifo.sink.valid.eq(v2), ofifo.sink.data.eq(q),
+            ofifo.sink.valid.eq(v3), ofifo.sink.data.eq(q2),
             ofifo.source.connect(buf.sink), buf.source.connect(self.source),
             pop.eq(ofifo.source.valid & ofifo.source.ready),
         ]
         self.sync += [
             If(do_read, rp.eq(rp + 1)),
-            v1.eq(do_read), v2.eq(v1), r1.eq(rd.dat_r), q.eq(r1),
+            v1.eq(do_read), v2.eq(v1), v3.eq(v2), r1.eq(rd.dat_r), q.eq(r1), q2.eq(q),
             credits.eq(credits - do_read + pop),
         ]
