@@ -87,6 +87,12 @@ class MSCollectiveEngine(LiteXModule):
         job_layout = [("port", pw), ("drop", 1), ("emit", 1), ("init", 1), ("slot", sw),
                       ("lastw", 16), ("awords", 16)]   # lastw: payload words - 1; awords: words added
         self.jobs = jobs = stream.SyncFIFO(job_layout, 2)
+        # Jobs and meta records leave the validation stage through registered buffers: DECIDE's handshake
+        # does not reach the queues' level logic and RAM.
+        self.job_in = job_in = stream.Buffer(job_layout, pipe_valid=True)
+        self.meta_out = meta_out = stream.Buffer(self.meta.description, pipe_valid=True)
+        self.comb += job_in.source.connect(jobs.sink), meta_out.source.connect(self.meta)
+        job_w, meta_w = job_in.sink, meta_out.sink
         # The payload stage reads the queue through a registered valid/ready buffer: `load` (late, from the
         # payload handshake) stays next to the payload stage and does not reach the queue's LUT RAM.
         self.job_buf = job_buf = stream.Buffer(job_layout, pipe_valid=True, pipe_ready=True)
@@ -203,15 +209,15 @@ class MSCollectiveEngine(LiteXModule):
         # Queue room from registered readies: the engine is the only writer of both queues and writes at most
         # once a data frame (>= 8 cycles apart), so room seen one cycle ago is still there.
         jobs_room, meta_room = Signal(), Signal()
-        self.sync += jobs_room.eq(jobs.sink.ready), meta_room.eq(self.meta.ready)
+        self.sync += jobs_room.eq(job_w.ready), meta_room.eq(meta_w.ready)
         self.comb += go.eq((~need_job | jobs_room) & (data_drop | ~complete | meta_room))
         self.comb += [
-            jobs.sink.port.eq(sel), jobs.sink.drop.eq(data_drop), jobs.sink.emit.eq(complete),
-            jobs.sink.init.eq(init), jobs.sink.slot.eq(cur), jobs.sink.lastw.eq(nwords - 1),
-            jobs.sink.awords.eq(awords),
-            self.meta.collective_id.eq(d_coll), self.meta.chunk_index.eq(d_chunk),
-            self.meta.n_elements.eq(exp_elems),
-            self.meta.targets.eq(k_targets),
+            job_w.port.eq(sel), job_w.drop.eq(data_drop), job_w.emit.eq(complete),
+            job_w.init.eq(init), job_w.slot.eq(cur), job_w.lastw.eq(nwords - 1),
+            job_w.awords.eq(awords),
+            meta_w.collective_id.eq(d_coll), meta_w.chunk_index.eq(d_chunk),
+            meta_w.n_elements.eq(exp_elems),
+            meta_w.targets.eq(k_targets),
         ]
 
         self.fsm = fsm = FSM(reset_state="IDLE")
@@ -305,7 +311,7 @@ class MSCollectiveEngine(LiteXModule):
         )
         fsm.act("DECIDE",
             If(go,
-                self.meta.valid.eq(~data_drop & complete), jobs.sink.valid.eq(need_job),
+                meta_w.valid.eq(~data_drop & complete), job_w.valid.eq(need_job),
                 If(data_drop, self.drop.eq(1), self.drop_reason.eq(data_reason)),
                 self.chunk_done.eq(free != 0), commit.eq(1),
                 NextState("IDLE")
