@@ -116,7 +116,7 @@ class MSCollectiveEngine(LiteXModule):
         # Port selection, round robin. The port to serve is picked in IDLE and registered with a one-hot
         # `fetch` that is each port's ready in FETCH: a port's ready is a flip-flop, so neither the state
         # decode nor the selection reaches the descriptor FIFO's read logic.
-        sel, fetch = Signal(pw), Signal(num_ports)
+        sel, fetch, fetching = Signal(pw), Signal(num_ports), Signal()
         pick = Signal(pw)
         valids = [d.valid for d in self.desc_sinks]
         self.comb += Case(sel, {last: [If(valids[(last + 1 + k) % num_ports], pick.eq((last + 1 + k) % num_ports))
@@ -223,15 +223,18 @@ class MSCollectiveEngine(LiteXModule):
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
             If(reduce_or(valids),
-                NextValue(sel, pick), NextValue(fetch, 1 << pick),
+                NextValue(sel, pick), NextValue(fetch, 1 << pick), NextValue(fetching, 1),
                 NextState("FETCH"))
         )
         fsm.act("FETCH",
-            NextValue(fetch, 0),
-            NextValue(d_kind, desc.kind), NextValue(d_coll, desc.collective_id), NextValue(d_rank, desc.rank),
-            NextValue(d_chunk, desc.chunk_index), NextValue(d_pbytes, desc.payload_bytes),
-            NextValue(d_record, desc.record),
+            NextValue(fetch, 0), NextValue(fetching, 0),
             NextState("LOOKUP")
+        )
+        # The descriptor is captured with `fetching` (a flip-flop, high in FETCH) as its enable, not the state
+        # decode: the capture's logic is the port multiplexer only.
+        self.sync += If(fetching,
+            d_kind.eq(desc.kind), d_coll.eq(desc.collective_id), d_rank.eq(desc.rank),
+            d_chunk.eq(desc.chunk_index), d_pbytes.eq(desc.payload_bytes), d_record.eq(desc.record),
         )
         s_res_bad, s_checks, s_bad = Signal(), Signal(len(setup_checks)), Signal()
         fsm.act("LOOKUP",
