@@ -82,10 +82,13 @@ class MiniSharpCore(LiteXModule):
             mfifo = stream.SyncFIFO(result_meta_layout, 2, buffered=True)
             # Result words in block RAM; every write committed at once (the RAM's read ends in a plain register).
             wfifo = CommitFIFO(32 * lanes, res_fifo_words)
-            words = fanout.word_sources[o]
+            # Registered ready towards the fan-out (its broadcast ANDs every port's ready).
+            wskid = stream.Buffer([("data", 32 * lanes)], pipe_valid=False, pipe_ready=True)
+            self.comb += fanout.word_sources[o].connect(wskid.sink)
+            words = wskid.source
             ser = MSResultSerializer(dw, lanes)
             arb = Arbiter([ser.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
-            self.submodules += mfifo, wfifo, ser, arb
+            self.submodules += mfifo, wfifo, wskid, ser, arb
             self.comb += [
                 fanout.meta_sources[o].connect(mfifo.sink),
                 wfifo.we.eq(words.valid), wfifo.din.eq(words.data), words.ready.eq(~wfifo.full), wfifo.commit.eq(1),
