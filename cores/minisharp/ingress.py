@@ -72,10 +72,12 @@ class MSPortIngress(LiteXModule):
         cap_bytes = MS_HEADER_BYTES + SETUP_RECORD_BYTES
         cap = Signal(8 * cap_bytes)
         cap_next = Signal(8 * cap_bytes)
-        bi = Signal(16)
-        self.comb += bi.eq(count >> log2_int(B))
+        # slot: one-hot beat index of the frame (bit i: this beat carries bytes i*B..i*B+B-1; 0 past the
+        # capture), a shift register instead of compares on `count`.
+        slot = Signal(cap_bytes // B, reset=1)
+        self.sync += If(beat, If(sink.last, slot.eq(1)).Else(slot.eq(slot << 1)))
         for i in range(cap_bytes // B):
-            self.comb += cap_next[i * dw:(i + 1) * dw].eq(Mux(beat & (bi == i), sink.data, cap[i * dw:(i + 1) * dw]))
+            self.comb += cap_next[i * dw:(i + 1) * dw].eq(Mux(beat & slot[i], sink.data, cap[i * dw:(i + 1) * dw]))
         self.sync += If(beat, cap.eq(cap_next))
 
         # Payload words: gather k beats, mask bytes past the end on the last beat.
