@@ -87,8 +87,11 @@ class MiniSharpCore(LiteXModule):
             self.comb += fanout.word_sources[o].connect(wskid.sink)
             words = wskid.source
             ser = MSResultSerializer(dw, lanes)
-            arb = Arbiter([ser.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
-            self.submodules += mfifo, wfifo, wskid, ser, arb
+            # The serializer's header/payload byte multiplexers end in a register before the port arbiter.
+            ser_out = stream.Buffer(port_description(dw), pipe_valid=True)
+            arb = Arbiter([ser_out.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
+            self.submodules += mfifo, wfifo, wskid, ser, ser_out, arb
+            self.comb += ser.source.connect(ser_out.sink)
             self.comb += [
                 fanout.meta_sources[o].connect(mfifo.sink),
                 wfifo.we.eq(words.valid), wfifo.din.eq(words.data), words.ready.eq(~wfifo.full), wfifo.commit.eq(1),
