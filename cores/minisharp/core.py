@@ -106,14 +106,18 @@ class MiniSharpCore(LiteXModule):
             return r
         ev = [(reg(ing.drop), reg(ing.drop_reason), reg(ing.frame), reg(ing.fwd_frame)) for ing in self.ingress]
         e_drop, e_reason, e_port = reg(engine.drop), reg(engine.drop_reason), reg(engine.drop_port)
+
+        def count(cnt, events):
+            # the events' sum is registered before the counter's adder
+            inc = Signal(max=len(events) + 1)
+            self.sync += inc.eq(sum(events)), cnt.eq(cnt + inc)
         for r, cnt in enumerate(self.drops):
-            hits = [d & (rs == r) for d, rs, _, _ in ev] + [e_drop & (e_reason == r)]
-            self.sync += cnt.eq(cnt + sum(hits))
+            count(cnt, [d & (rs == r) for d, rs, _, _ in ev] + [e_drop & (e_reason == r)])
         for i, (d, _, fr, fw) in enumerate(ev):
             src = self.sources[i]
+            count(self.rx_drops[i], [d, e_drop & (e_port == i)])
             self.sync += [
                 self.rx_frames[i].eq(self.rx_frames[i] + fr),
-                self.rx_drops[i].eq(self.rx_drops[i] + d + (e_drop & (e_port == i))),
                 self.fwd_frames[i].eq(self.fwd_frames[i] + fw),
                 self.tx_frames[i].eq(self.tx_frames[i] + reg(src.valid & src.ready & src.last)),
             ]
