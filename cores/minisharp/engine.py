@@ -41,12 +41,12 @@ class MSCollectiveEngine(LiteXModule):
       by context and Chunk Index) and checks rank, chunk index, payload length and duplicates (rank bitmap
       per slot); an accepted frame updates the slot at once (rank bit, count; the completing one frees it
       and emits the result `meta` record) and queues a job; a rejected one is reported on
-      drop/drop_reason and queues a drain job for its payload. 8 cycles a frame (5 for a setup).
+      drop/drop_reason and queues a drain job for its payload. 9 cycles a frame (5 for a setup).
     * payload: jobs in order, one payload word (`lanes` FP32) per cycle into the slot's accumulators
       (the first contribution initialises, the completing one adds and emits the rounded sums on
       `result`); the next job starts in the cycle after the last word of the previous one.
     Throughput: one payload word per cycle, back-to-back frames (validation hides behind the previous
-    frame's words when a frame has at least 8 words). Latency: first result word 6 cycles after the
+    frame's words when a frame has at least 9 words). Latency: first result word 6 cycles after the
     descriptor + the accumulator latency (6 + 16).
     """
     def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64):
@@ -162,6 +162,7 @@ class MSCollectiveEngine(LiteXModule):
         # Selected context, registered (state CTX).
         k_expected, k_lastchunk = Signal(rw), Signal(16)
         k_targets = Signal(num_ports)
+        k_islast, k_lastlen = Signal(), Signal(lce + 1)
 
         exp_bytes = Signal(17)
         self.comb += exp_bytes.eq(exp_elems * FP32_BYTES)
@@ -280,7 +281,11 @@ class MSCollectiveEngine(LiteXModule):
             # the rank's bit: an AND-OR with the registered one-hot Rank (no select decoding)
             [NextValue(rbit[j], (s_bitmap[j] & rank_oh) != 0) for j in range(n_slots)],
             NextValue(shit_r, shit_now),
-            NextValue(exp_elems, Mux(Array(is_last)[ctx_idx], c_lastlen[ctx_idx], chunk_elements)),
+            NextValue(k_islast, Array(is_last)[ctx_idx]), NextValue(k_lastlen, c_lastlen[ctx_idx]),
+            NextState("CTX2")
+        )
+        fsm.act("CTX2",
+            NextValue(exp_elems, Mux(k_islast, k_lastlen, chunk_elements)),
             NextState("CHECK1")
         )
         fsm.act("CHECK1",
