@@ -9,7 +9,7 @@ from litex.soc.interconnect import stream
 class CommitFIFO(LiteXModule):
     """FIFO whose writes become visible only when committed. `commit` publishes every entry written before
     this cycle; `abort` discards the uncommitted ones (a write in the same cycle is kept: it starts the next
-    frame). Read side: a stream, one entry per cycle; an entry committed at cycle t is on `source` at t+6.
+    frame). Read side: a stream, one entry per cycle; an entry committed at cycle t is on `source` at t+7.
     `depth`: a power of two."""
     def __init__(self, width, depth):
         if depth & (depth - 1) or depth < 2:
@@ -37,11 +37,15 @@ class CommitFIFO(LiteXModule):
         # from registers in parallel; the late commit/abort/we signals only select.
         do_write = Signal()
         pos, wp1, cp1, full_w, full_c = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1), Signal(), Signal()
+        # The write side compares with its own copy of the read pointer, one cycle old (the read logic sits
+        # at the RAM's output, maybe far away): the FIFO can look one entry fuller than it is, never emptier.
+        rp_w = Signal(aw + 1)
+        self.sync += rp_w.eq(rp)
         self.comb += [
             wp1.eq(wp + 1), cp1.eq(cp + 1),
             # depth entries apart: the wrap bits differ, the addresses are equal (no subtraction).
-            full_w.eq((wp[aw] != rp[aw]) & (wp[:aw] == rp[:aw])),
-            full_c.eq((cp[aw] != rp[aw]) & (cp[:aw] == rp[:aw])),
+            full_w.eq((wp[aw] != rp_w[aw]) & (wp[:aw] == rp_w[:aw])),
+            full_c.eq((cp[aw] != rp_w[aw]) & (cp[:aw] == rp_w[:aw])),
             pos.eq(Mux(self.abort, cp, wp)),
             self.full.eq(Mux(self.abort, full_c, full_w)),
             do_write.eq(self.we & ~self.full),
@@ -56,9 +60,9 @@ class CommitFIFO(LiteXModule):
         # Read side, one entry per cycle: the read data register `r1` (synthesis moves it into the block RAM;
         # the read is written as asynchronous so that it takes this register and not the next one) goes
         # straight into a plain register `q` (no enable, no logic, sole load of the RAM output: the RAM's slow
-        # clock-to-out ends in a flop the placer keeps next to it), a second plain register `q2`, then a small
-        # LUT-RAM FIFO with a registered output and a skid buffer with a registered ready (the consumers' ready
-        # logic stays away from the RAM). The read pipeline cannot stall: a read is issued only with a credit
+        # clock-to-out ends in a flop, ideally next to the RAM), a second plain register `q2`, then a small
+        # LUT-RAM FIFO with a registered output and a buffer with registered valid and ready (the consumers'
+        # handshake logic stays away from the RAM and the FIFO). The read pipeline cannot stall: a read is issued only with a credit
         # (a place in the output FIFO for it). Issue -> output FIFO: 3 cycles; the credit loop (issue, RAM,
         # two plain registers, FIFO write, FIFO output register, pop) is 6 cycles, fewer than the
         # ob_depth + 1 places.
@@ -68,7 +72,7 @@ class CommitFIFO(LiteXModule):
         credits = Signal(max=ob_depth + 2, reset=ob_depth + 1)
         do_read, pop = Signal(), Signal()
         self.ofifo = ofifo = stream.SyncFIFO([("data", width)], ob_depth, buffered=True)
-        self.buf = buf = stream.Buffer([("data", width)], pipe_valid=False, pipe_ready=True)
+        self.buf = buf = stream.Buffer([("data", width)], pipe_valid=True, pipe_ready=True)
         self.comb += [
             do_read.eq((rp != cp) & (credits != 0)),
             rd.adr.eq(rp[:aw]),
