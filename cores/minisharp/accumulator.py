@@ -14,6 +14,7 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from cores.minisharp.block_ram import block_ram
 from cores.minisharp.common import (ACC_LIMBS, ACC_LIMB_BITS, ACC_FLAGS, FP32_QNAN, FP32_PINF, FP32_NINF,
                                     limb_width)
 
@@ -270,17 +271,9 @@ class MSAccumulatorBank(LiteXModule):
 
         # # #
 
-        mem = Memory(sw * lanes, depth)
-        mem.attr = {("no_rw_check", 1)}   # yosys: no read-during-write logic (the hazard stall prevents it)
-        self.specials += mem
-        # Asynchronous read from the registered r1 address, then `ram_q`, which synthesis takes as the block
-        # RAM's register. A read never meets the write to its address (hazard stall), so the memory is marked
-        # `no_rw_check`: without it yosys emulates the Verilog read-during-write semantics with a bypass
-        # register and a multiplexer after the RAM.
-        rdport = mem.get_port(async_read=True)
-        self.specials += rdport
-        wrport = mem.get_port(write_capable=True)
-        self.specials += wrport
+        # Read from the registered r1 address into `ram_q` (the block RAM's register); a read never meets the
+        # write to its address (hazard stall).
+        wrport, rdport = block_ram(self, sw * lanes, depth)
 
         # Pipeline registers: valid, op, addr, init, emit per stage r0..r5.
         st = [dict(valid=Signal(), op=Signal(), addr=Signal(aw), init=Signal(), emit=Signal()) for _ in range(6)]

@@ -5,6 +5,8 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from cores.minisharp.block_ram import block_ram
+
 
 class CommitFIFO(LiteXModule):
     """FIFO whose writes become visible only when committed. `commit` publishes every entry written before
@@ -26,13 +28,7 @@ class CommitFIFO(LiteXModule):
 
         aw = log2_int(depth)
         wp, cp, rp = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1)
-        mem = Memory(width, depth)
-        mem.attr = {("no_rw_check", 1)}   # yosys: no read-during-write logic (reads never meet the writes)
-        self.specials += mem
-        wr = mem.get_port(write_capable=True)
-        self.specials += wr
-        rd = mem.get_port(async_read=True)
-        self.specials += rd
+        wr, rd = block_ram(self, width, depth)    # a read never meets a write (the pointers)
         # Both candidate write positions (wp, or cp on an abort), their fullness and their successors come
         # from registers in parallel; the late commit/abort/we signals only select.
         do_write = Signal()
