@@ -87,8 +87,8 @@ class MiniSharpCore(LiteXModule):
             self.comb += fanout.word_sources[o].connect(wskid.sink)
             words = wskid.source
             ser = MSResultSerializer(dw, lanes)
-            # The serializer's header/payload byte multiplexers end in a register before the port arbiter.
-            ser_out = stream.Buffer(port_description(dw), pipe_valid=True)
+            # The serializer's byte multiplexers end in a register before the port arbiter; registered ready back.
+            ser_out = stream.Buffer(port_description(dw), pipe_valid=True, pipe_ready=True)
             arb = Arbiter([ser_out.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
             self.submodules += mfifo, wfifo, wskid, ser, ser_out, arb
             self.comb += ser.source.connect(ser_out.sink)
