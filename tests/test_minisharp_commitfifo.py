@@ -1,6 +1,7 @@
 """CommitFIFO (the ingress payload/raw-frame buffer): commit/abort against a Python model under random read
 back-pressure (the writer keeps at most depth - 1 entries unread, so no write is refused: overflow is
-covered by the core tests), and one entry per cycle on its output when the reader is always ready."""
+covered by the core tests), one entry per cycle on its output when the reader is always ready, and the
+block RAMs' synthesis marks."""
 import random
 
 from migen import run_simulation
@@ -82,3 +83,23 @@ def test_one_entry_per_cycle():
     run_simulation(dut, gen())
     assert [d for _, d in got] == list(range(40))
     assert got[-1][0] - got[0][0] == 39        # no gap: 40 entries in 40 consecutive cycles
+
+
+def test_block_rams_need_no_read_during_write_logic():
+    """The CommitFIFO's and the accumulator bank's memories reach synthesis marked `no_rw_check`, with an
+    asynchronous read (the read register is the block RAM's own): without the mark, yosys adds a bypass
+    register as wide as the RAM and a multiplexer after it (the 8-bit build's worst paths)."""
+    import re
+    from migen.fhdl.verilog import convert
+    from cores.minisharp.accumulator import MSAccumulatorBank
+    for dut, width in ((CommitFIFO(16, 64), 16), (MSAccumulatorBank(lanes=1, depth=256, max_ranks=64), None)):
+        v = str(convert(dut, name="dut"))
+        mems = re.findall(r"(\(\* no_rw_check = 1 \*\)\s*)?reg \[(\d+):0\] (\w+)\[0:(\d+)\];", v)
+        big = [m for m in mems if int(m[3]) >= 63]
+        assert len(big) == 1, mems
+        mark, msb, name, _ = big[0]
+        assert mark, f"{name} is not marked no_rw_check"
+        assert width is None or int(msb) == width - 1
+        # the read port's address is a plain signal (the write port's unused read data has Migen's memadr)
+        reads = re.findall(rf"assign \w+ = {name}\[(\w+)\];", v)
+        assert [r for r in reads if not r.startswith("memadr")], reads
