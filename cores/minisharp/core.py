@@ -73,8 +73,14 @@ class MiniSharpCore(LiteXModule):
             self.submodules += ing
             self.comb += [
                 self.sinks[i].connect(ing.sink), ing.policy.eq(self.policy),
-                ing.desc.connect(engine.desc_sinks[i]), ing.payload.connect(engine.payload_sinks[i]),
+                ing.desc.connect(engine.desc_sinks[i]),
             ]
+            # Payload words cross to the engine register to register (valid and ready): the engine's payload
+            # handshake (port multiplexer -> take -> load) stays local. Words wait here while their frame is
+            # validated, so this adds no latency.
+            pbuf = stream.Buffer([("data", 32 * lanes)], pipe_valid=True, pipe_ready=True)
+            self.submodules += pbuf
+            self.comb += ing.payload.connect(pbuf.sink), pbuf.source.connect(engine.payload_sinks[i])
             disp = Dispatcher(ing.fwd, [fwd[i][o] for o in range(num_ports)])
             self.submodules += disp
             self.comb += disp.sel.eq(self.fwd_map[i])
