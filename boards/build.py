@@ -14,6 +14,8 @@ import time
 
 from litex.soc.integration.builder import Builder
 
+from cores.minisharp.block_ram import ecp5_special_overrides
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ECP5_BOARDS = ("colorlight_5a_75b", "lattice_versa_ecp5")
 GATEWARE_ONLY_BOARDS = ("xilinx_ac701_pcie",)
@@ -63,8 +65,9 @@ def main(argv=None):
     # Ask nextpnr for its JSON timing/utilisation report (run from the gateware folder).
     soc.platform.toolchain._pnr_opts += f" --report {args.board}_report.json"
     t0 = time.monotonic()
+    # MiniSharp's block RAMs map onto DP16KD primitives with their output registers (yosys never infers them).
     builder.build(build_name=args.board, seed=args.seed, timingstrict=False,
-                  ignoreloops=True)
+                  ignoreloops=True, special_overrides=ecp5_special_overrides)
     elapsed = time.monotonic() - t0
     gateware = os.path.join(output_dir, "gateware")
     bitstream = os.path.join(gateware, f"{args.board}.bit")

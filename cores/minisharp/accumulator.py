@@ -14,7 +14,7 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.minisharp.block_ram import block_ram
+from cores.minisharp.block_ram import BlockRAM
 from cores.minisharp.common import (ACC_LIMBS, ACC_LIMB_BITS, ACC_FLAGS, FP32_QNAN, FP32_PINF, FP32_NINF,
                                     limb_width)
 
@@ -244,11 +244,10 @@ class MSAccumulatorBank(LiteXModule):
 
     sink ops: ADD (addr, init, data = lanes FP32) adds element-wise, `init` starting from zero, and with
     `emit` also sends the new sums (rounded once to FP32) on `source`; READ (addr) sends the stored sums.
-    Results leave in op order. Pipeline: r0 registers the op, r1 the RAM address and the op's data, r2 holds
-    the RAM output (the block RAM's own register) and the FP32 fields, r3 registers the RAM output in a plain
-    register (no reset, no logic: the DP16KD clock-to-out is 5.8 ns of the 8 ns at 125 MHz, so this register
-    is placed next to the RAM) and the shifted significand, r4 registers it again with one addend per limb
-    and adds per limb, r5 writes back and feeds the rounding pipeline.
+    Results leave in op order. Pipeline: r0 registers the op, r1 the RAM address and the op's data, r2 the
+    RAM's address register and the FP32 fields, r3 the RAM's output register and the shifted significand,
+    r4 a plain copy of the RAM output next to the adders and one addend per limb, and adds per limb, r5
+    writes back and feeds the rounding pipeline.
     Throughput: one op per cycle; an op waits in r0 only while an ADD to the same address is in r1..r4 (its
     write-back would come after this op's RAM read; consecutive addresses never wait), and an emitting op
     only when `out_depth` results are outstanding.
@@ -271,9 +270,9 @@ class MSAccumulatorBank(LiteXModule):
 
         # # #
 
-        # Read from the registered r1 address into `ram_q` (the block RAM's register); a read never meets the
-        # write to its address (hazard stall).
-        wrport, rdport = block_ram(self, sw * lanes, depth)
+        # Read at the r1 address, data out of the RAM's two registers in r3; a read never meets the write to
+        # its address (hazard stall).
+        self.ram = ram = BlockRAM(sw * lanes, depth)
 
         # Pipeline registers: valid, op, addr, init, emit per stage r0..r5.
         st = [dict(valid=Signal(), op=Signal(), addr=Signal(aw), init=Signal(), emit=Signal()) for _ in range(6)]
@@ -325,30 +324,28 @@ class MSAccumulatorBank(LiteXModule):
         for a, b in zip(st[2:], st[1:-1]):
             self.sync += [a[k].eq(b[k]) for k in a]
         self.comb += [
-            rdport.adr.eq(st[1]["addr"]),
-            wrport.adr.eq(st[5]["addr"]), wrport.dat_w.eq(r5_state),
-            wrport.we.eq(st[5]["valid"] & (st[5]["op"] == ACC_OP_ADD)),
+            ram.adr_r.eq(st[1]["addr"]),
+            ram.adr_w.eq(st[5]["addr"]), ram.dat_w.eq(r5_state),
+            ram.we.eq(st[5]["valid"] & (st[5]["op"] == ACC_OP_ADD)),
         ]
 
         rounds = []
         for ln in range(lanes):
-            # r2: the RAM output (`ram_q`, the register that synthesis moves into the block RAM) is
-            # registered in a plain register (`near`, r3) and again (`old`, r4) next to the adders; the
-            # decoded FP32 (fields registered in r2, shifted significand in r3) is registered as one addend
-            # per limb (r4): m, or ~m with a carry in for -m (one carry chain per limb). A READ adds nothing
+            # r3: the RAM output is registered again (`old`, r4) next to the adders; the decoded FP32 (fields
+            # registered in r2, shifted significand in r3) is registered as one addend per limb (r4): m, or ~m with a carry in for -m (one carry chain per limb). A READ adds nothing
             # (addends 0, flags neutral), so r5 needs no op multiplexer.
             dec = _Decode(r1_data[32 * ln:32 * ln + 32])
             self.submodules += dec
             is_add = st[3]["op"] == ACC_OP_ADD
             addend, cin = [Signal(lw) for _ in range(ACC_LIMBS)], Signal()
             vfl = {f: Signal() for f in ACC_FLAGS}
-            ram_q, near, old = [Signal(sw, reset_less=True) for _ in range(3)]
+            old = Signal(sw, reset_less=True)
             self.sync += [
                 [a.eq(Mux(is_add, Mux(dec.negative, ~Cat(m, C(0, lw - ACC_LIMB_BITS)), m), 0))
                  for a, m in zip(addend, dec.mags)],
                 cin.eq(is_add & dec.negative),
                 [vfl[f].eq(Mux(is_add, dec.flags[f], f == "negzero")) for f in ACC_FLAGS],
-                ram_q.eq(rdport.dat_r[sw * ln:sw * (ln + 1)]), near.eq(ram_q), old.eq(near),
+                old.eq(ram.dat_r[sw * ln:sw * (ln + 1)]),
             ]
 
             # r4: per-limb add (carry chunking: no carry crosses limbs), sticky flags.

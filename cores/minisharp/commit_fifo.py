@@ -5,7 +5,7 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.minisharp.block_ram import block_ram
+from cores.minisharp.block_ram import BlockRAM
 
 
 class CommitFIFO(LiteXModule):
@@ -28,7 +28,7 @@ class CommitFIFO(LiteXModule):
 
         aw = log2_int(depth)
         wp, cp, rp = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1)
-        wr, rd = block_ram(self, width, depth)    # a read never meets a write (the pointers)
+        self.ram = ram = BlockRAM(width, depth)    # a read never meets a write (the pointers)
         # Both candidate write positions (wp, or cp on an abort), their fullness and their successors come
         # from registers in parallel; the late commit/abort/we signals only select.
         do_write = Signal()
@@ -45,7 +45,7 @@ class CommitFIFO(LiteXModule):
             pos.eq(Mux(self.abort, cp, wp)),
             self.full.eq(Mux(self.abort, full_c, full_w)),
             do_write.eq(self.we & ~self.full),
-            wr.adr.eq(pos[:aw]), wr.dat_w.eq(self.din), wr.we.eq(do_write),
+            ram.adr_w.eq(pos[:aw]), ram.dat_w.eq(self.din), ram.we.eq(do_write),
         ]
         self.sync += [
             wp.eq(Mux(self.abort, Mux(do_write, cp1, cp), Mux(do_write, wp1, wp))),
@@ -53,31 +53,29 @@ class CommitFIFO(LiteXModule):
             If(self.commit | self.abort, self.overflow.eq(self.we & self.full)
             ).Elif(self.we & self.full, self.overflow.eq(1)),
         ]
-        # Read side, one entry per cycle: the read data register `r1` (synthesis moves it into the block RAM;
-        # the read is written as asynchronous so that it takes this register and not the next one) goes
-        # straight into a plain register `q` (no enable, no logic, sole load of the RAM output: the RAM's slow
-        # clock-to-out ends in a flop, ideally next to the RAM), a second plain register `q2`, then a small
-        # LUT-RAM FIFO with a registered output and a buffer with registered valid and ready (the consumers'
-        # handshake logic stays away from the RAM and the FIFO). The read pipeline cannot stall: a read is issued only with a credit
+        # Read side, one entry per cycle: the RAM's two read registers (address, output), a plain register
+        # `q2` (no enable, no logic: the RAM may sit far from its consumers), then a small LUT-RAM FIFO with a
+        # registered output and a buffer with registered valid and ready (the consumers' handshake logic
+        # stays away from the RAM and the FIFO). The read pipeline cannot stall: a read is issued only with a credit
         # (a place in the output FIFO for it). Issue -> output FIFO: 3 cycles; the credit loop (issue, RAM,
         # two plain registers, FIFO write, FIFO output register, pop) is 6 cycles, fewer than the
         # ob_depth + 1 places.
         ob_depth = 6
         v1, v2, v3 = Signal(), Signal(), Signal()
-        r1, q, q2 = (Signal(width, reset_less=True) for _ in range(3))
+        q2 = Signal(width, reset_less=True)
         credits = Signal(max=ob_depth + 2, reset=ob_depth + 1)
         do_read, pop = Signal(), Signal()
         self.ofifo = ofifo = stream.SyncFIFO([("data", width)], ob_depth, buffered=True)
         self.buf = buf = stream.Buffer([("data", width)], pipe_valid=True, pipe_ready=True)
         self.comb += [
             do_read.eq((rp != cp) & (credits != 0)),
-            rd.adr.eq(rp[:aw]),
+            ram.adr_r.eq(rp[:aw]),
             ofifo.sink.valid.eq(v3), ofifo.sink.data.eq(q2),
             ofifo.source.connect(buf.sink), buf.source.connect(self.source),
             pop.eq(ofifo.source.valid & ofifo.source.ready),
         ]
         self.sync += [
             If(do_read, rp.eq(rp + 1)),
-            v1.eq(do_read), v2.eq(v1), v3.eq(v2), r1.eq(rd.dat_r), q.eq(r1), q2.eq(q),
+            v1.eq(do_read), v2.eq(v1), v3.eq(v2), q2.eq(ram.dat_r),
             credits.eq(credits - do_read + pop),
         ]

@@ -166,6 +166,7 @@ def ecp5_table(builds=ECP5_BUILDS):
     from cores.minisharp.core import MiniSharpCore
     from cores.minisharp.vsim import _Top
     from sim.bench.ecp5 import synth_ecp5
+    from cores.minisharp.block_ram import ecp5_special_overrides
     t = Table("ECP5 out-of-context (yosys + nextpnr-ecp5, target 125 MHz)",
               ["build", "device", "LUT4", "FF", "DP16KD", "LUTRAM", "Fmax MHz", "synth s"],
               notes="MiniSharpCore with the ABI chunk (256 FP32), 4 chunk slots, 8 contexts, max 64 ranks; "
@@ -178,7 +179,7 @@ def ecp5_table(builds=ECP5_BUILDS):
         if os.path.exists(os.path.join(outdir, "report.json")):
             os.remove(os.path.join(outdir, "report.json"))
         try:
-            r = synth_ecp5(top, top.ios, bname, device=dev, freq_mhz=125)
+            r = synth_ecp5(top, top.ios, bname, device=dev, freq_mhz=125, special_overrides=ecp5_special_overrides)
             fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
             t.add(name, dev, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(time.time() - t0))
         except subprocess.CalledProcessError:

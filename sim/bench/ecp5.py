@@ -60,13 +60,15 @@ def _width(spec):
     return abs(hi - lo) + 1
 
 
-def synth_ecp5(module, ios, name, device="LFE5U-25F", package="CABGA381", freq_mhz=125, seed=1, timeout=3600):
-    """Synthesise and place-and-route `module` (ports `ios`) for an ECP5 part; returns a dict of figures."""
+def synth_ecp5(module, ios, name, device="LFE5U-25F", package="CABGA381", freq_mhz=125, seed=1, timeout=3600,
+               special_overrides=None):
+    """Synthesise and place-and-route `module` (ports `ios`) for an ECP5 part; returns a dict of figures.
+    `special_overrides`: ECP5 lowerings of the module's Migen specials (e.g. block RAM primitives)."""
     if device not in DEVICES:
         raise ValueError(f"unknown ECP5 device {device!r}, expected one of {sorted(DEVICES)}")
     outdir = os.path.join(ROOT, "build", "ecp5", f"{name}_{device}")
     os.makedirs(outdir, exist_ok=True)
-    verilog = str(convert(module, ios=set(ios), name="core"))
+    verilog = str(convert(module, ios=set(ios), name="core", special_overrides=special_overrides or {}))
     wrapper, wrapper_ffs = _registered_wrapper(verilog)
     with open(os.path.join(outdir, "top.v"), "w") as f:
         f.write(verilog + wrapper)
