@@ -10,6 +10,7 @@ from cores.minisharp.common import DROP_REASONS, MS_CHUNK_ELEMENTS, port_descrip
 from cores.minisharp.egress import MSResultFanout, MSResultSerializer
 from cores.minisharp.engine import MSCollectiveEngine
 from cores.minisharp.ingress import MSPortIngress
+from cores.minisharp.reg_buffer import RegisteredBuffer
 
 
 class MiniSharpCore(LiteXModule):
@@ -78,7 +79,7 @@ class MiniSharpCore(LiteXModule):
             # Payload words cross to the engine register to register (valid and ready): the engine's payload
             # handshake (port multiplexer -> take -> load) stays local. Words wait here while their frame is
             # validated, so this adds no latency.
-            pbuf = stream.Buffer([("data", 32 * lanes)], pipe_valid=True, pipe_ready=True)
+            pbuf = RegisteredBuffer([("data", 32 * lanes)])
             self.submodules += pbuf
             self.comb += ing.payload.connect(pbuf.sink), pbuf.source.connect(engine.payload_sinks[i])
             disp = Dispatcher(ing.fwd, [fwd[i][o] for o in range(num_ports)])

@@ -9,6 +9,7 @@ from cores.minisharp.common import (
     KIND_SETUP, DROP, descriptor_layout, result_meta_layout, record_field, MS_HEADER_BYTES, ETH_MIN_FRAME,
     MS_COL_REDUCE, MS_RED_SUM, MS_FMT_FP32, MS_ACC_EXACT_FP32_MAG277, FP32_BYTES,
 )
+from cores.minisharp.reg_buffer import RegisteredBuffer
 
 MAX_CHUNK_INDEX = 1 << 16
 
@@ -75,8 +76,8 @@ class MSCollectiveEngine(LiteXModule):
         lce = log2_int(chunk_elements)
         self.bank = bank = MSAccumulatorBank(lanes=lanes, depth=n_slots * wpc, max_ranks=max_ranks, out_depth=32)
         self.comb += bank.source.connect(self.result)
-        # Registered valid and ready between the engine and the bank (timing); order is kept.
-        self.bank_buf = stream.Buffer(bank.sink.description, pipe_valid=True, pipe_ready=True)
+        # Registered ready and valid between the engine and the bank (timing); order is kept.
+        self.bank_buf = RegisteredBuffer(bank.sink.description)
         self.comb += self.bank_buf.source.connect(bank.sink)
         acc_in = self.bank_buf.sink
         rw = bits_for(max_ranks)
@@ -95,7 +96,7 @@ class MSCollectiveEngine(LiteXModule):
         job_w, meta_w = job_in.sink, meta_out.sink
         # The payload stage reads the queue through a registered valid/ready buffer: `load` (late, from the
         # payload handshake) stays next to the payload stage and does not reach the queue's LUT RAM.
-        self.job_buf = job_buf = stream.Buffer(job_layout, pipe_valid=True, pipe_ready=True)
+        self.job_buf = job_buf = RegisteredBuffer(job_layout)
         self.comb += jobs.source.connect(job_buf.sink)
         job = job_buf.source
 
@@ -108,7 +109,7 @@ class MSCollectiveEngine(LiteXModule):
         c_targets = Array(Signal(num_ports) for _ in range(n_contexts))
         # Chunk slots.
         s_valid = Array(Signal() for _ in range(n_slots))
-        s_ctx = Array(Signal(max=max(n_contexts, 2)) for _ in range(n_slots))
+        s_ctx = Array(Signal(n_contexts) for _ in range(n_slots))      # one-hot context
         s_chunk = Array(Signal(16) for _ in range(n_slots))
         s_bitmap = Array(Signal(max_ranks) for _ in range(n_slots))
         s_count = Array(Signal(rw) for _ in range(n_slots))
@@ -132,6 +133,8 @@ class MSCollectiveEngine(LiteXModule):
         d_pbytes, d_record = Signal(16), Signal(len(desc.record))
         ctx_hit, ctx_idx, ctx_free, ctx_free_idx = Signal(), Signal(max=max(n_contexts, 2)), Signal(), \
             Signal(max=max(n_contexts, 2))
+        # The context as one-hot, for the slot table (its own flip-flops, placed with the table; no decoder).
+        ctx_oh = Signal(n_contexts)
         slot_hit, slot_idx, slot_free, slot_free_idx = Signal(), Signal(max=max(n_slots, 2)), Signal(), \
             Signal(max=max(n_slots, 2))
         rank_bad, chunk_bad, dup, len_ok, complete = Signal(), Signal(), Signal(), Signal(), Signal()
@@ -150,7 +153,7 @@ class MSCollectiveEngine(LiteXModule):
         self.comb += hit_chain + free_chain
         # Slot lookup (from ctx_idx, d_chunk): the match vector is registered (CTX), then encoded (CHECK1).
         shit_now = Signal(n_slots)
-        self.comb += shit_now.eq(Cat(*[s_valid[j] & (s_ctx[j] == ctx_idx) & (s_chunk[j] == d_chunk)
+        self.comb += shit_now.eq(Cat(*[s_valid[j] & ((s_ctx[j] & ctx_oh) != 0) & (s_chunk[j] == d_chunk)
                                        for j in range(n_slots)]))
         shit_r = Signal(n_slots)
         shit_vec = [shit_r[j] for j in range(n_slots)]
@@ -247,7 +250,7 @@ class MSCollectiveEngine(LiteXModule):
         )
         fsm.act("LOOKUP2",
             NextValue(s_bad, s_checks != 0),
-            NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i),
+            NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i), NextValue(ctx_oh, 1 << hit_i),
             NextValue(ctx_free, any_free), NextValue(ctx_free_idx, free_i),
             NextValue(nwords, words(d_pbytes)),
             If(d_kind == KIND_SETUP, NextState("SETUP")).Else(NextState("CTX"))
@@ -260,7 +263,7 @@ class MSCollectiveEngine(LiteXModule):
                 self.setup_done.eq(1),
                 If(ctx_hit,   # replace: abandon the partial chunks of the old context
                     replace.eq(1)
-                ).Else(NextValue(ctx_idx, ctx_free_idx)),
+                ).Else(NextValue(ctx_idx, ctx_free_idx), NextValue(ctx_oh, 1 << ctx_free_idx)),
                 NextState("INSTALL")
             ),
             If(self.drop, NextState("IDLE"))
@@ -331,10 +334,10 @@ class MSCollectiveEngine(LiteXModule):
         ap_upd, ap_free = Signal(n_slots), Signal(n_slots)
         self.sync += [
             ap_upd.eq(Mux(commit, upd, 0)),
-            ap_free.eq(Mux(commit, free, 0) | Mux(replace, Cat(*[s_ctx[j] == ctx_idx for j in range(n_slots)]), 0)),
+            ap_free.eq(Mux(commit, free, 0) | Mux(replace, Cat(*[(s_ctx[j] & ctx_oh) != 0 for j in range(n_slots)]), 0)),
             [If(ap_free[j], s_valid[j].eq(0)) for j in range(n_slots)],
             [If(ap_upd[j],
-                s_valid[j].eq(1), s_ctx[j].eq(ctx_idx), s_chunk[j].eq(d_chunk),
+                s_valid[j].eq(1), s_ctx[j].eq(ctx_oh), s_chunk[j].eq(d_chunk),
                 s_bitmap[j].eq(Mux(init, 0, s_bitmap[j]) | rank_oh), s_count[j].eq(new_count)
              ) for j in range(n_slots)],
         ]
