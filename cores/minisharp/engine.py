@@ -345,10 +345,13 @@ class MSCollectiveEngine(LiteXModule):
         # Payload stage: the current job's words, one per cycle; the next job loads in the last word's cycle.
         # wleft: words after this one; aleft: words still to add (the rest is discarded, as a drained frame's
         # words); `last` and `in_acc` are their registered == 0 / != 0 flags.
-        b_active, b_port, b_emit, b_init = Signal(), Signal(pw), Signal(), Signal()
-        b_slot, wleft, aleft = Signal(sw), Signal(16), Signal(16)
-        last, in_acc = Signal(), Signal()
-        widx = Signal(max=max(wpc, 2))
+        # Only b_active has a reset: the rest is loaded with each job and unused while b_active is low (no
+        # reset term on the word index's reset, which `load` drives).
+        b_active = Signal()
+        b_port, b_emit, b_init = Signal(pw, reset_less=True), Signal(reset_less=True), Signal(reset_less=True)
+        b_slot, wleft, aleft = Signal(sw, reset_less=True), Signal(16, reset_less=True), Signal(16, reset_less=True)
+        last, in_acc = Signal(reset_less=True), Signal(reset_less=True)
+        widx = Signal(max=max(wpc, 2), reset_less=True)
         payload = stream.Endpoint([("data", 32 * lanes)])
         self.comb += Case(b_port, {i: self.payload_sinks[i].connect(payload) for i in range(num_ports)})
         take, load = Signal(), Signal()
