@@ -345,17 +345,18 @@ class MSCollectiveEngine(LiteXModule):
         # Payload stage: the current job's words, one per cycle; the next job loads in the last word's cycle.
         # wleft: words after this one; aleft: words still to add (the rest is discarded, as a drained frame's
         # words); `last` and `in_acc` are their registered == 0 / != 0 flags.
-        # Only b_active has a reset: the rest is loaded with each job and unused while b_active is low (no
-        # reset term on the word index's reset, which `load` drives).
+        # Only b_active has a reset: the rest is loaded with each job and unused while b_active is low. The
+        # word index is not reset by `load` (its loads sit at the bank, far from the handshake): `first` marks
+        # a job's first word, whose index is 0, and the index counts from there.
         b_active = Signal()
         b_port, b_emit, b_init = Signal(pw, reset_less=True), Signal(reset_less=True), Signal(reset_less=True)
         b_slot, wleft, aleft = Signal(sw, reset_less=True), Signal(16, reset_less=True), Signal(16, reset_less=True)
         last, in_acc = Signal(reset_less=True), Signal(reset_less=True)
-        widx = Signal(max=max(wpc, 2), reset_less=True)
+        widx, first = Signal(max=max(wpc, 2), reset_less=True), Signal(reset_less=True)
         payload = stream.Endpoint([("data", 32 * lanes)])
         self.comb += Case(b_port, {i: self.payload_sinks[i].connect(payload) for i in range(num_ports)})
         take, load = Signal(), Signal()
-        addr = Cat(widx, b_slot) if wpc > 1 else b_slot
+        addr = Cat(Mux(first, 0, widx), b_slot) if wpc > 1 else b_slot
         self.comb += [
             acc_in.valid.eq(b_active & payload.valid & in_acc),
             acc_in.op.eq(ACC_OP_ADD), acc_in.addr.eq(addr), acc_in.init.eq(b_init), acc_in.emit.eq(b_emit),
@@ -367,7 +368,7 @@ class MSCollectiveEngine(LiteXModule):
         ]
         self.sync += [
             If(take,
-                widx.eq(widx + 1), wleft.eq(wleft - 1), last.eq(wleft == 1),
+                widx.eq(Mux(first, 1, widx + 1)), first.eq(0), wleft.eq(wleft - 1), last.eq(wleft == 1),
                 If(in_acc, aleft.eq(aleft - 1), in_acc.eq(aleft != 1))
             ),
             If(load,
@@ -375,6 +376,6 @@ class MSCollectiveEngine(LiteXModule):
                 b_emit.eq(job.emit), b_init.eq(job.init), b_slot.eq(job.slot),
                 wleft.eq(job.lastw), last.eq(job.lastw == 0),
                 aleft.eq(job.awords), in_acc.eq(~job.drop),
-                widx.eq(0)
+                first.eq(1)
             ),
         ]
