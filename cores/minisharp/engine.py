@@ -9,7 +9,7 @@ from cores.minisharp.common import (
     KIND_SETUP, DROP, descriptor_layout, result_meta_layout, record_field, MS_HEADER_BYTES, ETH_MIN_FRAME,
     MS_COL_REDUCE, MS_RED_SUM, MS_FMT_FP32, MS_ACC_EXACT_FP32_MAG277, FP32_BYTES,
 )
-from cores.minisharp.reg_buffer import RegisteredBuffer
+from cores.minisharp.reg_buffer import RegisteredBuffer, SkidBuffer
 
 MAX_CHUNK_INDEX = 1 << 16
 
@@ -94,9 +94,9 @@ class MSCollectiveEngine(LiteXModule):
         self.meta_out = meta_out = stream.Buffer(self.meta.description, pipe_valid=True)
         self.comb += job_in.source.connect(jobs.sink), meta_out.source.connect(self.meta)
         job_w, meta_w = job_in.sink, meta_out.sink
-        # The payload stage reads the queue through a registered valid/ready buffer: `load` (late, from the
-        # payload handshake) stays next to the payload stage and does not reach the queue's LUT RAM.
-        self.job_buf = job_buf = RegisteredBuffer(job_layout)
+        # The payload stage reads the queue through a skid buffer: `load` (late, from the payload handshake)
+        # reaches only its flag, not the queue's level logic and LUT RAM.
+        self.job_buf = job_buf = SkidBuffer(job_layout)
         self.comb += jobs.source.connect(job_buf.sink)
         job = job_buf.source
 

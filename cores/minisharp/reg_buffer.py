@@ -1,38 +1,54 @@
-"""Stream buffer whose `sink.ready` and `source.valid` both come straight from flip-flops."""
+"""Stream buffers whose handshake outputs come straight from flip-flops."""
 from migen import *
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 
-class RegisteredBuffer(LiteXModule):
-    """A skid register (`sink.ready` is its empty flag) followed by a `PipeValid` (`source.valid` and the data
-    are flip-flops), so that neither side's handshake logic reaches the other's. The skid register loads the
-    sink's word in every cycle it is empty, so its enable does not depend on the far side's ready either
-    (LiteX's `PipeReady` loads only when that ready is low; its `Buffer(pipe_valid=True, pipe_ready=True)`
-    also puts the two stages the other way round, leaving a gate on `source.valid`).
-    Throughput one word per cycle, latency one cycle, two words of storage."""
+class SkidBuffer(LiteXModule):
+    """A skid register: `sink.ready` is its empty flag (a flip-flop), so the consumer's ready reaches only that
+    flag. It loads the sink's word in every cycle it is empty, so no data enable depends on the consumer
+    (LiteX's `PipeReady` loads only when the consumer's ready is low, which then drives every data bit's
+    enable). `source` is the sink, or the held word once one could not pass. Throughput one word per cycle,
+    no latency, one word of storage."""
     def __init__(self, layout):
         self.sink = sink = stream.Endpoint(layout)
-        self.source = stream.Endpoint(layout)
+        self.source = source = stream.Endpoint(layout)
 
         # # #
 
-        self.pipe_valid = pipe_valid = stream.PipeValid(layout)
-        mid = pipe_valid.sink
         full = Signal()
-        skid = stream.Endpoint(layout)
+        held = stream.Endpoint(layout)
         self.sync += [
-            If(~full, skid.first.eq(sink.first), skid.last.eq(sink.last),
-               skid.payload.eq(sink.payload), skid.param.eq(sink.param)),
-            If(sink.valid & ~mid.ready, full.eq(1)).Elif(mid.ready, full.eq(0)),
+            If(~full, held.first.eq(sink.first), held.last.eq(sink.last),
+               held.payload.eq(sink.payload), held.param.eq(sink.param)),
+            If(sink.valid & ~source.ready, full.eq(1)).Elif(source.ready, full.eq(0)),
         ]
         self.comb += [
             sink.ready.eq(~full),
             If(full,
-                skid.connect(mid, omit={"valid", "ready"}), mid.valid.eq(1)
+                held.connect(source, omit={"valid", "ready"}), source.valid.eq(1)
             ).Else(
-                sink.connect(mid, omit={"ready"})
+                sink.connect(source, omit={"ready"})
             ),
-            pipe_valid.source.connect(self.source),
+        ]
+
+
+class RegisteredBuffer(LiteXModule):
+    """A SkidBuffer followed by a `PipeValid`: `sink.ready` and `source.valid` (and the data) are each one
+    flip-flop, so neither side's handshake logic reaches the other's. (LiteX's `Buffer(pipe_valid=True,
+    pipe_ready=True)` puts the two stages the other way round, leaving a gate on `source.valid`.)
+    Throughput one word per cycle, latency one cycle, two words of storage."""
+    def __init__(self, layout):
+        self.sink = stream.Endpoint(layout)
+        self.source = stream.Endpoint(layout)
+
+        # # #
+
+        self.skid = SkidBuffer(layout)
+        self.pipe_valid = stream.PipeValid(layout)
+        self.comb += [
+            self.sink.connect(self.skid.sink),
+            self.skid.source.connect(self.pipe_valid.sink),
+            self.pipe_valid.source.connect(self.source),
         ]
