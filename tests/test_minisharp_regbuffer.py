@@ -1,15 +1,18 @@
-"""RegisteredBuffer (between each port and the engine, and before the accumulator bank): every word once and
-in order under seeded random valid/ready, and one word per cycle when the consumer is always ready."""
+"""SkidBuffer and RegisteredBuffer (between each port and the engine, before the accumulator bank, before the
+payload stage): every word once and in order under seeded random valid/ready, and one word per cycle when the
+consumer is always ready."""
 import random
+
+import pytest
 
 from migen import *
 
-from cores.minisharp.reg_buffer import RegisteredBuffer
+from cores.minisharp.reg_buffer import RegisteredBuffer, SkidBuffer
 
 
-def _run(seed, n, valid_p, ready_p):
+def _run(cls, seed, n, valid_p, ready_p):
     rng = random.Random(seed)
-    dut = RegisteredBuffer([("data", 16)])
+    dut = cls([("data", 16)])
     sent, got, cycles = [], [], [0]
 
     def producer():
@@ -39,14 +42,16 @@ def _run(seed, n, valid_p, ready_p):
     return sent, got, cycles[0]
 
 
-def test_order_and_contents_under_backpressure():
+@pytest.mark.parametrize("cls", [SkidBuffer, RegisteredBuffer])
+def test_order_and_contents_under_backpressure(cls):
     for seed in range(4):
-        sent, got, _ = _run(seed, 400, 0.7, 0.6)
+        sent, got, _ = _run(cls, seed, 400, 0.7, 0.6)
         assert [d for d, _ in got] == sent == list(range(400))
         assert all(last == (d % 5 == 4) for d, last in got)
 
 
-def test_one_word_per_cycle():
-    sent, got, cycles = _run(7, 300, 1.0, 1.0)
+@pytest.mark.parametrize("cls", [SkidBuffer, RegisteredBuffer])
+def test_one_word_per_cycle(cls):
+    sent, got, cycles = _run(cls, 7, 300, 1.0, 1.0)
     assert [d for d, _ in got] == list(range(300))
     assert cycles <= 300 + 3
