@@ -6,6 +6,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from cores.minisharp.block_ram import BlockRAM
+from cores.minisharp.reg_buffer import RegisteredBuffer
 
 
 class CommitFIFO(LiteXModule):
@@ -66,7 +67,7 @@ class CommitFIFO(LiteXModule):
         credits = Signal(max=ob_depth + 2, reset=ob_depth + 1)
         do_read, pop = Signal(), Signal()
         self.ofifo = ofifo = stream.SyncFIFO([("data", width)], ob_depth, buffered=True)
-        self.buf = buf = stream.Buffer([("data", width)], pipe_valid=True, pipe_ready=True)
+        self.buf = buf = RegisteredBuffer([("data", width)])
         self.comb += [
             do_read.eq((rp != cp) & (credits != 0)),
             ram.adr_r.eq(rp[:aw]),

@@ -10,7 +10,7 @@ from cores.minisharp.common import DROP_REASONS, MS_CHUNK_ELEMENTS, port_descrip
 from cores.minisharp.egress import MSResultFanout, MSResultSerializer
 from cores.minisharp.engine import MSCollectiveEngine
 from cores.minisharp.ingress import MSPortIngress
-from cores.minisharp.reg_buffer import RegisteredBuffer
+from cores.minisharp.reg_buffer import RegisteredBuffer, SkidBuffer
 
 
 class MiniSharpCore(LiteXModule):
@@ -61,8 +61,8 @@ class MiniSharpCore(LiteXModule):
         # accepts the completing contribution, while the previous results may still be in flight) and a
         # registered valid and ready for the result words (timing).
         self.meta_buf = stream.SyncFIFO(engine.meta.description, 4, buffered=True)
-        self.meta_pipe = stream.Buffer(engine.meta.description, pipe_valid=True, pipe_ready=True)
-        self.result_buf = stream.Buffer(engine.result.description, pipe_valid=True, pipe_ready=True)
+        self.meta_pipe = RegisteredBuffer(engine.meta.description)
+        self.result_buf = RegisteredBuffer(engine.result.description)
         self.comb += [
             engine.meta.connect(self.meta_buf.sink), self.meta_buf.source.connect(self.meta_pipe.sink),
             self.meta_pipe.source.connect(fanout.meta),
@@ -90,12 +90,12 @@ class MiniSharpCore(LiteXModule):
             # Result words in block RAM; every write committed at once (the RAM's read ends in a plain register).
             wfifo = CommitFIFO(32 * lanes, res_fifo_words)
             # Registered ready towards the fan-out (its broadcast ANDs every port's ready).
-            wskid = stream.Buffer([("data", 32 * lanes)], pipe_valid=False, pipe_ready=True)
+            wskid = SkidBuffer([("data", 32 * lanes)])
             self.comb += fanout.word_sources[o].connect(wskid.sink)
             words = wskid.source
             ser = MSResultSerializer(dw, lanes)
             # The serializer's byte multiplexers end in a register before the port arbiter; registered ready back.
-            ser_out = stream.Buffer(port_description(dw), pipe_valid=True, pipe_ready=True)
+            ser_out = RegisteredBuffer(port_description(dw))
             arb = Arbiter([ser_out.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
             self.submodules += mfifo, wfifo, wskid, ser, ser_out, arb
             self.comb += ser.source.connect(ser_out.sink)
