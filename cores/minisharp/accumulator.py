@@ -332,8 +332,9 @@ class MSAccumulatorBank(LiteXModule):
         rounds = []
         for ln in range(lanes):
             # r3: the RAM output is registered again (`old`, r4) next to the adders; the decoded FP32 (fields
-            # registered in r2, shifted significand in r3) is registered as one addend per limb (r4): m, or ~m with a carry in for -m (one carry chain per limb). A READ adds nothing
-            # (addends 0, flags neutral), so r5 needs no op multiplexer.
+            # registered in r2, shifted significand in r3) is registered as one addend per limb (r4): m, or ~m
+            # with a carry in for -m (one carry chain per limb). A READ adds nothing (addends 0, flags
+            # neutral), so r5 needs no op multiplexer.
             dec = _Decode(r1_data[32 * ln:32 * ln + 32])
             self.submodules += dec
             is_add = st[3]["op"] == ACC_OP_ADD
