@@ -21,6 +21,13 @@ from cores.minisharp.common import (ACC_LIMBS, ACC_LIMB_BITS, ACC_FLAGS, FP32_QN
 ACC_OP_ADD  = 0
 ACC_OP_READ = 1
 
+# Limbs resolved per stage of the read-out carry pipeline: fewer stages, fewer flip-flops (every stage holds
+# the whole state); the last stage must take a single limb so that the zero flags of the digits below each
+# limb are complete from registered digits.
+CARRY_LIMBS_PER_STAGE = 2
+CARRY_STAGES = -(-ACC_LIMBS // CARRY_LIMBS_PER_STAGE)
+assert (ACC_LIMBS - 1) % CARRY_LIMBS_PER_STAGE == 0
+
 
 def acc_state_bits(max_ranks):
     """Bits of one lane's accumulator state: signed limbs and sticky flags."""
@@ -83,12 +90,12 @@ def _lzc(x):
 
 class _Round(Module):
     """Accumulator state -> FP32 bits, rounded once to nearest-even. Pipelined: one state per cycle,
-    latency ACC_LIMBS + 9 cycles. `valid_i` travels with the data to `valid_o`."""
+    latency CARRY_STAGES + 9 cycles. `valid_i` travels with the data to `valid_o`."""
     def __init__(self, state, valid_i, max_ranks):
         self.valid_o = Signal()
         self.result = Signal(32)
         lw = limb_width(max_ranks)
-        self.latency = ACC_LIMBS + 9
+        self.latency = CARRY_STAGES + 9
 
         # # #
 
@@ -96,34 +103,40 @@ class _Round(Module):
         flags = state[ACC_LIMBS * lw:]
         valid = valid_i
 
-        # Carry propagation, one limb a stage: digits[k] = low 32 bits, carry signed; stage k also registers
-        # lowz[k] = "digits 0..k-1 are all zero" = lowz[k-1] & (digit k-1 == 0), from registers (off the
-        # adder), for the negation below.
+        # Carry propagation, CARRY_LIMBS_PER_STAGE limbs a stage (each limb's add feeds the next one's carry in
+        # the same cycle: a chain of about 2 x (lw + 1) bits). digits[k] = low 32 bits, carry signed. Each stage
+        # also registers lowz[k] = "digits 0..k-1 are all zero" for every k up to its first limb, from the
+        # digits registered so far (off the adders), for the negation below.
         digits, lowz = [], [C(1, 1)]
         carry = Signal((lw - ACC_LIMB_BITS + 1, True))
         self.comb += carry.eq(0)
         pending = [Signal((lw, True)) for _ in limbs]
         self.comb += [p.eq(l) for p, l in zip(pending, limbs)]
         fl = flags
-        for k in range(ACC_LIMBS):
-            t = Signal((lw + 1, True))
-            self.comb += t.eq(pending[k] + carry)
-            n_digits = [Signal(ACC_LIMB_BITS) for _ in range(k + 1)]
-            n_lowz = [Signal() for _ in range(k + 1)]
+        for k0 in range(0, ACC_LIMBS, CARRY_LIMBS_PER_STAGE):
+            group = range(k0, min(k0 + CARRY_LIMBS_PER_STAGE, ACC_LIMBS))
+            c, new_digits = carry, []
+            for k in group:
+                t = Signal((lw + 1, True))
+                self.comb += t.eq(pending[k] + c)
+                new_digits.append(t[:ACC_LIMB_BITS])
+                c = t >> ACC_LIMB_BITS
+            n_digits = [Signal(ACC_LIMB_BITS) for _ in range(group[-1] + 1)]
+            lowz_next = list(lowz)
+            for m in range(len(lowz), k0 + 1):
+                lowz_next.append(lowz_next[m - 1] & (digits[m - 1] == 0))
+            n_lowz = [Signal() for _ in lowz_next]
             n_pending = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
             n_carry = Signal((lw - ACC_LIMB_BITS + 1, True))
             n_valid, n_fl = Signal(), Signal(len(ACC_FLAGS))
             self.sync += [
-                [nd.eq(d) for nd, d in zip(n_digits, digits)],
-                [nz.eq(z) for nz, z in zip(n_lowz, lowz)],
-                n_lowz[k].eq(lowz[k - 1] & (digits[k - 1] == 0)) if k else [],
-                n_digits[k].eq(t[:ACC_LIMB_BITS]),
-                n_carry.eq(t >> ACC_LIMB_BITS),
-                [n_pending[i].eq(pending[i]) for i in range(k + 1, ACC_LIMBS)],
+                [nd.eq(d) for nd, d in zip(n_digits, digits + new_digits)],
+                [nz.eq(z) for nz, z in zip(n_lowz, lowz_next)],
+                n_carry.eq(c),
+                [n_pending[i].eq(pending[i]) for i in range(group[-1] + 1, ACC_LIMBS)],
                 n_valid.eq(valid), n_fl.eq(fl),
             ]
             digits, lowz, pending, carry, valid, fl = n_digits, n_lowz, n_pending, n_carry, n_valid, n_fl
-
         # Sign and magnitude: negative sums are negated as ~D + 1, the +1 reaching digit k when all lower
         # digits are zero (the registered lowz flag, no long carry chain).
         neg = carry < 0
@@ -251,7 +264,7 @@ class MSAccumulatorBank(LiteXModule):
     Throughput: one op per cycle; an op waits in r0 only while an ADD to the same address is in r1..r4 (its
     write-back would come after this op's RAM read; consecutive addresses never wait), and an emitting op
     only when `out_depth` results are outstanding.
-    Latency: a result enters the output FIFO 6 + ACC_LIMBS + 9 cycles after its op is accepted.
+    Latency: a result enters the output FIFO 6 + CARRY_STAGES + 9 cycles after its op is accepted.
     Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024.
     """
     def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32):
