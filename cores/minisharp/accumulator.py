@@ -27,6 +27,7 @@ ACC_OP_READ = 1
 CARRY_LIMBS_PER_STAGE = 2
 CARRY_STAGES = -(-ACC_LIMBS // CARRY_LIMBS_PER_STAGE)
 assert (ACC_LIMBS - 1) % CARRY_LIMBS_PER_STAGE == 0
+ROUND_LATENCY = CARRY_STAGES + 9        # cycles of the read-out pipeline (carries, sign, normalise, round)
 
 
 def acc_state_bits(max_ranks):
@@ -90,12 +91,12 @@ def _lzc(x):
 
 class _Round(Module):
     """Accumulator state -> FP32 bits, rounded once to nearest-even. Pipelined: one state per cycle,
-    latency CARRY_STAGES + 9 cycles. `valid_i` travels with the data to `valid_o`."""
+    latency ROUND_LATENCY cycles. `valid_i` travels with the data to `valid_o`."""
     def __init__(self, state, valid_i, max_ranks):
         self.valid_o = Signal()
         self.result = Signal(32)
         lw = limb_width(max_ranks)
-        self.latency = CARRY_STAGES + 9
+        self.latency = ROUND_LATENCY
 
         # # #
 
@@ -264,7 +265,7 @@ class MSAccumulatorBank(LiteXModule):
     Throughput: one op per cycle; an op waits in r0 only while an ADD to the same address is in r1..r4 (its
     write-back would come after this op's RAM read; consecutive addresses never wait), and an emitting op
     only when `out_depth` results are outstanding.
-    Latency: a result enters the output FIFO 6 + CARRY_STAGES + 9 cycles after its op is accepted.
+    Latency: a result enters the output FIFO 6 + ROUND_LATENCY cycles after its op is accepted.
     Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024.
     """
     def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32):
