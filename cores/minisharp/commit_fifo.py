@@ -46,8 +46,11 @@ class CommitFIFO(LiteXModule):
             pos.eq(Mux(self.abort, cp, wp)),
             self.full.eq(Mux(self.abort, full_c, full_w)),
             do_write.eq(self.we & ~self.full),
-            ram.adr_w.eq(pos[:aw]), ram.dat_w.eq(self.din), ram.we.eq(do_write),
         ]
+        # The RAM writes one cycle later from registers: commit/abort (late frame decisions) reach only the
+        # pointers, not the RAM's address pins, which may sit far away. The delay hides behind the read path:
+        # an entry is read at the earliest two cycles after its commit, when its write is done.
+        self.sync += ram.adr_w.eq(pos[:aw]), ram.dat_w.eq(self.din), ram.we.eq(do_write)
         self.sync += [
             wp.eq(Mux(self.abort, Mux(do_write, cp1, cp), Mux(do_write, wp1, wp))),
             If(self.commit, cp.eq(wp)),

@@ -354,8 +354,16 @@ class MSCollectiveEngine(LiteXModule):
         b_slot, wleft, aleft = Signal(sw, reset_less=True), Signal(16, reset_less=True), Signal(16, reset_less=True)
         last, in_acc = Signal(reset_less=True), Signal(reset_less=True)
         widx, first = Signal(max=max(wpc, 2), reset_less=True), Signal(reset_less=True)
-        payload = stream.Endpoint([("data", 32 * lanes)])
-        self.comb += Case(b_port, {i: self.payload_sinks[i].connect(payload) for i in range(num_ports)})
+        # The job's port feeds a skid buffer: a port's ready comes from the skid's flag and the stage's
+        # registers, never from the bank's ready, so the handshake does not go to the port and back.
+        self.payload_skid = pskid = SkidBuffer([("data", 32 * lanes)])
+        self.comb += [
+            Case(b_port, {i: self.payload_sinks[i].connect(pskid.sink, omit={"valid", "ready"})
+                          for i in range(num_ports)}),
+            pskid.sink.valid.eq(b_active & Array(s.valid for s in self.payload_sinks)[b_port]),
+            [s.ready.eq(b_active & (b_port == i) & pskid.sink.ready) for i, s in enumerate(self.payload_sinks)],
+        ]
+        payload = pskid.source
         take, load = Signal(), Signal()
         addr = Cat(Mux(first, 0, widx), b_slot) if wpc > 1 else b_slot
         self.comb += [
