@@ -24,10 +24,10 @@ def pow2(e):
     return 1 << (e + 149)
 
 
-def run_bank(columns, lanes=1, max_ranks=256, seed=0, ready_p=1.0):
+def run_bank(columns, lanes=1, max_ranks=256, seed=0, ready_p=1.0, carry_limbs=None):
     """Accumulate columns[i] (list of per-contribution lane words) into address i; return read results."""
     depth = max(2, len(columns))
-    dut = MSAccumulatorBank(lanes=lanes, depth=depth, max_ranks=max_ranks, out_depth=8)
+    dut = MSAccumulatorBank(lanes=lanes, depth=depth, max_ranks=max_ranks, out_depth=8, carry_limbs=carry_limbs)
     rng = random.Random(seed)
     out = []
     rounds = max(len(c) for c in columns)
@@ -146,6 +146,17 @@ def test_random_values():
     assert total >= 5_000
 
 
+@pytest.mark.parametrize("carry_limbs", [2, 4, 8])
+def test_carry_limbs_per_stage(carry_limbs):
+    """Rounding pipelines that resolve several limbs' carries a stage give the same exact results
+    (cancellations, carries across every limb, negative sums whose negation carries through zero digits)."""
+    rng = random.Random(10 + carry_limbs)
+    cols = [[rand_finite(rng) for _ in range(rng.randrange(1, 30))] for _ in range(40)]
+    cols += [[FLT_MAX, FLT_MAX, FLT_MAX | NEG], [1, 0x80000002], [pow2(100), pow2(-149) | NEG],
+             [pow2(-120) | NEG, pow2(10)], [FP32_PINF, f2b(1.0)], [0, 0]]
+    check(cols, seed=carry_limbs, ready_p=0.6, carry_limbs=carry_limbs)
+
+
 def test_permutation_invariance_and_lanes():
     rng = random.Random(4)
     base = [[rand_finite(rng), rand_finite(rng)] for _ in range(30)]
@@ -163,6 +174,8 @@ def test_bad_parameters():
         MSAccumulatorBank(lanes=0)
     with pytest.raises(ValueError):
         MSAccumulatorBank(max_ranks=4096)
+    with pytest.raises(ValueError, match="carry_limbs"):
+        MSAccumulatorBank(carry_limbs=3)
 
 
 def test_add_with_emit_returns_running_sums_in_op_order():

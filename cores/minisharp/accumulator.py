@@ -21,13 +21,9 @@ from cores.minisharp.common import (ACC_LIMBS, ACC_LIMB_BITS, ACC_FLAGS, FP32_QN
 ACC_OP_ADD  = 0
 ACC_OP_READ = 1
 
-# Limbs resolved per stage of the read-out carry pipeline: fewer stages, fewer flip-flops (every stage holds
-# the whole state); the last stage must take a single limb so that the zero flags of the digits below each
-# limb are complete from registered digits.
-CARRY_LIMBS_PER_STAGE = 2
-CARRY_STAGES = -(-ACC_LIMBS // CARRY_LIMBS_PER_STAGE)
-assert (ACC_LIMBS - 1) % CARRY_LIMBS_PER_STAGE == 0
-ROUND_LATENCY = CARRY_STAGES + 9        # cycles of the read-out pipeline (carries, sign, normalise, round)
+def round_latency(carry_limbs):
+    """Cycles of the read-out pipeline resolving `carry_limbs` limbs a stage: carries, sign, normalise, round."""
+    return -(-ACC_LIMBS // carry_limbs) + 9
 
 
 def acc_state_bits(max_ranks):
@@ -91,12 +87,16 @@ def _lzc(x):
 
 class _Round(Module):
     """Accumulator state -> FP32 bits, rounded once to nearest-even. Pipelined: one state per cycle,
-    latency ROUND_LATENCY cycles. `valid_i` travels with the data to `valid_o`."""
-    def __init__(self, state, valid_i, max_ranks):
+    latency round_latency(carry_limbs) cycles. `valid_i` travels with the data to `valid_o`.
+    carry_limbs: limbs whose carries are resolved in one stage (each limb's add feeds the next one's carry in
+    the same cycle); fewer stages, fewer flip-flops (every stage holds the whole state), a longer path. The
+    last stage must take a single limb, so that the zero flags of the digits below each limb come from
+    registered digits: (ACC_LIMBS - 1) must be a multiple of carry_limbs."""
+    def __init__(self, state, valid_i, max_ranks, carry_limbs):
         self.valid_o = Signal()
         self.result = Signal(32)
         lw = limb_width(max_ranks)
-        self.latency = ROUND_LATENCY
+        self.latency = round_latency(carry_limbs)
 
         # # #
 
@@ -104,8 +104,7 @@ class _Round(Module):
         flags = state[ACC_LIMBS * lw:]
         valid = valid_i
 
-        # Carry propagation, CARRY_LIMBS_PER_STAGE limbs a stage (each limb's add feeds the next one's carry in
-        # the same cycle: a chain of about 2 x (lw + 1) bits). digits[k] = low 32 bits, carry signed. Each stage
+        # Carry propagation, carry_limbs limbs a stage (a chain of about carry_limbs x (lw + 1) bits). digits[k] = low 32 bits, carry signed. Each stage
         # also registers lowz[k] = "digits 0..k-1 are all zero" for every k up to its first limb, from the
         # digits registered so far (off the adders), for the negation below.
         digits, lowz = [], [C(1, 1)]
@@ -114,8 +113,8 @@ class _Round(Module):
         pending = [Signal((lw, True)) for _ in limbs]
         self.comb += [p.eq(l) for p, l in zip(pending, limbs)]
         fl = flags
-        for k0 in range(0, ACC_LIMBS, CARRY_LIMBS_PER_STAGE):
-            group = range(k0, min(k0 + CARRY_LIMBS_PER_STAGE, ACC_LIMBS))
+        for k0 in range(0, ACC_LIMBS, carry_limbs):
+            group = range(k0, min(k0 + carry_limbs, ACC_LIMBS))
             c, new_digits = carry, []
             for k in group:
                 t = Signal((lw + 1, True))
@@ -265,12 +264,18 @@ class MSAccumulatorBank(LiteXModule):
     Throughput: one op per cycle; an op waits in r0 only while an ADD to the same address is in r1..r4 (its
     write-back would come after this op's RAM read; consecutive addresses never wait), and an emitting op
     only when `out_depth` results are outstanding.
-    Latency: a result enters the output FIFO 6 + ROUND_LATENCY cycles after its op is accepted.
-    Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024.
+    Latency: a result enters the output FIFO 6 + round_latency(carry_limbs) cycles after its op is accepted.
+    Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024, carry_limbs (limbs
+    resolved per stage of the rounding pipelines: 1, 2, 4 or 8; default 1 for one lane, the fastest, and 2
+    for more lanes, where each lane's pipeline holds about 1.4k flip-flops fewer).
     """
-    def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32):
+    def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32, carry_limbs=None):
         if lanes < 1:
             raise ValueError(f"lanes must be >= 1, got {lanes}")
+        carry_limbs = carry_limbs or (1 if lanes == 1 else 2)
+        if carry_limbs < 1 or (ACC_LIMBS - 1) % carry_limbs:
+            raise ValueError(f"carry_limbs must divide {ACC_LIMBS - 1} (the last stage takes one limb), "
+                             f"got {carry_limbs}")
         if depth < 2:
             raise ValueError(f"depth must be >= 2, got {depth}")
         if not 1 <= max_ranks <= 1024:
@@ -377,7 +382,7 @@ class MSAccumulatorBank(LiteXModule):
                 Cat(*[nl[1:lw + 1] for nl in new_limbs], *[new_fl[f] for f in ACC_FLAGS]))
 
             emit5 = st[5]["valid"] & ((st[5]["op"] == ACC_OP_READ) | st[5]["emit"])
-            rnd = _Round(r5_state[sw * ln:sw * (ln + 1)], emit5, max_ranks)
+            rnd = _Round(r5_state[sw * ln:sw * (ln + 1)], emit5, max_ranks, carry_limbs)
             self.submodules += rnd
             rounds.append(rnd)
         self.latency = 6 + rounds[0].latency

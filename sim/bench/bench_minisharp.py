@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from cores.minisharp import common as ms
-from cores.minisharp.accumulator import ROUND_LATENCY
+from cores.minisharp.accumulator import round_latency
 from sim.bench.framework import BenchResult, Table
 from sim.bench.ecp5 import ROOT
 from software.minisharp import packets as P
@@ -130,8 +130,8 @@ def run(quick=False, ecp5=True):
     lt = Table("Latency: last beat of the completing contribution -> first beat of the COL_RES frame",
                ["build", "chunk elements", "cycles", "contribution frame beats", "ratio to frame time"],
                notes="A contribution is validated as a whole frame (store and forward); the completing one is "
-                     "added one word (lanes FP32) per cycle and each word's exact sums leave the "
-                     f"{ROUND_LATENCY}-stage rounding pipeline at once; the COL_RES frame starts with its first "
+                     "added one word (lanes FP32) per cycle and each word's exact sums leave the rounding pipeline "
+                     f"({round_latency(1)} stages at 1 lane, {round_latency(2)} with more lanes) at once; the COL_RES frame starts with its first "
                      "value. Reference: the frame time of the contribution (its beats).")
     rtl_vec, vecs_for_acc = None, None
     for name, params in CONFIGS:
