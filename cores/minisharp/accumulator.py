@@ -104,9 +104,10 @@ class _Round(Module):
         flags = state[ACC_LIMBS * lw:]
         valid = valid_i
 
-        # Carry propagation, carry_limbs limbs a stage (a chain of about carry_limbs x (lw + 1) bits). digits[k] = low 32 bits, carry signed. Each stage
-        # also registers lowz[k] = "digits 0..k-1 are all zero" for every k up to its first limb, from the
-        # digits registered so far (off the adders), for the negation below.
+        # Carry propagation, carry_limbs limbs a stage (a chain of about carry_limbs x (lw + 1) bits).
+        # digits[k] = low 32 bits, carry signed. Each stage also registers lowz[k] = "digits 0..k-1 are all
+        # zero" for every k up to its first limb, from the digits registered so far (off the adders), for the
+        # negation below.
         digits, lowz = [], [C(1, 1)]
         carry = Signal((lw - ACC_LIMB_BITS + 1, True))
         self.comb += carry.eq(0)

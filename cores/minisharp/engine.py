@@ -48,7 +48,8 @@ class MSCollectiveEngine(LiteXModule):
       `result`); the next job starts in the cycle after the last word of the previous one.
     Throughput: one payload word per cycle, back-to-back frames (validation hides behind the previous
     frame's words when a frame has at least 9 words). Latency: descriptor to first result word: validation
-    (9 cycles), the job queue and the accumulator bank's `latency`; MiniSharpCore end to end: 54 cycles at 1 lane, 50 with more (rounding pipelines of 18 and 14 stages).
+    (9 cycles), the job queue and the accumulator bank's `latency`; MiniSharpCore end to end: 54 cycles
+    at 1 lane, 50 with more (rounding pipelines of 18 and 14 stages).
     """
     def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64):
         for name, v in (("lanes", lanes), ("chunk_elements", chunk_elements)):

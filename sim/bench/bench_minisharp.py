@@ -131,8 +131,8 @@ def run(quick=False, ecp5=True):
                ["build", "chunk elements", "cycles", "contribution frame beats", "ratio to frame time"],
                notes="A contribution is validated as a whole frame (store and forward); the completing one is "
                      "added one word (lanes FP32) per cycle and each word's exact sums leave the rounding pipeline "
-                     f"({round_latency(1)} stages at 1 lane, {round_latency(2)} with more lanes) at once; the COL_RES frame starts with its first "
-                     "value. Reference: the frame time of the contribution (its beats).")
+                     f"({round_latency(1)} stages at 1 lane, {round_latency(2)} with more lanes) at once; the COL_RES "
+                     "frame starts with its first value. Reference: the frame time of the contribution (its beats).")
     rtl_vec, vecs_for_acc = None, None
     for name, params in CONFIGS:
         t0 = time.time()
