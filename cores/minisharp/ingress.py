@@ -207,6 +207,15 @@ class MSPortIngress(LiteXModule):
             d_end.eq(f_end), d_forward.eq(forward), d_to_engine.eq(to_engine), d_kind.eq(kind),
             d_dropping.eq(dropping), d_reason.eq(reason), d_plen.eq(f_plen),
         ]
+        # Each buffer's commit/abort come from its own registered end-of-frame flags (the buffers' RAMs and
+        # pointers may sit apart, and far from the other decision registers).
+        r_commit_end, r_abort_end = Signal(), Signal()      # raw buffer: a frame to forward ends, another ends
+        p_commit_end, p_abort_end = Signal(), Signal()      # payload buffer: a data frame for the engine, another
+        to_engine_data = to_engine & (kind == KIND_DATA)
+        self.sync += [
+            r_commit_end.eq(f_end & forward), r_abort_end.eq(f_end & ~forward),
+            p_commit_end.eq(f_end & to_engine_data), p_abort_end.eq(f_end & ~to_engine_data),
+        ]
         end, forward, to_engine, kind, dropping, reason = d_end, d_forward, d_to_engine, d_kind, d_dropping, d_reason
         fwd_go, eng_go = Signal(), Signal()
         # Room for the descriptor, registered: the FIFO was not full and no write was pending (a registered
@@ -218,8 +227,10 @@ class MSPortIngress(LiteXModule):
             fwd_go.eq(end & forward & ~rfifo.overflow),
             eng_go.eq(end & to_engine & room &
                       ~((kind == KIND_DATA) & pfifo.overflow)),
-            rfifo.commit.eq(fwd_go), rfifo.abort.eq(end & ~fwd_go),
-            pfifo.commit.eq(eng_go & (kind == KIND_DATA)), pfifo.abort.eq(end & ~(eng_go & (kind == KIND_DATA))),
+            rfifo.commit.eq(r_commit_end & ~rfifo.overflow),
+            rfifo.abort.eq(r_abort_end | (r_commit_end & rfifo.overflow)),
+            pfifo.commit.eq(p_commit_end & room & ~pfifo.overflow),
+            pfifo.abort.eq(p_abort_end | (p_commit_end & ~(room & ~pfifo.overflow))),
             self.frame.eq(end),
             self.fwd_frame.eq(fwd_go),
             self.drop.eq(end & ~fwd_go & ~eng_go),
