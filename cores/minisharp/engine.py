@@ -347,24 +347,22 @@ class MSCollectiveEngine(LiteXModule):
         # Payload stage: the current job's words, one per cycle; the next job loads in the last word's cycle.
         # wleft: words after this one; aleft: words still to add (the rest is discarded, as a drained frame's
         # words); `last` and `in_acc` are their registered == 0 / != 0 flags.
-        # Only b_active and psel have a reset: the rest is loaded with each job and unused while b_active is
-        # low. The word index is not reset by `load` (its loads sit at the bank, far from the handshake):
-        # `first` marks a job's first word, whose index is 0, and the index counts from there.
+        # Only b_active has a reset: the rest is loaded with each job and unused while b_active is low. The
+        # word index is not reset by `load` (its loads sit at the bank, far from the handshake): `first` marks
+        # a job's first word, whose index is 0, and the index counts from there.
         b_active = Signal()
         b_port, b_emit, b_init = Signal(pw, reset_less=True), Signal(reset_less=True), Signal(reset_less=True)
         b_slot, wleft, aleft = Signal(sw, reset_less=True), Signal(16, reset_less=True), Signal(16, reset_less=True)
         last, in_acc = Signal(reset_less=True), Signal(reset_less=True)
         widx, first = Signal(max=max(wpc, 2), reset_less=True), Signal(reset_less=True)
-        # The job's port feeds a skid buffer: a port's ready is the skid's flag and the port's bit of the
-        # registered one-hot `psel` (b_active and b_port), never the bank's ready, so the handshake does not
-        # go to the port and back.
+        # The job's port feeds a skid buffer: a port's ready comes from the skid's flag and the stage's
+        # registers, never from the bank's ready, so the handshake does not go to the port and back.
         self.payload_skid = pskid = SkidBuffer([("data", 32 * lanes)])
-        psel = Signal(num_ports)
         self.comb += [
             Case(b_port, {i: self.payload_sinks[i].connect(pskid.sink, omit={"valid", "ready"})
                           for i in range(num_ports)}),
-            pskid.sink.valid.eq(reduce_or([psel[i] & s.valid for i, s in enumerate(self.payload_sinks)])),
-            [s.ready.eq(psel[i] & pskid.sink.ready) for i, s in enumerate(self.payload_sinks)],
+            pskid.sink.valid.eq(b_active & Array(s.valid for s in self.payload_sinks)[b_port]),
+            [s.ready.eq(b_active & (b_port == i) & pskid.sink.ready) for i, s in enumerate(self.payload_sinks)],
         ]
         payload = pskid.source
         take, load = Signal(), Signal()
@@ -385,7 +383,6 @@ class MSCollectiveEngine(LiteXModule):
             ),
             If(load,
                 b_active.eq(job.valid), b_port.eq(job.port),
-                psel.eq(Cat(*[job.valid & (job.port == i) for i in range(num_ports)])),
                 b_emit.eq(job.emit), b_init.eq(job.init), b_slot.eq(job.slot),
                 wleft.eq(job.lastw), last.eq(job.lastw == 0),
                 aleft.eq(job.awords), in_acc.eq(~job.drop),
