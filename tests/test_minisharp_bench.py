@@ -9,3 +9,20 @@ def test_bench_quick():
     assert rows[1][3] == "0.00%"                      # exact
     assert float(rows[0][4].rstrip("%")) > 0          # a float32 running sum depends on the rank order
     assert "Exactness" in res.markdown()
+
+
+def test_failed_ecp5_report(tmp_path):
+    """A nextpnr run that does not fit, or is stopped after placement, still gives a table row."""
+    from sim.bench.bench_minisharp import _failed_report
+    util = ("Info: Device utilisation:\n"
+            "Info: \t              DP16KD:     155/    208    74%\n"
+            "Info: \t          TRELLIS_FF:   60316/  83640    72%\n"
+            "Info: \t        TRELLIS_COMB:   52022/  83640    62%\n"
+            "Info: \t        TRELLIS_RAMW:    1011/  10455     9%\n")
+    log = tmp_path / "nextpnr.log"
+    log.write_text(util)
+    assert _failed_report(tmp_path, 2083) == [52022, 58233, 155, 1011, "did not place"]
+    log.write_text(util + "Info: Max frequency for clock 'sys_clk': 47.82 MHz (FAIL at 50.00 MHz)\n")
+    assert _failed_report(tmp_path, 2083)[4] == "not routed; post-placement estimate 47.8"
+    log.write_text(util.replace("155/    208", "155/     56"))
+    assert _failed_report(tmp_path, 2083)[4] == "does not fit: DP16KD 155/56"

@@ -183,15 +183,17 @@ def ecp5_table(builds=ECP5_BUILDS):
             r = synth_ecp5(top, top.ios, bname, device=dev, freq_mhz=125, special_overrides=ecp5_special_overrides)
             fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
             t.add(name, dev, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(time.time() - t0))
-        except subprocess.CalledProcessError:
-            # nextpnr exits with an error when the design does not fit the device: report its utilisation.
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            # nextpnr exits with an error when the design does not fit the device, and synth_ecp5 stops it
+            # after its timeout (routing that does not converge): report what it logged.
             t.add(name, dev, *_failed_report(outdir, sum(len(x) for x in top.ios)), round(time.time() - t0))
     return t
 
 
 def _failed_report(outdir, io_bits):
     """LUT4/FF/DP16KD/LUTRAM/Fmax of a failed nextpnr run: from report.json when it placed and routed
-    (125 MHz missed), else from the utilisation nextpnr logged before it gave up (used/available)."""
+    (125 MHz missed), else from the utilisation nextpnr logged before it gave up (used/available) and its
+    post-placement Fmax estimate if it got that far."""
     try:
         with open(os.path.join(outdir, "report.json")) as f:
             rep = json.load(f)
@@ -209,10 +211,16 @@ def _failed_report(outdir, io_bits):
         return ["-", "-", "-", "-", "did not place"]
     use = {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)", log, re.M)}
     over = [f"{k} {u}/{a}" for k, (u, a) in use.items() if u > a]
+    placed = re.findall(r"Max frequency for clock '[^']+': ([\d.]+) MHz", log)
+    if over:
+        fmax = "does not fit: " + ", ".join(over)
+    elif placed:
+        fmax = f"not routed; post-placement estimate {float(placed[-1]):.1f}"
+    else:
+        fmax = "did not place"
     ff = use.get("TRELLIS_FF", (None,))[0]
     return [use.get("TRELLIS_COMB", ("-",))[0], ff - io_bits if ff is not None else "-",
-            use.get("DP16KD", ("-",))[0], use.get("TRELLIS_RAMW", ("-",))[0],
-            "does not fit: " + ", ".join(over) if over else "did not place"]
+            use.get("DP16KD", ("-",))[0], use.get("TRELLIS_RAMW", ("-",))[0], fmax]
 
 
 if __name__ == "__main__":
