@@ -21,6 +21,7 @@ from cores.minisharp.common import (ACC_LIMBS, ACC_LIMB_BITS, ACC_FLAGS, FP32_QN
 ACC_OP_ADD  = 0
 ACC_OP_READ = 1
 
+
 def round_latency(carry_limbs):
     """Cycles of the read-out pipeline resolving `carry_limbs` limbs a stage: carries, sign, normalise, round."""
     return -(-ACC_LIMBS // carry_limbs) + 9
@@ -138,6 +139,7 @@ class _Round(Module):
                 n_valid.eq(valid), n_fl.eq(fl),
             ]
             digits, lowz, pending, carry, valid, fl = n_digits, n_lowz, n_pending, n_carry, n_valid, n_fl
+
         # Sign and magnitude: negative sums are negated as ~D + 1, the +1 reaching digit k when all lower
         # digits are zero (the registered lowz flag, no long carry chain).
         neg = carry < 0
@@ -273,7 +275,8 @@ class MSAccumulatorBank(LiteXModule):
     def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32, carry_limbs=None):
         if lanes < 1:
             raise ValueError(f"lanes must be >= 1, got {lanes}")
-        carry_limbs = carry_limbs or (1 if lanes == 1 else 2)
+        if carry_limbs is None:
+            carry_limbs = 1 if lanes == 1 else 2
         if carry_limbs < 1 or (ACC_LIMBS - 1) % carry_limbs:
             raise ValueError(f"carry_limbs must divide {ACC_LIMBS - 1} (the last stage takes one limb), "
                              f"got {carry_limbs}")

@@ -356,7 +356,7 @@ class MSCollectiveEngine(LiteXModule):
         last, in_acc = Signal(reset_less=True), Signal(reset_less=True)
         widx, first = Signal(max=max(wpc, 2), reset_less=True), Signal(reset_less=True)
         # The job's port feeds a skid buffer: a port's ready comes from the skid's flag and the stage's
-        # registers, never from the bank's ready, so the handshake does not go to the port and back.
+        # registers, never from the bank's ready.
         self.payload_skid = pskid = SkidBuffer([("data", 32 * lanes)])
         self.comb += [
             Case(b_port, {i: self.payload_sinks[i].connect(pskid.sink, omit={"valid", "ready"})
