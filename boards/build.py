@@ -14,7 +14,7 @@ import time
 
 from litex.soc.integration.builder import Builder
 
-from cores.minisharp.block_ram import ecp5_special_overrides
+from cores.lib.block_ram import ecp5_special_overrides
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ECP5_BOARDS = ("colorlight_5a_75b", "lattice_versa_ecp5")

@@ -7,14 +7,11 @@ private network namespace.
 """
 import argparse
 import fcntl
-import hashlib
 import json
 import logging
 import os
-import re
-import subprocess
+import shutil
 import sys
-
 
 from litex.build.generic_platform import Pins, Subsignal
 from litex.build.sim import SimPlatform
@@ -22,78 +19,47 @@ from litex.build.sim.config import SimConfig
 from litex.soc.integration.builder import Builder
 from migen.genlib.io import CRG as SimCRG
 
-from litex.gen import LiteXModule
-from liteeth.mac.core import LiteEthMACCore
-from liteeth.phy.gmii import LiteEthPHYGMIIRX, LiteEthPHYGMIITX
-from liteeth.phy.model import LiteEthPHYModel
-from migen import ClockDomainsRenamer
-
-from soc.innet_soc import InnetSoC
+from sim import verilator
+from sim.models.tap import GMIIDataPort, TapPHY, TAP_POLL_CYCLES, gmii_pads, tap_pads
+from soc.innet_soc import InnetSoC, SOC_IP_ADDRESS as SOC_IP
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM_CLK_FREQ = int(1e6)        # nominal; Verilator runs as fast as it can
 TAP_INTERFACE = "tap0"         # lives in the runner's namespace only
 HOST_IP = "192.168.1.100"      # the TAP's address, inside the namespace
-SOC_IP = "192.168.1.50"
+MANAGEMENT_BYTES = 4           # the management port moves 4 bytes a cycle (32-bit LiteEth datapath)
 MAX_DATA_PORTS = 4
 MINISHARP_PORTS = 2            # data ports of the simulated MiniSharp, TAPs ms0.. in the namespace
+SIM_THREADS = 2                # Verilator threads of the litex_sim model (see docs/CORE_CONTRACT.md)
+MODULES_DIR = os.path.join(ROOT, "sim", "litex_sim", "modules")
 
 
 def data_port_interface(i):
     return f"ms{i}"
 
 
-class _GMIIDataPort(LiteXModule):
-    """One simulated Ethernet data port: GMII model pads (gmii_ethernet sim module, one TAP each) and a LiteEth
-    MAC core (preamble, FCS, padding) in the sys domain. `sink`/`source`: frames without preamble/FCS."""
-    def __init__(self, pads):
-        phy = LiteXModule()
-        phy.dw = 8
-        phy.tx = LiteEthPHYGMIITX(pads)
-        phy.rx = LiteEthPHYGMIIRX(pads)
-        phy.sink, phy.source = phy.tx.sink, phy.rx.source
-        self.phy = phy
-        self.mac = ClockDomainsRenamer({"eth_tx": "sys", "eth_rx": "sys"})(
-            LiteEthMACCore(phy, dw=8, with_preamble_crc=True, with_padding=True))
-        self.sink, self.source = self.mac.sink, self.mac.source
-
-
-def _stream_pads(name):
-    """8-bit valid/ready byte-stream pads, as LiteX's serial2console and ethernet sim modules expect."""
-    return (name, 0, *[Subsignal(f"{d}_{s}", Pins(w)) for d in ("source", "sink")
-                       for s, w in (("valid", 1), ("ready", 1), ("data", 8))])
-
-
 _io = [
     ("sys_clk", 0, Pins(1)),
     ("sys_rst", 0, Pins(1)),
-    _stream_pads("serial"),
-    *[("gmii_eth", i,
-        Subsignal("rx_data", Pins(8)),
-        Subsignal("rx_dv",   Pins(1)),
-        Subsignal("rx_er",   Pins(1)),
-        Subsignal("tx_data", Pins(8)),
-        Subsignal("tx_en",   Pins(1)),
-        Subsignal("tx_er",   Pins(1)),
-    ) for i in range(MAX_DATA_PORTS)],
-    ("eth_clocks", 0,
-        Subsignal("tx", Pins(1)),
-        Subsignal("rx", Pins(1)),
-    ),
-    _stream_pads("eth"),
+    ("serial", 0, *[Subsignal(f"{d}_{s}", Pins(w)) for d in ("source", "sink")
+                    for s, w in (("valid", 1), ("ready", 1), ("data", 8))]),
+    *[gmii_pads("gmii_eth", i) for i in range(MAX_DATA_PORTS)],
+    tap_pads("eth", MANAGEMENT_BYTES),
 ]
 
 
 class SimInnetSoC(InnetSoC):
-    """InnetSoC in litex_sim with the management Etherbone port on the `ethernet` sim module."""
-    def __init__(self, cores=(), cpu_type=None, **kwargs):
+    """InnetSoC in litex_sim with the management Etherbone port on a TapPHY (`innet_tap` sim module)."""
+    def __init__(self, cores=(), cpu_type=None, trace=False, **kwargs):
         platform = SimPlatform("SIM", _io)
         self.crg = SimCRG(platform.request("sys_clk"))
         if cpu_type is not None:
             kwargs.update(with_uart=True, uart_name="sim")
         InnetSoC.__init__(self, platform, SIM_CLK_FREQ, ident="innet SoC (litex_sim)", cpu_type=cpu_type, **kwargs)
-        self.ethphy = LiteEthPHYModel(platform.request("eth", 0))
-        self.add_management_etherbone(self.ethphy, ip_address=SOC_IP)
+        self.ethphy = TapPHY(platform.request("eth", 0), width=MANAGEMENT_BYTES)
+        self.add_management_etherbone(self.ethphy, data_width=8 * MANAGEMENT_BYTES)
+        if trace:
+            platform.add_debug(self, reset=1)
         for core in cores:
             adder = getattr(self, f"add_{core}", None)
             if adder is None:
@@ -101,7 +67,7 @@ class SimInnetSoC(InnetSoC):
             if core == "minisharp":
                 ports = []
                 for i in range(MINISHARP_PORTS):
-                    port = _GMIIDataPort(platform.request("gmii_eth", i))
+                    port = GMIIDataPort(platform.request("gmii_eth", i))
                     setattr(self, f"data_port{i}", port)
                     ports.append(port)
                 adder(phys=[(p.sink, p.source) for p in ports])
@@ -120,66 +86,48 @@ def sim_config(cores=(), cpu_type=None):
                               args={"interface": data_port_interface(i), "ip": f"192.168.{10 + i}.100"})
     if cpu_type is not None:
         config.add_module("serial2console", "serial")
-    config.add_module("ethernet", "eth", args={"interface": TAP_INTERFACE, "ip": HOST_IP})
+    config.add_module("innet_tap", "eth", args={"interface": TAP_INTERFACE, "ip": HOST_IP,
+                                                "poll": str(TAP_POLL_CYCLES)})
     return config
 
 
-def config_name(cores, cpu_type=None):
-    return "soc" + ("_" + "_".join(sorted(cores)) if cores else "") + (f"_{cpu_type}" if cpu_type else "")
+def config_name(cores, cpu_type=None, trace=False):
+    return ("soc" + ("_" + "_".join(sorted(cores)) if cores else "") + (f"_{cpu_type}" if cpu_type else "")
+            + ("_trace" if trace else ""))
 
 
-_DATE_STAMP = re.compile(rb"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
-
-
-def _digest(paths):
-    h = hashlib.sha256()
-    for p in sorted(paths):
-        with open(p, "rb") as f:
-            # LiteX stamps generated files with the date: leave those lines out of the digest.
-            body = b"".join(line for line in f if not _DATE_STAMP.search(line))
-        h.update(os.path.basename(p).encode() + b"\0" + body)
-    return h.hexdigest()
-
-
-def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True):
+def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, threads=SIM_THREADS, trace=False):
     """Generate and compile the simulated SoC; returns its gateware folder (holding obj_dir/Vsim, csr.csv).
-    cpu_type="vexriscv" adds the CPU with its BIOS on the simulated UART (compiled with the RISC-V GCC)."""
+    cpu_type="vexriscv" adds the CPU with its BIOS on the simulated UART (compiled with the RISC-V GCC).
+    threads: Verilator threads of the model; trace: a model that dumps sim.vcd from reset."""
     cores = tuple(sorted(cores))
     # Tools installed in the venv (meson/ninja for the BIOS) live beside this Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     build_root = build_root or os.path.join(ROOT, "build", "sim")
-    output_dir = os.path.join(build_root, config_name(cores, cpu_type))
+    output_dir = os.path.join(build_root, config_name(cores, cpu_type, trace))
     gateware_dir = os.path.join(output_dir, "gateware")
     os.makedirs(output_dir, exist_ok=True)
     # One build at a time per configuration; runs of an existing build need no lock.
     with open(os.path.join(output_dir, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        # LiteX writes its variables.mak into the extra modules' folder: give it a copy in the build tree.
+        modules = os.path.join(output_dir, "modules")
+        shutil.rmtree(modules, ignore_errors=True)
+        shutil.copytree(MODULES_DIR, modules)
         if quiet:
             logging.disable(logging.INFO)  # LiteX logs the whole SoC hierarchy at INFO
-        soc = SimInnetSoC(cores=cores, cpu_type=cpu_type)
-        builder = Builder(soc, output_dir=output_dir, compile_software=cpu_type is not None, compile_gateware=False,
-                          csr_csv=os.path.join(gateware_dir, "csr.csv"),
-                          csr_json=os.path.join(gateware_dir, "csr.json"))
-        builder.build(sim_config=sim_config(cores, cpu_type), run=False, build=True, interactive=False,
-                      jobs=os.cpu_count())
-        sources = [os.path.join(gateware_dir, f) for f in os.listdir(gateware_dir)
-                   if f.endswith((".v", ".sv", ".init", ".js", ".h", ".cpp"))]
-        digest = _digest(sources)
-        stamp = os.path.join(gateware_dir, "obj_dir", ".innet_digest")
-        vsim = os.path.join(gateware_dir, "obj_dir", "Vsim")
-        up_to_date = os.path.exists(vsim) and os.path.exists(stamp) and open(stamp).read() == digest
-        if force or not up_to_date:
-            log = os.path.join(gateware_dir, "verilator_build.log")
-            with open(log, "w") as f:
-                r = subprocess.run(["bash", "build_sim.sh"], cwd=gateware_dir, stdout=f, stderr=subprocess.STDOUT)
-            if r.returncode != 0 or not os.path.exists(vsim):
-                tail = open(log).read()[-3000:]
-                raise RuntimeError(f"Verilator build of {gateware_dir} failed (log {log}):\n{tail}")
-            with open(stamp, "w") as f:
-                f.write(digest)
-        elif not quiet:
-            print(f"Reusing {vsim} (gateware unchanged)")
-    logging.disable(logging.NOTSET)
+        try:
+            soc = SimInnetSoC(cores=cores, cpu_type=cpu_type, trace=trace)
+            builder = Builder(soc, output_dir=output_dir, compile_software=cpu_type is not None,
+                              compile_gateware=False, csr_csv=os.path.join(gateware_dir, "csr.csv"),
+                              csr_json=os.path.join(gateware_dir, "csr.json"))
+            builder.build(sim_config=sim_config(cores, cpu_type), run=False, build=True, interactive=False,
+                          extra_mods=sorted(os.listdir(modules)), extra_mods_path=modules)
+        finally:
+            logging.disable(logging.NOTSET)
+        vsim, seconds = verilator.build_litex_sim(gateware_dir, threads=threads, trace=trace, force=force)
+        if not quiet:
+            print(f"Reusing {vsim} (gateware unchanged)" if seconds == 0 else f"Compiled {vsim} in {seconds:.0f} s")
     with open(os.path.join(output_dir, "config.json"), "w") as f:
         json.dump({"cores": list(cores), "soc_ip": SOC_IP, "host_ip": HOST_IP}, f)
     return gateware_dir
@@ -190,9 +138,12 @@ def main():
     parser.add_argument("--cores", default="", help="comma-separated cores to include")
     parser.add_argument("--cpu-type", default=None, choices=["vexriscv"], help="add a CPU (default: none)")
     parser.add_argument("--force", action="store_true", help="recompile even if the gateware did not change")
+    parser.add_argument("--threads", type=int, default=SIM_THREADS, help="Verilator threads of the model")
+    parser.add_argument("--trace", action="store_true", help="dump sim.vcd (a separate, slower build)")
     args = parser.parse_args()
     cores = [c for c in args.cores.split(",") if c]
-    print(build(cores, cpu_type=args.cpu_type, force=args.force, quiet=False))
+    print(build(cores, cpu_type=args.cpu_type, force=args.force, quiet=False, threads=args.threads,
+                trace=args.trace))
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ import pytest
 
 from litex.soc.integration.builder import Builder
 
-from cores.minisharp.block_ram import ecp5_special_overrides
-from tests.verilog_checks import backward_part_selects
+from cores.lib.block_ram import ecp5_special_overrides
+from tests.harness.verilog import backward_part_selects
 
 
 @pytest.mark.parametrize("board, kwargs", [

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from software.client import InnetClient, MAX_BURST_WORDS, TargetUnreachable
-from tests.etherbone_fake import FakeEtherboneTarget
+from tests.harness.etherbone import FakeEtherboneTarget
 
 PORT = 12340
 

@@ -2,7 +2,7 @@
 from migen import Module, Signal
 from migen.fhdl.verilog import convert
 
-from tests.verilog_checks import backward_part_selects
+from tests.harness.verilog import backward_part_selects
 
 
 def _shift(width, step):

@@ -14,7 +14,7 @@ from cores.rifl.align import RIFLAligner
 from cores.rifl.channel import RIFLChannel
 from cores.rifl.link import RIFLEndpoint
 from test_rifl_link import assert_exact, make_beats, ref_ctrl_payload, ref_frame
-from tests.rifl_harness import collect_beats, send_beats
+from tests.harness.rifl import collect_beats, send_beats
 
 ALIGNER_LATENCY = 2
 

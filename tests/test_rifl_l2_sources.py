@@ -9,7 +9,7 @@ from migen.sim import run_simulation
 from cores.rifl import common as c
 from cores.rifl.l2 import L2Reassembler
 from software.rifl import l2 as ref
-from tests.rifl_harness import collect_packets, send_beats, unit_beats
+from tests.harness.rifl import collect_packets, send_beats, unit_beats
 
 
 def source_headers(rng, n):

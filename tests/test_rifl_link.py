@@ -11,7 +11,7 @@ from litex.gen import LiteXModule
 from cores.rifl import common as c
 from cores.rifl.channel import RIFLChannel
 from cores.rifl.link import RIFLEndpoint, crc12_matrix
-from tests.rifl_harness import collect_beats, send_beats
+from tests.harness.rifl import collect_beats, send_beats
 
 
 # ----- independent reference: CRC-12 by polynomial long division, frame encoder -----

@@ -12,7 +12,7 @@ from litex.gen import LiteXModule
 from cores.rifl import common as c
 from cores.rifl.serdes import RIFLSerDesAdapter, RIFLSerDesLink
 from test_rifl_link import assert_exact, make_beats
-from tests.rifl_harness import collect_beats, send_beats
+from tests.harness.rifl import collect_beats, send_beats
 
 
 class WordLoop(LiteXModule):

@@ -8,7 +8,7 @@ from migen.sim import run_simulation
 
 from cores.rifl.soc_block import RIFLLoopback
 from software.rifl.demo import demo
-from tests.csr_sim_bus import run_demo
+from tests.harness.csr import run_demo
 
 
 def run_block(cycles, err=0, burst=1, flap=None, rx_ready=0, limit=40, F=64, latency=3):

@@ -10,7 +10,7 @@ import pytest
 from sim import target
 from sim.demo import available_cores
 from sim.runner import SimSession
-from tests.verilog_checks import backward_part_selects
+from tests.harness.verilog import backward_part_selects
 
 pytestmark = pytest.mark.sim
 

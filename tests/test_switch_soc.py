@@ -4,7 +4,7 @@ from migen.sim import run_simulation
 
 from cores.switch.soc_block import SwitchBlock
 from software.switch.demo import demo, summarise
-from tests.csr_sim_bus import run_demo
+from tests.harness.csr import run_demo
 
 
 class CSRHarness(Module):

@@ -8,7 +8,7 @@ from cores.sync.common import (MODE_UMIN, MODE_AND, TRIG_CTRL_FIELDS, CPL_STATUS
 from cores.sync.soc_block import SyncBlock
 from software.sync.demo import demo
 from software.sync.model import reduce_values
-from tests.csr_sim_bus import run_demo
+from tests.harness.csr import run_demo
 
 
 def with_csrs(block):

@@ -11,7 +11,7 @@ from software.sync.vsim import GridSim, Trigger
 
 import pytest
 
-from tests.verilog_checks import backward_part_selects
+from tests.harness.verilog import backward_part_selects
 
 
 @pytest.fixture(scope="module")

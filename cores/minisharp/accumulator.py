@@ -14,7 +14,7 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.minisharp.block_ram import BlockRAM
+from cores.lib.block_ram import BlockRAM
 from cores.minisharp.common import (ACC_LIMBS, ACC_LIMB_BITS, ACC_FLAGS, FP32_QNAN, FP32_PINF, FP32_NINF,
                                     limb_width)
 

@@ -5,12 +5,12 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.packet import Arbiter, Dispatcher
 
-from cores.minisharp.commit_fifo import CommitFIFO
+from cores.lib.commit_fifo import CommitFIFO
 from cores.minisharp.common import DROP_REASONS, MS_CHUNK_ELEMENTS, port_description, result_meta_layout
 from cores.minisharp.egress import MSResultFanout, MSResultSerializer
 from cores.minisharp.engine import MSCollectiveEngine
 from cores.minisharp.ingress import MSPortIngress
-from cores.minisharp.reg_buffer import RegisteredBuffer, SkidBuffer
+from cores.lib.buffers import RegisteredBuffer, SkidBuffer
 
 
 class MiniSharpCore(LiteXModule):

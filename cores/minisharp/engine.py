@@ -9,7 +9,7 @@ from cores.minisharp.common import (
     KIND_SETUP, DROP, descriptor_layout, result_meta_layout, record_field, MS_HEADER_BYTES, ETH_MIN_FRAME,
     MS_COL_REDUCE, MS_RED_SUM, MS_FMT_FP32, MS_ACC_EXACT_FP32_MAG277, FP32_BYTES,
 )
-from cores.minisharp.reg_buffer import RegisteredBuffer, SkidBuffer
+from cores.lib.buffers import RegisteredBuffer, SkidBuffer
 
 MAX_CHUNK_INDEX = 1 << 16
 

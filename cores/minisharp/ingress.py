@@ -4,7 +4,7 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.minisharp.commit_fifo import CommitFIFO
+from cores.lib.commit_fifo import CommitFIFO
 from cores.minisharp.common import (
     ETHERTYPE, VERSION_MAJOR, MS_HEADER_BYTES, ETH_HEADER_BYTES, ETH_MIN_FRAME, SETUP_RECORD_BYTES,
     MS_OP_COL_SETUP, MS_OP_COL_DATA, MS_OP_COL_RES, MSP_TRANSPARENT, KIND_SETUP, KIND_DATA,

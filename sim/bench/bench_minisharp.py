@@ -170,7 +170,7 @@ def ecp5_table(builds=ECP5_BUILDS):
     from cores.minisharp.core import MiniSharpCore
     from cores.minisharp.vsim import _Top
     from sim.bench.ecp5 import synth_ecp5
-    from cores.minisharp.block_ram import ecp5_special_overrides
+    from cores.lib.block_ram import ecp5_special_overrides
     t = Table("ECP5 out-of-context (yosys + nextpnr-ecp5)",
               ["build", "device", "target MHz", "LUT4", "FF", "DP16KD", "LUTRAM", "Fmax MHz", "synth s"],
               notes="MiniSharpCore with the ABI chunk (256 FP32), 4 chunk slots, 8 contexts, max 64 ranks; "

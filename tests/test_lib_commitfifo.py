@@ -6,7 +6,7 @@ import random
 
 from migen import run_simulation
 
-from cores.minisharp.commit_fifo import CommitFIFO
+from cores.lib.commit_fifo import CommitFIFO
 
 
 def _run(seed, n_cycles, ready_p, frame_p):

@@ -5,8 +5,8 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.minisharp.block_ram import BlockRAM
-from cores.minisharp.reg_buffer import RegisteredBuffer
+from cores.lib.block_ram import BlockRAM
+from cores.lib.buffers import RegisteredBuffer
 
 
 class CommitFIFO(LiteXModule):

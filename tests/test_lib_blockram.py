@@ -13,7 +13,7 @@ import pytest
 from migen import *
 from migen.fhdl.verilog import convert
 
-from cores.minisharp.block_ram import BlockRAM, _ECP5BlockRAMImpl, dp16kd_tiles, ecp5_special_overrides
+from cores.lib.block_ram import BlockRAM, _ECP5BlockRAMImpl, dp16kd_tiles, ecp5_special_overrides
 
 # TN1264: data bits per port -> words (16 Kib + parity = 18,432 bits per block)
 _WORDS = {36: 512, 18: 1024, 9: 2048, 4: 4096, 2: 8192, 1: 16384}

@@ -7,7 +7,7 @@ import pytest
 
 from migen import *
 
-from cores.minisharp.reg_buffer import RegisteredBuffer, SkidBuffer
+from cores.lib.buffers import RegisteredBuffer, SkidBuffer
 
 
 def _run(cls, seed, n, valid_p, ready_p):

@@ -1,0 +1,72 @@
+"""Small combinational helpers used by several cores, each written once.
+
+Every helper adds its statements to `module.comb` (and `module.sync` for a pointer) and returns signals.
+"""
+from functools import reduce
+from operator import and_, or_
+
+from migen import Cat, If, Mux, Signal
+
+
+def reduce_or(values):
+    """OR of a list of values (0 for an empty list)."""
+    return reduce(or_, values, 0)
+
+
+def reduce_and(values):
+    """AND of a list of values (1 for an empty list)."""
+    return reduce(and_, values, 1)
+
+
+def xorshift32(module, state):
+    """The next state of Marsaglia's xorshift32 (13, 17, 5) after `state` (a 32-bit value)."""
+    a, b, c = Signal(32), Signal(32), Signal(32)
+    module.comb += [a.eq(state ^ (state << 13)[:32]), b.eq(a ^ (a >> 17)), c.eq(b ^ (b << 5)[:32])]
+    return c
+
+
+def index_bits(n):
+    """Bits of an index into n entries (at least 1)."""
+    return max(1, (n - 1).bit_length())
+
+
+def round_robin_pick(module, req, ptr, n):
+    """The first set bit of `req` (n bits) at or after index `ptr`, wrapping. Returns (valid, index, onehot)."""
+    above = Signal(n)          # bits at or after the pointer
+    hi, hi_oh, lo_oh, onehot = Signal(n), Signal(n), Signal(n), Signal(n)
+    index, valid = Signal(index_bits(n)), Signal()
+    module.comb += [
+        above.eq(Cat(*[ptr <= b for b in range(n)])),
+        hi.eq(req & above),
+        hi_oh.eq(hi & (~hi + 1)),
+        lo_oh.eq(req & (~req + 1)),
+        onehot.eq(Mux(hi != 0, hi_oh, lo_oh)),
+        valid.eq(req != 0),
+        index.eq(onehot_index(onehot, n)),
+    ]
+    return valid, index, onehot
+
+
+def round_robin(module, req, n):
+    """Round-robin arbiter over `req` (n bits) with its own pointer, which moves one past each grant.
+    Returns (valid, index, onehot) of this cycle's grant."""
+    ptr = Signal(index_bits(n))
+    valid, index, onehot = round_robin_pick(module, req, ptr, n)
+    module.sync += If(valid, ptr.eq(Mux(index == n - 1, 0, index + 1)))
+    return valid, index, onehot
+
+
+def onehot_index(onehot, n):
+    """Index of the set bit of a one-hot value of n bits (OR of the indices of the set bits)."""
+    return Cat(*[reduce_or([onehot[b] for b in range(n) if (b >> k) & 1]) for k in range(index_bits(n))])
+
+
+def first_set(module, bits, n):
+    """(any, index, onehot) of the lowest set bit of `bits` (n bits); index and onehot are 0 when none is."""
+    onehot, index, any_ = Signal(n), Signal(index_bits(n)), Signal()
+    module.comb += [
+        onehot.eq(bits & (~bits + 1)),
+        any_.eq(bits != 0),
+        index.eq(onehot_index(onehot, n)),
+    ]
+    return any_, index, onehot
