@@ -90,7 +90,7 @@ class SimSession:
         self._ns_created = True
         _ip("-n", self.ns, "link", "set", "lo", "up")
         log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, *os.environ.get("INNET_VSIM_PREFIX", "").split(), "obj_dir/Vsim"], cwd=self.gateware_dir,
+        self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, "obj_dir/Vsim"], cwd=self.gateware_dir,
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         log.close()
