@@ -14,6 +14,8 @@ sequence number of a numbered frame (data and flow-control frames) and 0 for IDL
 The payload is scrambled with a frame-synchronous additive mask (the first F-16 bits of the x^58+x^39+1
 sequence from a fixed state), so scrambling never multiplies errors and needs no resynchronisation.
 """
+from cores.lib.header import Header
+
 
 # ---------------------------------------------------------------------------------------------------
 # Layer 1
@@ -187,6 +189,7 @@ L2_HEADER_LAYOUT = [           # MSB first: the first header byte holds total_ho
     ("dst_port5", DST_PORT_BITS),
 ]
 L2_HEADER_BITS = sum(b for _, b in L2_HEADER_LAYOUT)
+L2_HEADER = Header.from_msb_layout(L2_HEADER_LAYOUT)      # the descriptor: L2_HEADER.field(sig, "remain_hops")
 assert L2_HEADER_BITS == 8 * L2_HEADER_BYTES and L1_OVERHEAD_BYTES + L2_HEADER_BYTES == 8
 L2_PACKET_BYTES = L2_HEADER_BYTES + SEGMENT_BYTES  # 262 bytes on the L1 stream, one L1 packet (EOP at the end)
 # Upper-layer packet length prefix (big-endian) in the first segment: the true length of the padded last
