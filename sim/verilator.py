@@ -27,6 +27,8 @@ import time
 import numpy as np
 from migen import ClockDomain, Signal
 
+from migen.fhdl.verilog import convert as migen_convert
+
 from litex.gen import LiteXModule
 from litex.gen.fhdl.verilog import convert as litex_convert
 
@@ -203,8 +205,9 @@ def flat_ports(module, ports, top):
 
 
 def convert(module, ios, name):
-    """Migen's Verilog conversion of `module` with top-level `ios`; returns (text, namespace)."""
-    conv = litex_convert(module, ios=set(ios), name=name)
+    """Migen's Verilog conversion of `module` with top-level `ios` (a missing `sys` domain is created, on
+    ports sys_clk/sys_rst); returns (text, namespace)."""
+    conv = migen_convert(module, ios=set(ios), name=name)
     return str(conv), conv.ns
 
 
