@@ -134,7 +134,8 @@ class Model:
             raise ValueError(f"model name {name!r}: letters, digits, '_', '-', '.' only")
         self.name, self.top, self.threads, self.trace = name, top, threads, trace
         flags = self._flags()
-        key = _digest(version(), " ".join(flags), harness, *[f"{k}\n{v}" for k, v in sorted(sources.items())])
+        key = _digest(version(), " ".join(flags), harness,
+                      *[f"{k}\n{_undated(v)}" for k, v in sorted(sources.items())])
         self.dir = os.path.join(BUILD_DIR, f"{name}-{key[:12]}")
         self.exe = os.path.join(self.dir, "obj_dir", f"V{top}")
         self.build_seconds = None
@@ -455,16 +456,23 @@ def build_litex_sim(gateware_dir, threads=1, trace=False, trace_fst=False, force
                "-DPRINTF_COND=0", "sim_init.cpp", "innet_veril.cpp", *objs, *flags,
                "-CFLAGS", f"-I{core}", "-LDFLAGS", LITEX_SIM_LIBS, "-o", "Vsim"]
         step(cmd, gateware_dir, "Verilator build of the litex_sim model")
+    seconds = time.monotonic() - t0
     with open(stamp, "w") as f:
         f.write(digest)
-    return vsim, time.monotonic() - t0
+    with open(os.path.join(obj, ".innet_seconds"), "w") as f:
+        f.write(f"{seconds:.1f}")
+    return vsim, seconds
 
 
-_DATE_STAMP = re.compile(rb"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+_DATE_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+
+
+def _undated(text):
+    """`text` without the lines holding a date stamp (LiteX dates every file it generates)."""
+    return "".join(line for line in text.splitlines(True) if not _DATE_STAMP.search(line))
 
 
 def _stable(path):
     """File name and contents without the date lines LiteX stamps into generated files."""
-    with open(path, "rb") as f:
-        body = b"".join(line for line in f if not _DATE_STAMP.search(line))
-    return os.path.basename(path).encode() + b"\0" + body
+    with open(path, errors="surrogateescape") as f:
+        return os.path.basename(path) + "\0" + _undated(f.read())
