@@ -34,3 +34,12 @@ def test_demo_through_csr_bank():
                           lambda bus: demo(bus, cell_times=20))
     assert len(lines) == 4 and "4 ports" in lines[0]
     assert bus.accesses > 0
+
+
+def test_csr_map():
+    """The CSRs the host sees, in bank order, with their widths (lat_sum is 64 bits)."""
+    csrs = SwitchBlock().get_csrs()
+    assert [(c.name, c.size) for c in csrs] == [
+        ("control", 1), ("load", 17), ("pattern", 8), ("duration", 32), ("status", 2), ("info", 24),
+        ("cycles", 32), ("tx_cells", 32), ("rx_cells", 32), ("lat_sum", 64), ("lat_max", 32), ("errors", 32),
+        ("drops", 32), ("collisions", 32)]
