@@ -104,7 +104,7 @@ def check_counters(sw):
 
 def test_single_switch_forwarding_and_drops():
     rng = random.Random(11)
-    sw = RIFLSwitch(N, W, voq_cells=8, iterations=K)
+    sw = RIFLSwitch(N, W, voq_cells=8, iterations=K, with_csr=True)
     eps = [Endpoint(i, rng, gap=0.2, ready=rng.choice([1.0, 0.6])) for i in range(N)]
     expect = {j: {} for j in range(N)}
     bad = {"hops": 0, "loop": 0}
@@ -135,12 +135,21 @@ def test_single_switch_forwarding_and_drops():
             for inp in sw.inputs:
                 seen[c] += yield getattr(inp, c)
         seen["cells_out"] = yield sw.cells_out
+        seen["csr"] = {}
+        for c in sw.get_csrs():
+            seen["csr"][c.name] = yield c.status
         yield from check_counters(sw)
     gens.append(drain([sw], eps, total_ok, 20000, counters))
     run_simulation(sw, gens)
     for j, ep in enumerate(eps):
         assert flows(ep) == expect[j]
+    csr = seen.pop("csr")
     assert seen == {"drop_hops": bad["hops"], "drop_loop": bad["loop"], "cells_out": total_ok}
+    # with_csr: the VOQ counters summed over the inputs, the switch's and the network's, in bank order.
+    assert list(csr) == ["cells_in", "cells_out", "drop_hops", "drop_loop", "drop_full", "drop_malformed",
+                         "collisions", "out_overflow", "fc_hold", "fc_bad"]
+    assert csr == dict(cells_in=total_ok, cells_out=total_ok, drop_hops=bad["hops"], drop_loop=bad["loop"],
+                       drop_full=0, drop_malformed=0, collisions=0, out_overflow=0, fc_hold=0, fc_bad=0)
 
 
 @pytest.mark.parametrize("width,k,pipelined", [(W, K, False), (256, 2, True)])
