@@ -21,7 +21,8 @@ from migen.genlib.io import CRG as SimCRG
 
 from sim import verilator
 from sim.models.tap import GMIIDataPort, TapPHY, TAP_POLL_CYCLES, gmii_pads, tap_pads
-from soc.innet_soc import InnetSoC, SOC_IP_ADDRESS as SOC_IP
+from soc.common import SOC_IP_ADDRESS as SOC_IP
+from soc.innet_soc import InnetSoC
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM_CLK_FREQ = int(1e6)        # nominal; Verilator runs as fast as it can
