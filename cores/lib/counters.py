@@ -9,7 +9,9 @@
 same name), 32 bits, read-only. Counters wrap at 2^width. Cores take `with_csr=False` by default; SoC
 blocks ask for the CSRs.
 """
-from migen import Signal
+from migen import If, Signal
+from migen.fhdl.bitcontainer import value_bits_sign
+from migen.fhdl.structure import wrap
 
 from litex.soc.interconnect.csr import CSRStatus
 
@@ -28,11 +30,12 @@ def add_counters(module, spec, increments, width=COUNTER_BITS, register=False):
             raise ValueError(f"counter {name!r} defined twice")
         inc = increments[name]
         if register:
-            r = Signal(len(inc) if hasattr(inc, "__len__") else 1, name=f"{name}_inc")
+            r = Signal(_bits(inc), name=f"{name}_inc")
             module.sync += r.eq(inc)
             inc = r
         counters[name] = c = Signal(width, name=name)
-        module.sync += c.eq(c + inc)
+        # a 1-bit event enables the counter's register, a count is added
+        module.sync += If(inc, c.eq(c + 1)) if _bits(inc) == 1 else c.eq(c + inc)
     return counters
 
 
@@ -49,3 +52,7 @@ def add_counter_csrs(module, spec, values=None):
         module.comb += csr.status.eq(values[name])
         out.append(csr)
     return out
+
+
+def _bits(value):
+    return value_bits_sign(wrap(value))[0]

@@ -9,13 +9,15 @@ from migen import Cat, If, Mux, Signal
 
 
 def reduce_or(values):
-    """OR of a list of values (0 for an empty list)."""
-    return reduce(or_, values, 0)
+    """Bitwise OR of a list of values (0 for an empty list)."""
+    values = list(values)
+    return reduce(or_, values) if values else 0
 
 
 def reduce_and(values):
-    """AND of a list of values (1 for an empty list)."""
-    return reduce(and_, values, 1)
+    """Bitwise AND of a list of values (1 for an empty list; a 1-bit start value would mask a vector)."""
+    values = list(values)
+    return reduce(and_, values) if values else 1
 
 
 def xorshift32(module, state):

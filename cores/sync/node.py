@@ -52,85 +52,94 @@ def bad(ident, mode, n_idents):
     return (ident >= n_idents) | (mode > max(MODES))
 
 
-class _SlotState:
-    """Registers of one round of one ident: self/arrived/sent flags and the running reduction."""
-    def __init__(self, links, value_width, with_tx):
-        self.self_ = Signal()
-        self.arr = {d: Signal(name=f"arr_{DIR_NAMES[d]}") for d in links}
-        self.sent = {d: Signal(name=f"sent_{DIR_NAMES[d]}") for d in links} if with_tx else None
-        self.done = Signal() if with_tx else None
-        self.act = Signal()
-        self.mode = Signal(MODE_BITS)
-        self.err = Signal()
-        self.acc = Signal(value_width)
-
-
 class SyncSlots(LiteXModule):
-    """The state of every ident: `cur[s]` (the round in progress) and `nxt[s]` (the next round, which can
-    start arriving while the current one still sends). Every register of a slot is written here:
+    """The state of every ident, kept as vectors with one bit per slot (so each flag of all slots updates in
+    one operation): the round in progress (`self_`, `act`, `done`, `arr[d]`, `sent[d]`; values `mode[s]`,
+    `err[s]`, `acc[s]`) and the next round, which can start arriving while the current one still sends
+    (`nself`, `nact`, `narr[d]`; `nmode[s]`, `nerr[s]`, `nacc[s]`). Every register is written here:
 
     * merge port (from SyncMerge): `ok` (a contribution is merged this cycle), `ident`, `to_cur`, `src`
       (link index, or the number of links for the local trigger), `mode`, `err`, `acc` (merged values);
     * `cpl_taken` / `cpl_ident` (SyncCompletion): the completion of that slot was taken;
     * `tx_start[d]` / `tx_ident` (SyncTransmitter): the message towards d of that slot left.
 
-    Per-slot conditions: `self_eff[s]` (own trigger, with the folded lamlet, in), `complete[s]`,
-    `retire[s]` (done and every message sent: the next round becomes current).
+    Per-slot conditions (vectors): `self_eff` (own trigger, with the folded lamlet, in), `complete`,
+    `retire` (done and every message sent: the next round becomes current). `bit(vector, index)` reads one
+    slot's flag.
     """
     def __init__(self, neighbours, fold, n_idents, value_width):
-        nl = len(neighbours)
-        slots = range(n_idents)
-        self.cur = cur = [_SlotState(neighbours, value_width, True) for _ in slots]
-        self.nxt = nxt = [_SlotState(neighbours, value_width, False) for _ in slots]
+        nl, n = len(neighbours), n_idents
+        idents = range(n)
+        vec = lambda name: Signal(n, name=name)
+        self.self_, self.act, self.done = vec("cur_self"), vec("cur_act"), vec("cur_done")
+        self.nself, self.nact = vec("nxt_self"), vec("nxt_act")
+        self.arr = {d: vec(f"cur_arr_{DIR_NAMES[d]}") for d in neighbours}
+        self.narr = {d: vec(f"nxt_arr_{DIR_NAMES[d]}") for d in neighbours}
+        self.sent = {d: vec(f"sent_{DIR_NAMES[d]}") for d in neighbours}
+        self.mode = [Signal(MODE_BITS, name="cur_mode") for _ in idents]
+        self.err = [Signal(name="cur_err") for _ in idents]
+        self.acc = [Signal(value_width, name="cur_acc") for _ in idents]
+        self.nmode = [Signal(MODE_BITS, name="nxt_mode") for _ in idents]
+        self.nerr = [Signal(name="nxt_err") for _ in idents]
+        self.nacc = [Signal(value_width, name="nxt_acc") for _ in idents]
         self.ok, self.ident, self.to_cur = Signal(), Signal(IDENT_BITS), Signal()
         self.src = Signal(max=nl + 2)
-        self.mode, self.err, self.acc = Signal(MODE_BITS), Signal(), Signal(value_width)
+        self.m_mode, self.m_err, self.m_acc = Signal(MODE_BITS), Signal(), Signal(value_width)
         self.cpl_taken, self.cpl_ident = Signal(), Signal(IDENT_BITS)
         self.tx_start, self.tx_ident = {d: Signal() for d in neighbours}, Signal(IDENT_BITS)
-        self.self_eff = [Signal() for _ in slots]
-        self.complete = [Signal() for _ in slots]
-        self.retire = [Signal() for _ in slots]
+        self.self_eff, self.complete, self.retire = vec("self_eff"), vec("complete"), vec("retire")
 
         # # #
 
-        for s in slots:
-            self.comb += [
-                self.self_eff[s].eq(cur[s].self_ & (cur[s].arr[fold] if fold is not None else 1)),
-                self.complete[s].eq(cur[s].self_ & reduce_and([cur[s].arr[d] for d in neighbours])),
-                self.retire[s].eq(cur[s].done & reduce_and([cur[s].sent[d] for d in neighbours])),
+        self.comb += [
+            self.self_eff.eq(self.self_ & (self.arr[fold] if fold is not None else Replicate(1, n))),
+            self.complete.eq(reduce_and([self.self_] + [self.arr[d] for d in neighbours])),
+            self.retire.eq(reduce_and([self.done] + [self.sent[d] for d in neighbours])),
+        ]
+        # The merge as one-hot slot vectors: hit (any round), into the current / the next round.
+        hit, hit_cur, hit_nxt = vec("hit"), vec("hit_cur"), vec("hit_nxt")
+        local = Replicate(self.src == nl, n)
+        links = {d: Replicate(self.src == i, n) for i, d in enumerate(neighbours)}
+        self.comb += [
+            hit.eq(Mux(self.ok, C(1, n) << self.ident, 0)),
+            hit_cur.eq(Mux(self.to_cur, hit, 0)),
+            hit_nxt.eq(Mux(self.to_cur, 0, hit)),
+        ]
+        # A retiring slot can only be hit for its next round (its current round is complete): the next round,
+        # with this merge, becomes current; otherwise the merge sets its round's flags. A completion taken or a
+        # message sent in the cycle a slot retires belongs to the round that becomes current.
+        r, keep = self.retire, vec("keep")
+        self.comb += keep.eq(~r)
+        self.sync += [
+            self.self_.eq((r & (self.nself | (hit & local))) | (keep & (self.self_ | (hit_cur & local)))),
+            self.act.eq((r & (self.nact | hit)) | (keep & (self.act | hit_cur))),
+            self.done.eq((self.done & keep) | Mux(self.cpl_taken, C(1, n) << self.cpl_ident, 0)),
+            self.nself.eq(keep & (self.nself | (hit_nxt & local))),
+            self.nact.eq(keep & (self.nact | hit_nxt)),
+            *[self.arr[d].eq((r & (self.narr[d] | (hit & links[d]))) | (keep & (self.arr[d] | (hit_cur & links[d]))))
+              for d in neighbours],
+            *[self.narr[d].eq(keep & (self.narr[d] | (hit_nxt & links[d]))) for d in neighbours],
+            *[self.sent[d].eq((self.sent[d] & keep) | Mux(self.tx_start[d], C(1, n) << self.tx_ident, 0))
+              for d in neighbours],
+        ]
+        merged = (self.m_mode, self.m_err, self.m_acc)
+        for s in idents:
+            cur, nxt = (self.mode[s], self.err[s], self.acc[s]), (self.nmode[s], self.nerr[s], self.nacc[s])
+            self.sync += [
+                If(r[s], *[c.eq(Mux(hit[s], m, x)) for c, m, x in zip(cur, merged, nxt)]
+                ).Elif(hit_cur[s], *[c.eq(m) for c, m in zip(cur, merged)]),
+                If(keep[s] & hit_nxt[s], *[x.eq(m) for x, m in zip(nxt, merged)]),
             ]
-        from_src = [self.src == i for i in range(nl)]
-        m_mode, m_err, m_acc, e_cur = self.mode, self.err, self.acc, self.to_cur
-        for s in slots:
-            hit, from_local = Signal(), Signal()
-            self.comb += [hit.eq(self.ok & (self.ident == s)), from_local.eq(self.src == nl)]
-            # A retiring slot can only be hit for its next round (its current round is complete): the next
-            # round, with this merge, becomes current.
-            self.sync += If(self.retire[s],
-                cur[s].self_.eq(nxt[s].self_ | (hit & from_local)), cur[s].act.eq(nxt[s].act | hit),
-                cur[s].done.eq(0),
-                cur[s].mode.eq(Mux(hit, m_mode, nxt[s].mode)), cur[s].err.eq(Mux(hit, m_err, nxt[s].err)),
-                cur[s].acc.eq(Mux(hit, m_acc, nxt[s].acc)),
-                nxt[s].self_.eq(0), nxt[s].act.eq(0),
-                *[cur[s].arr[d].eq(nxt[s].arr[d] | (hit & from_src[i])) for i, d in enumerate(neighbours)],
-                *[cur[s].sent[d].eq(0) for d in neighbours],
-                *[nxt[s].arr[d].eq(0) for d in neighbours],
-            ).Elif(hit,
-                If(e_cur,
-                    cur[s].act.eq(1), cur[s].mode.eq(m_mode), cur[s].err.eq(m_err), cur[s].acc.eq(m_acc),
-                    If(from_local, cur[s].self_.eq(1)),
-                    *[If(from_src[i], cur[s].arr[d].eq(1)) for i, d in enumerate(neighbours)],
-                ).Else(
-                    nxt[s].act.eq(1), nxt[s].mode.eq(m_mode), nxt[s].err.eq(m_err), nxt[s].acc.eq(m_acc),
-                    If(from_local, nxt[s].self_.eq(1)),
-                    *[If(from_src[i], nxt[s].arr[d].eq(1)) for i, d in enumerate(neighbours)],
-                ),
-            )
-        # (after the retire/merge updates: a completion taken or a message sent in the cycle a slot retires
-        # belongs to the round that becomes current)
-        self.sync += [If(self.cpl_taken & (self.cpl_ident == s), cur[s].done.eq(1)) for s in slots]
-        for d in neighbours:
-            self.sync += [If(self.tx_start[d] & (self.tx_ident == s), cur[s].sent[d].eq(1)) for s in slots]
+
+    @staticmethod
+    def bit(vector, index):
+        """Flag `index` of a slot vector (0 for an index past the slots)."""
+        return (vector >> index)[0]
+
+    def values(self, index, nxt=False):
+        """(err, mode, acc) of slot `index` (current or next round), as one multiplexer."""
+        err, mode, acc = (self.nerr, self.nmode, self.nacc) if nxt else (self.err, self.mode, self.acc)
+        return [Cat(e, m, a) for e, m, a in zip(err, mode, acc)]
 
 
 class SyncLinkReceiver(LiteXModule):
@@ -139,7 +148,7 @@ class SyncLinkReceiver(LiteXModule):
     packet completing this cycle) with its slot decisions: `valid` when it can be merged now (not two rounds
     ahead of a slot that still sends, not into a retiring slot), `entry` = head | to_cur | drop. `take`:
     the selector took the head. `flags(ident)` gives this link's (arrived in cur, arrived in nxt, done,
-    retire) of a slot, from SyncSlots; `busy` (the selector still holds this link's previous packet)."""
+    retire) of a slot, from SyncSlots; `busy`: the selector still holds this link's previous packet."""
     def __init__(self, rx, flags, busy, n_idents, value_width):
         nf, pb = n_flits(value_width), packet_bits(value_width)
         pkt_h = packet_header(value_width)
@@ -173,8 +182,7 @@ class SyncLinkReceiver(LiteXModule):
         ident, mode = pkt_h.field(head, "ident"), pkt_h.field(head, "mode")
         # Flags of this link's direction in the addressed slot: exact, because the link is never selected
         # twice in a row (its previous packet has been merged).
-        f = flags(self, ident)
-        a_cur, a_nxt, done, ret = f[0], f[1], f[2], f[3]
+        a_cur, a_nxt, done, ret = flags(ident)
         is_bad = Signal()
         self.comb += [
             is_bad.eq(bad(ident, mode, n_idents)),
@@ -220,19 +228,17 @@ class SyncMerge(LiteXModule):
     slot retires (`suppress` then keeps the selector idle next cycle). Events: `ev_mismatch` (modes
     differed), `ev_trigger_drop`, `ev_rx_drop` (dropped packets; the links' overflows are added by the node)."""
     def __init__(self, sink, sel, slots, n_links, n_idents, value_width):
-        cur, nxt = slots.cur, slots.nxt
-        idents = range(n_idents)
+        bit = slots.bit
         local = n_links
         self.ev_mismatch, self.ev_trigger_drop, self.ev_packet_drop = Signal(), Signal(), Signal()
         # the merged contribution (SyncCompletion presents a round it completes at once)
         self.e_ok, self.e_ident, self.e_cur, self.e_src = slots.ok, slots.ident, slots.to_cur, slots.src
-        self.m_mode, self.m_err, self.m_acc = slots.mode, slots.err, slots.acc
+        self.m_mode, self.m_err, self.m_acc = slots.m_mode, slots.m_err, slots.m_acc
 
         # # #
 
-        t_flags = pick(self, [Cat(cur[s].self_, cur[s].done, nxt[s].self_, slots.retire[s]) for s in idents],
-                       sink.ident)
-        t_self, t_done, t_nself, t_ret = t_flags[0], t_flags[1], t_flags[2], t_flags[3]
+        t_self, t_done, t_nself, t_ret = (bit(v, sink.ident) for v in (slots.self_, slots.done, slots.nself,
+                                                                       slots.retire))
         t_bad = Signal()
         e_valid, e_mode, e_err, e_val, e_drop = Signal(), Signal(MODE_BITS), Signal(), Signal(value_width), Signal()
         e_src, e_ident, e_cur, e_ok = self.e_src, self.e_ident, self.e_cur, self.e_ok
@@ -250,8 +256,8 @@ class SyncMerge(LiteXModule):
             ),
             e_ok.eq(e_valid & ~e_drop),
         ]
-        st_cur = pick(self, [Cat(cur[s].act, cur[s].err, cur[s].mode, cur[s].acc) for s in idents], e_ident)
-        st_nxt = pick(self, [Cat(nxt[s].act, nxt[s].err, nxt[s].mode, nxt[s].acc) for s in idents], e_ident)
+        st_cur = Cat(bit(slots.act, e_ident), pick(self, slots.values(e_ident), e_ident))
+        st_nxt = Cat(bit(slots.nact, e_ident), pick(self, slots.values(e_ident, nxt=True), e_ident))
         t_act, t_err, t_mode, t_acc = Signal(), Signal(), Signal(MODE_BITS), Signal(value_width)
         self.comb += Cat(t_act, t_err, t_mode, t_acc).eq(Mux(e_cur, st_cur, st_nxt))
         comb_val, comb_stmts = combine(t_mode, t_acc, e_val, value_width)
@@ -272,26 +278,24 @@ class SyncCompletion(LiteXModule):
     """Presents completions on `source`: the lowest complete slot, held while the sink stalls; when none is
     waiting, the round that this cycle's merge completes is presented at once (from the merged value)."""
     def __init__(self, source, slots, merge, neighbours, n_idents):
-        cur = slots.cur
-        idents = range(n_idents)
         nl = len(neighbours)
+        bit = slots.bit
 
         # # #
 
         cand = Signal(n_idents)
         sel, sel_q, locked = Signal(IDENT_BITS), Signal(IDENT_BITS), Signal()
         fresh, use_fresh = Signal(), Signal()
-        self.comb += [cand[s].eq(slots.complete[s] & ~cur[s].done) for s in idents]
+        self.comb += cand.eq(slots.complete & ~slots.done)
         _, pe, _ = first_set(self, cand, n_idents)
-        have = pick(self, [Cat(cur[s].self_, *[cur[s].arr[d] for d in neighbours]) for s in idents],
-                    merge.e_ident)
+        have = Cat(bit(slots.self_, merge.e_ident), *[bit(slots.arr[d], merge.e_ident) for d in neighbours])
         from_src = Cat(merge.e_src == nl, *[merge.e_src == i for i in range(nl)])
         self.comb += [
             fresh.eq(merge.e_ok & merge.e_cur & ((have | from_src) == (1 << (nl + 1)) - 1)),
             use_fresh.eq(fresh & (cand == 0)),
             sel.eq(Mux(locked, sel_q, Mux(cand != 0, pe, merge.e_ident))),
         ]
-        held = pick(self, [Cat(cur[s].err, cur[s].mode, cur[s].acc) for s in idents], sel)
+        held = pick(self, slots.values(sel), sel)
         self.comb += [
             source.valid.eq((cand != 0) | fresh), source.ident.eq(sel),
             Cat(source.error, source.mode, source.value).eq(
@@ -307,26 +311,23 @@ class SyncTransmitter(LiteXModule):
     not sent yet); every idle link with a message pending for that slot starts it: the first flit straight
     from the slot state, the others from the link's snapshot register."""
     def __init__(self, tx, slots, neighbours, n_idents, value_width):
-        cur = slots.cur
         idents = range(n_idents)
         nf, pb = n_flits(value_width), packet_bits(value_width)
 
         # # #
 
-        def arrived(s, d):
-            return cur[s].arr[d] if d in neighbours else 1
-
         pend = {d: Signal(n_idents) for d in neighbours}
         idle = {d: Signal() for d in neighbours}
         wants = Signal(n_idents)
         for d in neighbours:
-            for s in idents:
-                need = reduce_and([arrived(s, o) for o in deps(d)])
-                self.comb += pend[d][s].eq(slots.self_eff[s] & need & ~cur[s].sent[d])
+            # directions without a neighbour count as arrived
+            need = [slots.arr[o] for o in deps(d) if o in neighbours]
+            self.comb += pend[d].eq(reduce_and([slots.self_eff, *need, ~slots.sent[d]]))
         self.comb += wants.eq(reduce_or([Mux(idle[d], pend[d], 0) for d in neighbours]))
         _, bsel, _ = first_set(self, wants, n_idents)
         pad = [C(0, nf * LINK_WIDTH - pb)] if nf * LINK_WIDTH > pb else []
-        pkt = pick(self, [Cat(C(s, IDENT_BITS), cur[s].mode, cur[s].err, cur[s].acc, *pad) for s in idents], bsel)
+        pkt = pick(self, [Cat(C(s, IDENT_BITS), slots.mode[s], slots.err[s], slots.acc[s], *pad) for s in idents],
+                   bsel)
         self.comb += slots.tx_ident.eq(bsel)
         for d in neighbours:
             link = tx[d]
@@ -335,7 +336,7 @@ class SyncTransmitter(LiteXModule):
             start = slots.tx_start[d]
             self.comb += [
                 idle[d].eq(rem == 0),
-                start.eq(idle[d] & Array(pend[d])[bsel] if n_idents > 1 else idle[d] & pend[d][0]),
+                start.eq(idle[d] & slots.bit(pend[d], bsel)),
                 link.valid.eq(~idle[d] | start),
                 link.data.eq(Mux(idle[d], pkt[:LINK_WIDTH], sh[:LINK_WIDTH])),
             ]
@@ -391,9 +392,8 @@ class SyncNode(LiteXModule):
         busy = []          # per link: the selector holds this link's packet (set below, once it exists)
         receivers = []
         for i, d in enumerate(neighbours):
-            def flags(module, ident, d=d):
-                return pick(module, [Cat(slots.cur[s].arr[d], slots.nxt[s].arr[d], slots.cur[s].done,
-                                         slots.retire[s]) for s in range(n_idents)], ident)
+            def flags(ident, d=d):
+                return tuple(slots.bit(v, ident) for v in (slots.arr[d], slots.narr[d], slots.done, slots.retire))
             busy.append(Signal())
             rcv = SyncLinkReceiver(self.rx[d], flags, busy[i], n_idents, value_width)
             setattr(self, f"rx_{DIR_NAMES[d]}_receiver", rcv)
