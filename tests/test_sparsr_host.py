@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from cores.sparsr.common import (ROW_LANES, FRAME_WORDS, MAX_SLOTS, PAYLOAD_WORDS, CMD_WRITE_XMEM,
                                  field_get, TAG_KIND, KIND_END)
 from software.sparsr.frames import encode_rows, read_frame, dma_frame, AnswerDecoder, answer_frames_needed
-from software.sparsr.model import CardModel
+from software.sparsr.reference import CardModel
 
 R = 16
 

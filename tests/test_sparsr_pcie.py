@@ -1,6 +1,6 @@
 """Sparsr over PCIe: the DMA width adapter (Migen), the receiver behind LitePCIe's endpoint and DMA driven
-at TLP level by a host model (Verilator, stepped from Python), and the Xilinx board target's gateware
-(generation + Verilator lint)."""
+at TLP level by a host model (a Verilated model stepped from Python), and the Xilinx board target's
+gateware (generation + the lint of sim.verilator)."""
 import random
 
 import pytest
@@ -12,10 +12,10 @@ from litepcie.tlp.common import fmt_dict
 from cores.sparsr.common import FRAME_WORDS, CMD_WRITE_XMEM
 from cores.sparsr.pcie import SparsrDMAAdapter
 from software.sparsr.frames import encode_rows, read_frame, status_frame, dma_frame
-from software.sparsr.model import CardModel
+from software.sparsr.reference import CardModel
 from software.sparsr.demo import random_row
-from software.sparsr.tlp import PCIeCard, exchange
-from software.sparsr.vsim import CycleSim
+from sim.models.pcie import PCIeCard, exchange
+from sim.verilator import CycleSim, lint
 
 
 def _adapter_run(data_width, beats, answers, seed, resync_at=None):
@@ -111,12 +111,11 @@ def test_adapter_rejects_bad_width():
 
 def test_xilinx_board_gateware_and_lint(tmp_path):
     """The AC701 PCIe target generates its gateware (Verilog, XDC, Vivado TCL; Vivado is not run) with the
-    receiver's counters as CSRs, and the whole generated Verilog passes `verilator --lint-only` with
+    receiver's counters as CSRs, and the whole generated Verilog passes `sim.verilator.lint` with
     blackbox stubs for what only Vivado provides (unisim primitives, the PCIe hard block wrapper): no
     error, and no warning beyond width extension/truncation and incomplete cases (Migen's style)."""
     from litex.soc.integration.builder import Builder
     from boards.xilinx_ac701_pcie import BoardSoC
-    from software.sparsr.vsim import lint
     name = "xilinx_ac701_pcie"
     builder = Builder(BoardSoC(wmem_rows=16, xmem_rows=4), output_dir=str(tmp_path), compile_software=False,
                       compile_gateware=False, csr_csv=str(tmp_path / "csr.csv"))
@@ -135,7 +134,7 @@ def test_xilinx_board_gateware_and_lint(tmp_path):
     assert "pcie_s7" in stubbed and "sparsrreceiver" in verilog.lower()
 
 
-# TLP level (software.sparsr.tlp) --------------------------------------------------------------------
+# TLP level (sim.models.pcie) --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def pcie_card():
@@ -154,7 +153,7 @@ def test_frames_over_pcie_dma_at_tlp_level(pcie_card):
               [dma_frame(0, 2, 2), read_frame(0, 4), status_frame()])
     model = CardModel(4, 2)
     expected = [a for f in frames for a in model.receive(f)]
-    sim = CycleSim(card, ports, top="sparsr_pcie")
+    sim = CycleSim(card, ports, name="sparsr_pcie")
     try:
         got, fires, host = exchange(sim, frames, len(expected), seed=22, frames_per_descriptor=3)
     finally:

@@ -16,8 +16,8 @@ from cores.sparsr.receiver import SparsrReceiver
 from software.sparsr.api import Sparsr, FrameRefused, RowRefused
 from software.sparsr.frames import (encode_rows, frame, lil_payload, read_frame, dma_frame, choose_kind,
                                     AnswerDecoder)
-from software.sparsr.links import MigenLink
-from software.sparsr.model import CardModel
+from software.sparsr.reference import CardModel
+from sim.models.sparsr_link import MigenLink
 
 WROWS, XROWS = 8, 2
 DENSITIES = (0, 1, 48, 49, 102, 103, 204, 256)
