@@ -24,19 +24,14 @@ from litex.soc.interconnect.csr import CSRStatus
 
 from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, MAX_SLOTS, ROW_WORDS, ROW_LANES, LIL_ENTRY_BYTES,
-    TAG_KIND, TAG_WIDTH, TAG_COUNT, TAG_OFFSET, TAG_RESERVED_MASK, KIND_END, KIND_RAW, KIND_LIL,
+    TAG, KIND_END, KIND_RAW, KIND_LIL,
     LANE_WIDTH_CODE, LIL_MAX_ENTRIES, CMD_WRITE_WMEM, CMD_WRITE_XMEM, CMD_READ_WMEM, CMD_DMA_XMEM_WMEM,
-    CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS, MAX_PIECE_WORDS, make_tag,
+    CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS, MAX_PIECE_WORDS,
     REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER, REASON_BITS,
     STATUS_COUNTERS,
 )
 
 WORD_LAYOUT = [("data", 32)]
-
-
-def _field(word, field):
-    lsb, width = field
-    return word[lsb:lsb + width]
 
 
 def _wide(value, extra):
@@ -209,13 +204,13 @@ class SparsrReceiver(LiteXModule):
             is_read.eq(cmd == CMD_READ_WMEM), is_dma.eq(cmd == CMD_DMA_XMEM_WMEM), is_status.eq(cmd == CMD_STATUS),
         ]
         # Tag word fields, as if the current word were a tag.
-        k_kind, k_width, k_cnt, k_off = (_field(word, f) for f in (TAG_KIND, TAG_WIDTH, TAG_COUNT, TAG_OFFSET))
+        k_kind, k_width, k_cnt, k_off = (TAG.field(word, f) for f in ("kind", "width", "count", "offset"))
         k_res = Signal()
         k_w = Signal(10)
         k_nw = Signal(10)
         k_end = Signal(11)
         self.comb += [
-            k_res.eq((word & TAG_RESERVED_MASK) != 0),
+            k_res.eq((word & TAG.reserved_mask()) != 0),
             k_w.eq(_lil_words(k_cnt)),
             k_nw.eq(Mux(k_kind == KIND_LIL, k_w, k_cnt)),
             k_end.eq(idx + 1 + k_nw),
@@ -616,7 +611,7 @@ class SparsrReceiver(LiteXModule):
         fsm.act("R_TAG",
             If(can_push,
                 emit.eq(1),
-                emit_word.eq(Cat(C(make_tag(KIND_RAW), 8), pc, ro)),
+                emit_word.eq(TAG.value(kind=KIND_RAW, width=LANE_WIDTH_CODE, count=pc, offset=ro)),
                 NextState("R_ROW"),
             )
         )

@@ -6,8 +6,7 @@ released with `rx_pop`. (The simulated link for tests and the benchmark is `sim.
 """
 import time
 
-from cores.sparsr.common import FRAME_WORDS
-from cores.sparsr.soc_block import TX_OFFSET, RX_OFFSET
+from cores.sparsr.common import FRAME_WORDS, TX_OFFSET, RX_OFFSET
 
 
 class LinkTimeout(RuntimeError):
