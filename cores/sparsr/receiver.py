@@ -20,15 +20,15 @@ from migen import *
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
-from litex.soc.interconnect.csr import CSRStatus
 
+from cores.lib.counters import add_counters, add_counter_csrs
 from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, MAX_SLOTS, ROW_WORDS, ROW_LANES, LIL_ENTRY_BYTES,
     TAG, KIND_END, KIND_RAW, KIND_LIL,
     LANE_WIDTH_CODE, LIL_MAX_ENTRIES, CMD_WRITE_WMEM, CMD_WRITE_XMEM, CMD_READ_WMEM, CMD_DMA_XMEM_WMEM,
     CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS, MAX_PIECE_WORDS,
-    REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER, REASON_BITS,
-    STATUS_COUNTERS,
+    REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER, REASON_BITS,
+    COUNTERS, STATUS_COUNTERS,
 )
 
 WORD_LAYOUT = [("data", 32)]
@@ -103,7 +103,7 @@ class SparsrReceiver(LiteXModule):
     """Card-side receiver of the Sparsr wire format, with WMEM, XMEM and the XMEM->WMEM DMA.
 
     Parameters: `wmem_rows`, `xmem_rows` (rows of 1024 bytes each memory holds, 1..4096), `fifo_depth` of
-    the answer FIFO, `with_csr` (one CSRStatus per counter of `common.STATUS_COUNTERS`).
+    the answer FIFO, `with_csr` (one CSRStatus per counter of `common.COUNTERS`, cores.lib.counters).
 
     `sink`: 32-bit words, `last` on the 256th word of each frame (a frame of any other length is refused,
     reason LENGTH). `source`: answer frames (rows read, status), same framing.
@@ -111,7 +111,7 @@ class SparsrReceiver(LiteXModule):
     cycles while the next one streams in); a read or DMA command holds the input only while it runs.
     `idle`: nothing received or in progress. Latency: a frame's rows are visible at most 256 cycles after its last word.
     """
-    def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=True):
+    def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=False):
         for name, v in (("wmem_rows", wmem_rows), ("xmem_rows", xmem_rows)):
             if not isinstance(v, int) or not 1 <= v <= 4096:
                 raise ValueError(f"{name} must be an integer in 1..4096, got {v!r}")
@@ -120,7 +120,6 @@ class SparsrReceiver(LiteXModule):
         self.wmem_rows, self.xmem_rows = wmem_rows, xmem_rows
         self.sink = stream.Endpoint(WORD_LAYOUT)
         self.source = stream.Endpoint(WORD_LAYOUT)
-        self.counters = {name: Signal(32, name=name) for name in STATUS_COUNTERS}
         self.idle = Signal()      # no frame half received, none waiting or being committed
 
         # # #
@@ -128,7 +127,6 @@ class SparsrReceiver(LiteXModule):
         R, X = wmem_rows, xmem_rows
         pwb, pxb = bits_for(R), bits_for(X)          # physical row index: 0..R (R is the spare at reset)
         rb = max(bits_for(max(R, X) - 1), 1)
-        cnt = self.counters
 
         # Memories -------------------------------------------------------------------------------------
         fbuf = Memory(32, 2 * FRAME_WORDS, name="sparsr_fbuf")
@@ -369,21 +367,24 @@ class SparsrReceiver(LiteXModule):
                 [j_p[i][wbank].eq(params[i]) for i in range(3)],
                 wbank.eq(~wbank),
                 p_valid.eq(q_valid), p_row.eq(q_row), p_off.eq(q_off), p_x.eq(q_x),
-                cnt["frames_ok"].eq(cnt["frames_ok"] + 1),
-                cnt["slots_refused_row"].eq(cnt["slots_refused_row"] + n_oor + (at_row & row_oor)),
             ),
             If(refuse,
                 q_valid.eq(p_valid), q_row.eq(p_row), q_off.eq(p_off), q_x.eq(p_x),
-                Case(refuse_code, {code: cnt["refused_" + name].eq(cnt["refused_" + name] + 1)
-                                   for code, name in ((REASON_LENGTH, "length"), (REASON_CMD, "cmd"),
-                                                      (REASON_TAG, "tag"), (REASON_LIL, "lil"),
-                                                      (REASON_PIECE, "piece"), (REASON_HEADER, "header"))}),
             ),
             If(frame_done,
                 idx.eq(0), reason.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
                 If(len_bad_late, discard.eq(1)),
             ),
         ]
+
+        # Counters: one event (or count) per cycle each.
+        slot_stored = Signal()                       # the executor stored a slot
+        cnt = add_counters(self, COUNTERS, {
+            "frames_ok": accept,
+            **{"refused_" + name: refuse & (refuse_code == code) for code, name in REASONS.items()},
+            "slots_stored": slot_stored,
+            "slots_refused_row": Mux(accept, n_oor + (at_row & row_oor), 0),
+        })
 
         # Executor ---------------------------------------------------------------------------------------
         self.decoder = dec = LILDecoder()
@@ -513,7 +514,7 @@ class SparsrReceiver(LiteXModule):
                 ).Else(
                     mk_w.adr.eq(mw_phys), mk_w.dat_w.eq(0), mk_w.we.eq(1),
                 ),
-                NextValue(cnt["slots_stored"], cnt["slots_stored"] + 1),
+                slot_stored.eq(1),
                 NextValue(si, si + 1), NextState("W_SLOT"),
             ).Else(
                 NextValue(src_x, 0),
@@ -556,7 +557,7 @@ class SparsrReceiver(LiteXModule):
                 If(in_dma,
                     NextState("D_NEXT"),
                 ).Else(
-                    NextValue(cnt["slots_stored"], cnt["slots_stored"] + 1),
+                    slot_stored.eq(1),
                     NextValue(si, si + 1), NextState("W_SLOT"),
                 )
             )
@@ -655,7 +656,4 @@ class SparsrReceiver(LiteXModule):
         )
 
         if with_csr:
-            for name in STATUS_COUNTERS:
-                csr = CSRStatus(32, name=name, description=f"Counter `{name}` (see cores/sparsr/common.py).")
-                setattr(self, name, csr)
-                self.comb += csr.status.eq(cnt[name])
+            add_counter_csrs(self, COUNTERS)
