@@ -455,6 +455,7 @@ class SparsrParser(LiteXModule):
                 If(len_bad_late, discard.eq(1)),
             ),
         ]
+        # Into the bank: each slot's table entry (at its row word), the job of an accepted frame.
         slot = banks.slot_w
         self.comb += [
             banks.slot_we.eq(at_row), banks.slot_index.eq(nslots[:2]),
@@ -665,7 +666,11 @@ class SparsrExecutor(LiteXModule):
         )
         # Move the words of one slot (or one XMEM row): raw -> row words, LIL -> decoder or copy.
         fsm.act("MOVE",
-            If(src_x, xmem.rd.adr.eq(Cat(rd_ptr[:8], physx))).Else(banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank))),
+            If(src_x,
+                xmem.rd.adr.eq(Cat(rd_ptr[:8], physx)),
+            ).Else(
+                banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)),
+            ),
             If(issue_left != 0, NextValue(rd_ptr, rd_ptr + 1), NextValue(issue_left, issue_left - 1)),
             NextValue(proc_left, proc_left - 1),
             NextValue(o, o + 1),
@@ -685,11 +690,14 @@ class SparsrExecutor(LiteXModule):
                 If(x_raw,
                     If(x_fin,
                         If(x_tox,
-                            xmem.map.dat_w.eq(xmem.free ^ trow_x), xmem.map.we.eq(1), NextValue(xmem.free, xmem.phys),
+                            xmem.map.dat_w.eq(xmem.free ^ trow_x), xmem.map.we.eq(1),
+                            NextValue(xmem.free, xmem.phys),
                             xmem.form.adr.eq(xmem.free), xmem.form.dat_w.eq(1 << 9), xmem.form.we.eq(1),
                         ).Else(
-                            wmem.map.dat_w.eq(wmem.free ^ trow_w), wmem.map.we.eq(1), NextValue(wmem.free, wmem.phys),
-                            wmem.mask_wr.adr.eq(wmem.free), wmem.mask_wr.dat_w.eq((1 << ROW_LANES) - 1), wmem.mask_wr.we.eq(1),
+                            wmem.map.dat_w.eq(wmem.free ^ trow_w), wmem.map.we.eq(1),
+                            NextValue(wmem.free, wmem.phys),
+                            wmem.mask_wr.adr.eq(wmem.free), wmem.mask_wr.dat_w.eq((1 << ROW_LANES) - 1),
+                            wmem.mask_wr.we.eq(1),
                         )
                     )
                 ).Elif(x_tox,
@@ -785,8 +793,7 @@ class SparsrExecutor(LiteXModule):
         )
         # Status: the counters in STATUS_COUNTERS order.
         n_cnt = len(STATUS_COUNTERS)
-        status_words = Array([C(CMD_ANSWER_STATUS, 32), C(n_cnt, 32), C(0, 32)] +
-                             self.status)
+        status_words = Array([C(CMD_ANSWER_STATUS, 32), C(n_cnt, 32), C(0, 32)] + self.status)
         fsm.act("S_EMIT",
             If(fw == FRAME_WORDS,
                 banks.release.eq(1), NextState("IDLE"),
