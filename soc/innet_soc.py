@@ -83,7 +83,8 @@ class InnetSoC(SoCCore):
 
     def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=64, xmem_rows=8, origin=0x40000000):
         """Sparsr frame receiver with WMEM/XMEM; the host writes frames into a Wishbone window at `origin`."""
-        from cores.sparsr.soc_block import SparsrBlock, WINDOW_BYTES
+        from cores.sparsr.common import WINDOW_BYTES
+        from cores.sparsr.soc_block import SparsrBlock
         block = self._register_core(name, SparsrBlock(wmem_rows=wmem_rows, xmem_rows=xmem_rows))
         self.bus.add_slave(name=name, slave=block.bus,
                            region=SoCRegion(origin=origin, size=WINDOW_BYTES, cached=False))

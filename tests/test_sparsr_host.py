@@ -4,9 +4,9 @@ import random
 from hypothesis import given, settings, strategies as st
 
 from cores.sparsr.common import (ROW_LANES, FRAME_WORDS, MAX_SLOTS, PAYLOAD_WORDS, CMD_WRITE_XMEM,
-                                 field_get, TAG_KIND, KIND_END)
+                                 TAG, KIND_END)
 from software.sparsr.frames import encode_rows, read_frame, dma_frame, AnswerDecoder, answer_frames_needed
-from software.sparsr.model import CardModel
+from software.sparsr.reference import CardModel
 
 R = 16
 
@@ -39,5 +39,5 @@ def test_encode_store_read_decode(densities, seed, via_xmem):
     dec = AnswerDecoder()
     for a in answers:
         dec.push(a)
-        assert field_get(a[3], TAG_KIND) != KIND_END
+        assert TAG.get(a[3], "kind") != KIND_END
     assert dec.rows == [(first + i, r) for i, r in enumerate(rows)]

@@ -1,6 +1,6 @@
 """Sparsr over PCIe: the DMA width adapter (Migen), the receiver behind LitePCIe's endpoint and DMA driven
-at TLP level by a host model (Verilator, stepped from Python), and the Xilinx board target's gateware
-(generation + Verilator lint)."""
+at TLP level by a host model (a Verilated model stepped from Python), and the Xilinx board target's
+gateware (generation + the lint of sim.verilator)."""
 import random
 
 import pytest
@@ -12,68 +12,43 @@ from litepcie.tlp.common import fmt_dict
 from cores.sparsr.common import FRAME_WORDS, CMD_WRITE_XMEM
 from cores.sparsr.pcie import SparsrDMAAdapter
 from software.sparsr.frames import encode_rows, read_frame, status_frame, dma_frame
-from software.sparsr.model import CardModel
+from sim.models.pcie import PCIeCard, exchange
+from sim.verilator import CycleSim, lint
 from software.sparsr.demo import random_row
-from software.sparsr.tlp import PCIeCard, exchange
-from software.sparsr.vsim import CycleSim
+from software.sparsr.reference import CardModel
+from tests.harness.streams import send, collect
 
 
 def _adapter_run(data_width, beats, answers, seed, resync_at=None):
-    """Drive the adapter with random valid/ready: DMA beats in, answer words (with last) in.
+    """Drive the adapter with random valid/ready: DMA beats in, answer words (with last) in; with
+    `resync_at`, pulse resync before that beat, once the words of the beats before are out.
     Returns (words out with last, DMA beats out with last)."""
     dut = SparsrDMAAdapter(data_width)
     rng = random.Random(seed)
     got_words, got_beats = [], []
-    n_words = len(beats) * data_width // 32
+    ratio = data_width // 32
+    n_words, n_beats = len(beats) * ratio, len(answers) // ratio
+    split = len(beats) if resync_at is None else resync_at
 
     def feed_beats():
-        for i, beat in enumerate(beats):
-            if resync_at is not None and i == resync_at:
-                while len(got_words) < i * data_width // 32:      # the beats before are fully out
-                    yield
-                yield dut.resync.eq(1)
+        yield from send(dut.dma_sink, [{"data": b} for b in beats[:split]], rng, valid_p=0.7)
+        if resync_at is not None:
+            while len(got_words) < resync_at * ratio:
                 yield
-                yield dut.resync.eq(0)
-            while rng.random() < 0.3:
-                yield
-            yield dut.dma_sink.valid.eq(1)
-            yield dut.dma_sink.data.eq(beat)
+            yield dut.resync.eq(1)
             yield
-            while not (yield dut.dma_sink.ready):
-                yield
-            yield dut.dma_sink.valid.eq(0)
+            yield dut.resync.eq(0)
+        yield from send(dut.dma_sink, [{"data": b} for b in beats[split:]], rng, valid_p=0.7)
 
-    def take_words():
-        while len(got_words) < n_words:
-            ready = rng.random() < 0.7
-            yield dut.source.ready.eq(ready)
+    def done():
+        while len(got_words) < n_words or len(got_beats) < n_beats:
             yield
-            if ready and (yield dut.source.valid):
-                got_words.append(((yield dut.source.data), (yield dut.source.last)))
-        yield dut.source.ready.eq(0)
 
-    def feed_answers():
-        for i, w in enumerate(answers):
-            while rng.random() < 0.3:
-                yield
-            yield dut.sink.valid.eq(1)
-            yield dut.sink.data.eq(w)
-            yield dut.sink.last.eq(int(i % FRAME_WORDS == FRAME_WORDS - 1))
-            yield
-            while not (yield dut.sink.ready):
-                yield
-            yield dut.sink.valid.eq(0)
-
-    def take_beats():
-        while len(got_beats) < len(answers) * 32 // data_width:
-            ready = rng.random() < 0.6
-            yield dut.dma_source.ready.eq(ready)
-            yield
-            if ready and (yield dut.dma_source.valid):
-                got_beats.append(((yield dut.dma_source.data), (yield dut.dma_source.last)))
-
-    run_simulation(dut, [feed_beats(), take_words(), feed_answers(), take_beats()])
-    return got_words, got_beats
+    answer_beats = [{"data": w, "last": int(i % FRAME_WORDS == FRAME_WORDS - 1)} for i, w in enumerate(answers)]
+    run_simulation(dut, [feed_beats(), send(dut.sink, answer_beats, rng, valid_p=0.7), done(),
+                         collect(dut.source, got_words, rng, ("data", "last"), ready_p=0.7),
+                         collect(dut.dma_source, got_beats, rng, ("data", "last"), ready_p=0.6)])
+    return [(b["data"], b["last"]) for b in got_words], [(b["data"], b["last"]) for b in got_beats]
 
 
 @pytest.mark.parametrize("data_width", [32, 64, 128])
@@ -111,12 +86,12 @@ def test_adapter_rejects_bad_width():
 
 def test_xilinx_board_gateware_and_lint(tmp_path):
     """The AC701 PCIe target generates its gateware (Verilog, XDC, Vivado TCL; Vivado is not run) with the
-    receiver's counters as CSRs, and the whole generated Verilog passes `verilator --lint-only` with
+    receiver's counters as CSRs, and the whole generated Verilog passes `sim.verilator.lint` with
     blackbox stubs for what only Vivado provides (unisim primitives, the PCIe hard block wrapper): no
-    error, and no warning beyond width extension/truncation and incomplete cases (Migen's style)."""
+    error, and no warning beyond Migen's style: width extension/truncation (WIDTH, or WIDTHEXPAND/WIDTHTRUNC
+    in newer Verilators), incomplete cases and a combinational block of constants (LitePCIe's, ALWNEVER)."""
     from litex.soc.integration.builder import Builder
     from boards.xilinx_ac701_pcie import BoardSoC
-    from software.sparsr.vsim import lint
     name = "xilinx_ac701_pcie"
     builder = Builder(BoardSoC(wmem_rows=16, xmem_rows=4), output_dir=str(tmp_path), compile_software=False,
                       compile_gateware=False, csr_csv=str(tmp_path / "csr.csv"))
@@ -131,11 +106,12 @@ def test_xilinx_board_gateware_and_lint(tmp_path):
         assert reg in csr
     rc, messages, stubbed = lint(str(gateware / f"{name}.v"), name, ["-Wno-COMBDLY"])
     assert rc == 0 and not [m for m in messages if m.startswith("%Error")]
-    assert {m.split(":")[0] for m in messages} <= {"%Warning-WIDTH", "%Warning-CASEINCOMPLETE"}
+    assert {m.split(":")[0] for m in messages} <= {"%Warning-WIDTH", "%Warning-WIDTHEXPAND", "%Warning-WIDTHTRUNC",
+                                                   "%Warning-CASEINCOMPLETE", "%Warning-ALWNEVER"}
     assert "pcie_s7" in stubbed and "sparsrreceiver" in verilog.lower()
 
 
-# TLP level (software.sparsr.tlp) --------------------------------------------------------------------
+# TLP level (sim.models.pcie) --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def pcie_card():
@@ -154,7 +130,7 @@ def test_frames_over_pcie_dma_at_tlp_level(pcie_card):
               [dma_frame(0, 2, 2), read_frame(0, 4), status_frame()])
     model = CardModel(4, 2)
     expected = [a for f in frames for a in model.receive(f)]
-    sim = CycleSim(card, ports, top="sparsr_pcie")
+    sim = CycleSim(card, ports, name="sparsr_pcie")
     try:
         got, fires, host = exchange(sim, frames, len(expected), seed=22, frames_per_descriptor=3)
     finally:

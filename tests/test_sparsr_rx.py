@@ -1,23 +1,28 @@
 """Sparsr receiver RTL (Migen simulation) against the reference card model and the host encoder.
 
 One simulated card per test module carries state from test to test; every answer frame (rows read back,
-status counters) must equal the model's word for word.
+status counters) must equal the model's word for word. The parser is also tested alone (no executor).
 """
 import random
 
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
+from migen import Mux, Signal
 
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from cores.lib.counters import add_counters
 from cores.sparsr.common import (
     ROW_LANES, ROW_WORDS, KIND_RAW, KIND_LIL, KIND_REFUSED, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
-    CMD_READ_WMEM, LIL_MAX_ENTRIES, STATUS_COUNTERS, make_tag, lil_words,
+    CMD_READ_WMEM, LIL_MAX_ENTRIES, STATUS_COUNTERS, COUNTERS, REASONS, make_tag, lil_words,
 )
-from cores.sparsr.receiver import SparsrReceiver
+from cores.sparsr.receiver import SparsrReceiver, SparsrParser, FrameBanks, WORD_LAYOUT
 from software.sparsr.api import Sparsr, FrameRefused, RowRefused
 from software.sparsr.frames import (encode_rows, frame, lil_payload, read_frame, dma_frame, choose_kind,
                                     AnswerDecoder)
-from software.sparsr.links import MigenLink
-from software.sparsr.model import CardModel
+from software.sparsr.reference import CardModel
+from sim.models.sparsr_link import MigenLink
 
 WROWS, XROWS = 8, 2
 DENSITIES = (0, 1, 48, 49, 102, 103, 204, 256)
@@ -229,3 +234,47 @@ def test_api_exceptions():
         assert api.read_wmem(WROWS - 1, 1) == rows[2:3]
     finally:
         link.close()
+
+
+# The parser alone ---------------------------------------------------------------------------------------
+
+VERDICTS = [c for c in COUNTERS if c[0] != "slots_stored"]      # what the parser decides
+
+
+class ParserAlone(LiteXModule):
+    """SparsrParser with its FrameBanks and no executor: a bank is released the cycle after it was
+    accepted. Counts the parser's verdicts as the receiver does (VERDICTS)."""
+    def __init__(self):
+        self.banks = banks = FrameBanks(row_bits=(WROWS - 1).bit_length())
+        self.parser = parser = SparsrParser(banks, WROWS, XROWS)
+        self.sink, self.source = parser.sink, stream.Endpoint(WORD_LAYOUT)
+        self.idle = Signal()
+        self.comb += [banks.release.eq(banks.pending), self.idle.eq(parser.idle & banks.empty)]
+        add_counters(self, VERDICTS, {
+            "frames_ok": parser.accept,
+            **{"refused_" + n: parser.refuse & (parser.reason == code) for code, n in REASONS.items()},
+            "slots_refused_row": Mux(parser.accept, parser.rows_refused, 0),
+        })
+
+
+def test_parser_alone_gives_the_reference_verdicts():
+    """Every frame of the refusal cases, a raw row in progress with the frames it refuses, rows past the
+    end of WMEM and command frames: after each frame, the parser's verdict counters equal the model's."""
+    cases, start, in_progress, finish, _ = _bad_frames()
+    rng = random.Random(19)
+    frames = encode_rows(WROWS - 2, [make_row(rng, n) for n in (3, 7, 0)])            # one row past the end
+    frames += [f for _, fs, _ in cases for f in fs] + [start] + [f for _, fs, _ in in_progress for f in fs]
+    frames += [finish, read_frame(0, 2), dma_frame(0, 1, 2)] + encode_rows(0, [make_row(rng, 204)])
+    dut = ParserAlone()
+    link = MigenLink(dut, seed=21, valid_prob=0.8)
+    model = CardModel(WROWS, XROWS)
+    names = [n for n, _ in VERDICTS]
+    try:
+        for f in frames:
+            link.send_frame(f)
+            model.receive(f)
+            got = dict(zip(names, link.peek([dut.counters[n] for n in names])))
+            assert got == {n: model.counters[n] for n in names}, f[:3]
+    finally:
+        link.close()
+    assert model.counters["slots_refused_row"] == 1 and model.counters["refused_piece"] == 7

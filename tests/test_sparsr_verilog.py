@@ -1,4 +1,4 @@
-"""Sparsr receiver as generated Verilog in Verilator (software.sparsr.vsim) against the reference model.
+"""Sparsr receiver as generated Verilog, a Verilated model (sim.verilated.sparsr), against the reference model.
 
 Migen's simulator evaluates every expression at unbounded width; Verilog evaluates it at the width of its
 widest operand or target. The receiver's LIL word count ceil(5 n / 4), assigned to a 9-bit register, wrapped
@@ -14,8 +14,8 @@ from cores.sparsr.common import (FRAME_WORDS, KIND_LIL, KIND_RAW, CMD_WRITE_XMEM
 from software.sparsr.demo import random_row, DEMO_DENSITIES
 from software.sparsr.frames import (encode_rows, frame, read_frame, dma_frame, status_frame, lil_payload,
                                     AnswerDecoder)
-from software.sparsr.model import CardModel
-from software.sparsr.vsim import VerilatedReceiver
+from software.sparsr.reference import CardModel
+from sim.verilated.sparsr import VerilatedReceiver
 
 WROWS, XROWS = 8, 4
 

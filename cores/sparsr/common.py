@@ -18,6 +18,7 @@ it still gives):
 * A raw row is 256 words; the longest piece one frame carries is 253 - 2 = 251 words, so a raw row always
   needs two pieces (or more if the sender splits it further).
 """
+from cores.lib.header import Header
 
 # Words and rows -------------------------------------------------------------------------------------
 WORD_BITS = 32
@@ -51,13 +52,13 @@ CMD_PARAMS = {CMD_READ_WMEM: 2, CMD_DMA_XMEM_WMEM: 3, CMD_STATUS: 0}
 SLOT_HEADER_WORDS = 2               # tag, row number
 SLOT_TAG, SLOT_ROW = 0, 1
 
-# Tag word fields: name -> (lsb, width). Bits not listed are reserved and must be zero.
-TAG_KIND = (0, 2)
-TAG_WIDTH = (2, 3)                  # log2 of the lane width in bits
-TAG_COUNT = (8, 9)                  # raw: words in this piece (1..251); LIL: entries (0..102)
-TAG_OFFSET = (17, 8)                # raw: first word of the row in this piece (0..255); LIL: 0
-TAG_FIELDS = (TAG_KIND, TAG_WIDTH, TAG_COUNT, TAG_OFFSET)
-TAG_RESERVED_MASK = WORD_MASK & ~sum(((1 << w) - 1) << l for l, w in TAG_FIELDS)
+# Tag word fields. Bits no field covers (TAG.reserved_mask()) are reserved and must be zero.
+TAG = Header.from_bits({
+    "kind": (0, 2),
+    "width": (2, 3),                # log2 of the lane width in bits
+    "count": (8, 9),                # raw: words in this piece (1..251); LIL: entries (0..102)
+    "offset": (17, 8),              # raw: first word of the row in this piece (0..255); LIL: 0
+})
 
 KIND_END = 0b00                     # ends the slot list (so zero padding is never a slot)
 KIND_RAW = 0b01
@@ -83,22 +84,31 @@ REASONS = {REASON_LENGTH: "length", REASON_CMD: "cmd", REASON_TAG: "tag", REASON
            REASON_PIECE: "piece", REASON_HEADER: "header"}
 REASON_BITS = 3
 
-# Counters in the order of the STATUS answer payload (and the CSR names, prefixed by nothing).
-STATUS_COUNTERS = ("frames_ok", "refused_length", "refused_cmd", "refused_tag", "refused_lil",
-                   "refused_piece", "refused_header", "slots_stored", "slots_refused_row")
+# Counters (cores.lib.counters spec), in the order of the STATUS answer payload; the receiver's CSRs are
+# named after them.
+COUNTERS = (
+    ("frames_ok", "Frames accepted."),
+    ("refused_length", "Frames refused: not FRAME_WORDS words between `last` marks."),
+    ("refused_cmd", "Frames refused: unknown CMD, or a command frame with bad LEN/ADDR/parameters."),
+    ("refused_tag", "Frames refused: a slot tag that does not parse."),
+    ("refused_lil", "Frames refused: LIL lanes not strictly increasing, or non-zero padding."),
+    ("refused_piece", "Frames refused: a raw piece that does not continue the row in progress."),
+    ("refused_header", "Frames refused: LEN / ADDR disagree with the slots."),
+    ("slots_stored", "Slots stored."),
+    ("slots_refused_row", "Slots dropped: row number past the end of the memory."),
+)
+STATUS_COUNTERS = tuple(name for name, _ in COUNTERS)
 
-
-def field_get(word, field):
-    lsb, width = field
-    return (word >> lsb) & ((1 << width) - 1)
+# SoC block window (32-bit words of the block's Wishbone slave): the TX frame buffer (host writes one
+# frame), then the RX buffer (holds one answer frame).
+TX_OFFSET = 0
+RX_OFFSET = FRAME_WORDS
+WINDOW_BYTES = 2 * FRAME_WORDS * WORD_BITS // 8
 
 
 def make_tag(kind, count=0, offset=0, width=LANE_WIDTH_CODE):
     """A tag word (no range checks: tests use it to build bad tags too)."""
-    word = 0
-    for (lsb, w), v in ((TAG_KIND, kind), (TAG_WIDTH, width), (TAG_COUNT, count), (TAG_OFFSET, offset)):
-        word |= (v & ((1 << w) - 1)) << lsb
-    return word
+    return TAG.pack(check=False, kind=kind, width=width, count=count, offset=offset)
 
 
 def lil_words(n_entries):

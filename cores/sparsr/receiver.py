@@ -1,42 +1,40 @@
 """Sparsr card-side receiver: validates whole 256-word frames, then stores their rows in WMEM or XMEM.
 
-Structure (one word per cycle in, see docs/sparsr.md):
+Structure (one word per cycle in, see docs/sparsr.md), one submodule each:
 
-* Parser: every accepted input word is written into one of two 256-word frame buffers (ping-pong) and
-  checked on the fly (header, tags, LIL lane order and padding, raw-piece continuity, LEN/ADDR against the
-  slots). At the frame's last word it either hands the buffer to the executor with a slot table, or drops
-  the whole frame and counts the reason.
-* Executor: commits the buffered frame (or runs a read/DMA/status command) while the parser fills the
-  other buffer. A committed slot costs at most its own length in cycles (slot header words pay for the
-  set-up), so a full frame commits in at most 255 cycles and input never stalls on writes.
-* Memories: rows are stored in physical row slots behind a row map with one spare slot. A raw row's
-  pieces go into the spare slot and the map is switched when the last piece arrives, so a row changes
-  only when complete, at no copy cost. WMEM keeps a 256-bit lane mask per physical row: a LIL row writes
-  only its listed lanes and its mask (lanes not listed read as 0), so clearing a row costs no cycles.
+* `FrameBanks`: two 256-word frame buffers (ping-pong), each with what the parser found in it (a job and a
+  slot table); the parser fills one while the executor works on the other.
+* `SparsrParser`: every accepted input word is written into the free frame buffer and checked on the fly
+  (header, tags, LIL lane order and padding, raw-piece continuity, LEN/ADDR against the slots). At the
+  frame's last word it either hands the buffer to the executor with a slot table, or drops the whole frame
+  and names the reason.
+* `SparsrExecutor`: commits the buffered frame (or runs a read/DMA/status command) while the parser fills
+  the other buffer. A committed slot costs at most its own length in cycles (slot header words pay for the
+  set-up), so a full frame commits in at most 255 cycles and input never stalls on writes. Answers leave
+  through `AnswerPath`.
+* `WMEM`, `XMEM` (row memories): rows are stored in physical row slots behind a row map with one spare slot.
+  A raw row's pieces go into the spare slot and the map is switched when the last piece arrives, so a row
+  changes only when complete, at no copy cost. WMEM keeps a 256-bit lane mask per physical row: a LIL row
+  writes only its listed lanes and its mask (lanes not listed read as 0), so clearing a row costs no cycles.
   XMEM keeps rows as sent: the LIL payload words verbatim plus a (kind, count) form word, or the raw words.
-* The only LIL decoder sits on the path into WMEM; the XMEM->WMEM DMA feeds LIL rows through it too.
+* The only `LILDecoder` sits on the path into WMEM; the XMEM->WMEM DMA feeds LIL rows through it too.
 """
 from migen import *
+from migen.genlib.record import Record
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
-from litex.soc.interconnect.csr import CSRStatus
 
+from cores.lib.counters import add_counters, add_counter_csrs
 from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, MAX_SLOTS, ROW_WORDS, ROW_LANES, LIL_ENTRY_BYTES,
-    TAG_KIND, TAG_WIDTH, TAG_COUNT, TAG_OFFSET, TAG_RESERVED_MASK, KIND_END, KIND_RAW, KIND_LIL,
-    LANE_WIDTH_CODE, LIL_MAX_ENTRIES, CMD_WRITE_WMEM, CMD_WRITE_XMEM, CMD_READ_WMEM, CMD_DMA_XMEM_WMEM,
-    CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS, MAX_PIECE_WORDS, make_tag,
-    REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER, REASON_BITS,
-    STATUS_COUNTERS,
+    TAG, KIND_END, KIND_RAW, KIND_LIL, LANE_WIDTH_CODE, LIL_MAX_ENTRIES, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
+    CMD_READ_WMEM, CMD_DMA_XMEM_WMEM, CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS,
+    MAX_PIECE_WORDS, REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER,
+    REASON_BITS, COUNTERS, STATUS_COUNTERS,
 )
 
 WORD_LAYOUT = [("data", 32)]
-
-
-def _field(word, field):
-    lsb, width = field
-    return word[lsb:lsb + width]
 
 
 def _wide(value, extra):
@@ -104,79 +102,174 @@ class LILDecoder(LiteXModule):
 JOB_WRITE_W, JOB_WRITE_X, JOB_READ, JOB_DMA, JOB_STATUS = range(5)
 
 
-class SparsrReceiver(LiteXModule):
-    """Card-side receiver of the Sparsr wire format, with WMEM, XMEM and the XMEM->WMEM DMA.
+# Frame banks ---------------------------------------------------------------------------------------------
 
-    Parameters: `wmem_rows`, `xmem_rows` (rows of 1024 bytes each memory holds, 1..4096), `fifo_depth` of
-    the answer FIFO, `with_csr` (one CSRStatus per counter of `common.STATUS_COUNTERS`).
+def slot_layout(row_bits):
+    """A slot table entry: raw (else LIL), row number, first row word, count (raw words / LIL entries),
+    frame index of the slot's tag, finishes its row, row in range."""
+    return [("raw", 1), ("row", row_bits), ("off", 8), ("cnt", 9), ("start", 8), ("fin", 1), ("inr", 1)]
 
-    `sink`: 32-bit words, `last` on the 256th word of each frame (a frame of any other length is refused,
-    reason LENGTH). `source`: answer frames (rows read, status), same framing.
-    Throughput: one input word per cycle sustained for write frames (a frame commits in at most 255
-    cycles while the next one streams in); a read or DMA command holds the input only while it runs.
-    `idle`: nothing received or in progress. Latency: a frame's rows are visible at most 256 cycles after its last word.
+
+# A job: what the executor does with a bank (JOB_*), its slot count and the command parameters.
+JOB_LAYOUT = [("kind", 3), ("ns", 3), ("p0", 32), ("p1", 32), ("p2", 32)]
+
+
+class FrameBanks(LiteXModule):
+    """Two frame buffers of FRAME_WORDS words (one block RAM, ping-pong), each with a job and a slot table
+    of MAX_SLOTS entries (`slot_layout(row_bits)`).
+
+    Fill side (the parser), bank `wbank`: `writable` (the bank is free), `wr` (the buffer's write port,
+    address Cat(word, wbank)), `slot_we`/`slot_index`/`slot_w` (write a slot table entry), `accept` (with
+    `job_w`: the bank becomes busy and the fill side moves to the other bank).
+    Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port), `job`, `slot`
+    (the entry `slot_rindex`, combinational), `release` (the bank is free again, the drain side moves on).
+    `empty`: neither bank is busy.
     """
-    def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=True):
-        for name, v in (("wmem_rows", wmem_rows), ("xmem_rows", xmem_rows)):
-            if not isinstance(v, int) or not 1 <= v <= 4096:
-                raise ValueError(f"{name} must be an integer in 1..4096, got {v!r}")
-        if not isinstance(fifo_depth, int) or fifo_depth < 4:
-            raise ValueError(f"fifo_depth must be an integer >= 4, got {fifo_depth!r}")
-        self.wmem_rows, self.xmem_rows = wmem_rows, xmem_rows
+    def __init__(self, row_bits):
+        layout = slot_layout(row_bits)
+        self.wbank, self.ebank = Signal(), Signal()
+        self.writable, self.pending, self.empty = Signal(), Signal(), Signal()
+        self.slot_we, self.slot_index, self.slot_w = Signal(), Signal(2), Record(layout)
+        self.accept, self.job_w = Signal(), Record(JOB_LAYOUT)
+        self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(JOB_LAYOUT)
+        self.release = Signal()
+        fbuf = Memory(32, 2 * FRAME_WORDS, name="sparsr_fbuf")
+        self.wr, self.rd = fbuf.get_port(write_capable=True), fbuf.get_port()
+        self.specials += fbuf, self.wr, self.rd
+
+        # # #
+
+        busy = Array(Signal(name=f"busy{i}") for i in range(2))
+        tables = {n: Array(Signal(w) for _ in range(2 * MAX_SLOTS)) for n, w in layout}
+        jobs = {n: Array(Signal(w) for _ in range(2)) for n, w in JOB_LAYOUT}
+        tix_e = Signal(3)
+        self.comb += [
+            self.writable.eq(~busy[self.wbank]),
+            self.pending.eq(busy[self.ebank]),
+            self.empty.eq(~busy[0] & ~busy[1]),
+            tix_e.eq(Cat(self.slot_rindex, self.ebank)),
+            [getattr(self.slot, n).eq(tables[n][tix_e]) for n, _ in layout],
+            [getattr(self.job, n).eq(jobs[n][self.ebank]) for n, _ in JOB_LAYOUT],
+        ]
+        tix = Cat(self.slot_index, self.wbank)
+        self.sync += [
+            If(self.slot_we, [tables[n][tix].eq(getattr(self.slot_w, n)) for n, _ in layout]),
+            If(self.accept,
+                busy[self.wbank].eq(1),
+                [jobs[n][self.wbank].eq(getattr(self.job_w, n)) for n, _ in JOB_LAYOUT],
+                self.wbank.eq(~self.wbank),
+            ),
+            If(self.release, busy[self.ebank].eq(0), self.ebank.eq(~self.ebank)),
+        ]
+
+
+# Row memories --------------------------------------------------------------------------------------------
+
+class RowMemory(LiteXModule):
+    """`rows` rows of ROW_WORDS words in rows + 1 physical rows (one spare) behind a row map.
+
+    `wr`, `rd`: ports of the words (address Cat(word, physical row)). `row` (row_bits, input): a row number;
+    `phys`: the physical row holding it (combinational). `map`: the row map's port at `row`; it holds
+    physical row XOR row number, so its all-zero reset state is the identity map (no initialisation).
+    `free`: the spare physical row (`rows` at reset); the executor swaps it with a row's physical row when
+    the row's last raw piece is written into the spare. `name`: "w" or "x" (memory names sparsr_<name>mem,
+    sparsr_<name>map).
+    """
+    def __init__(self, rows, row_bits, name):
+        self.phys_bits = pb = bits_for(rows)          # physical row index: 0..rows
+        self.row = Signal(row_bits)
+        self.phys = Signal(pb)
+        self.free = Signal(pb, reset=rows)
+        values = Memory(32, (rows + 1) * ROW_WORDS, name=f"sparsr_{name}mem")
+        self.wr, self.rd = values.get_port(write_capable=True), values.get_port()
+        row_map = Memory(pb, max(rows, 2), name=f"sparsr_{name}map")     # (a 1-entry memory has no address)
+        self.map = row_map.get_port(write_capable=True, async_read=True)
+        self.specials += values, self.wr, self.rd, row_map, self.map
+
+        # # #
+
+        self.comb += [self.map.adr.eq(self.row), self.phys.eq(self.map.dat_r ^ self.row)]
+
+
+class WMEM(RowMemory):
+    """WMEM: a RowMemory with a lane mask of ROW_LANES bits per physical row (`mask_wr`, `mask_rd`; the read
+    port shows the mask of `phys`). A lane whose mask bit is 0 reads as 0."""
+    def __init__(self, rows, row_bits):
+        RowMemory.__init__(self, rows, row_bits, "w")
+        mask = Memory(ROW_LANES, rows + 1, name="sparsr_wmask")
+        self.mask_wr, self.mask_rd = mask.get_port(write_capable=True), mask.get_port()
+        self.specials += mask, self.mask_wr, self.mask_rd
+
+        # # #
+
+        self.comb += self.mask_rd.adr.eq(self.phys)
+
+
+class XMEM(RowMemory):
+    """XMEM: a RowMemory with the form of each physical row, Cat(count, is_raw) (`form` write port,
+    `form_rd` asynchronous read port); at reset (all zero) every row is an empty LIL row."""
+    def __init__(self, rows, row_bits):
+        RowMemory.__init__(self, rows, row_bits, "x")
+        form = Memory(10, rows + 1, name="sparsr_xform")
+        self.form, self.form_rd = form.get_port(write_capable=True), form.get_port(async_read=True)
+        self.specials += form, self.form, self.form_rd
+
+
+# Parser --------------------------------------------------------------------------------------------------
+
+class TagCheck(LiteXModule):
+    """A word read as a slot tag (combinational): its `kind`, `count`, `offset`; `end`, the frame index of
+    the slot's last word when the tag is at frame index `index`; `bad`: the tag breaks a REASON_TAG rule
+    (kind 11, lane width, reserved bits, raw count 0 or past the row's end, LIL count or offset, the slot
+    runs past the frame)."""
+    def __init__(self):
+        self.word, self.index = Signal(32), Signal(8)
+        self.kind, self.count, self.offset = Signal(2), Signal(9), Signal(8)
+        self.end = Signal(11)
+        self.bad = Signal()
+
+        # # #
+
+        word = self.word
+        k_kind, k_width, k_cnt, k_off = (TAG.field(word, f) for f in ("kind", "width", "count", "offset"))
+        k_res = Signal()
+        k_w = Signal(10)
+        k_nw = Signal(10)
+        self.comb += [
+            self.kind.eq(k_kind), self.count.eq(k_cnt), self.offset.eq(k_off),
+            k_res.eq((word & TAG.reserved_mask()) != 0),
+            k_w.eq(_lil_words(k_cnt)),
+            k_nw.eq(Mux(k_kind == KIND_LIL, k_w, k_cnt)),
+            self.end.eq(self.index + 1 + k_nw),
+            self.bad.eq((k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | k_res |
+                        ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
+                        ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
+                        (self.end > FRAME_WORDS - 1)),
+        ]
+
+
+class SparsrParser(LiteXModule):
+    """Checks each frame word by word as it streams in and writes it into the free bank of `banks`.
+
+    Parameters: `banks` (FrameBanks), `wmem_rows`, `xmem_rows` (for the row and range checks).
+    `sink`: words, `last` on each frame's last word; ready while the bank being filled is free (the rest
+    of a frame found too long is taken and dropped at any time). On the frame's last word (latency 0):
+    `accept` (the bank goes to the executor with its job and slot table; `rows_refused` counts its slots
+    whose row is past the end of the memory) or `refuse` with `reason` (the first rule the frame broke).
+    `idle`: no frame partly received or being dropped. One word per cycle.
+    """
+    def __init__(self, banks, wmem_rows, xmem_rows):
         self.sink = stream.Endpoint(WORD_LAYOUT)
-        self.source = stream.Endpoint(WORD_LAYOUT)
-        self.counters = {name: Signal(32, name=name) for name in STATUS_COUNTERS}
-        self.idle = Signal()      # no frame half received, none waiting or being committed
+        self.accept, self.refuse, self.reason = Signal(), Signal(), Signal(REASON_BITS)
+        self.rows_refused = Signal(4)
+        self.idle = Signal()
 
         # # #
 
         R, X = wmem_rows, xmem_rows
-        pwb, pxb = bits_for(R), bits_for(X)          # physical row index: 0..R (R is the spare at reset)
-        rb = max(bits_for(max(R, X) - 1), 1)
-        cnt = self.counters
-
-        # Memories -------------------------------------------------------------------------------------
-        fbuf = Memory(32, 2 * FRAME_WORDS, name="sparsr_fbuf")
-        fb_w, fb_r = fbuf.get_port(write_capable=True), fbuf.get_port()
-        vals_w = Memory(32, (R + 1) * ROW_WORDS, name="sparsr_wmem")
-        vw_w, vw_r = vals_w.get_port(write_capable=True), vals_w.get_port()
-        vals_x = Memory(32, (X + 1) * ROW_WORDS, name="sparsr_xmem")
-        vx_w, vx_r = vals_x.get_port(write_capable=True), vals_x.get_port()
-        mask_w = Memory(ROW_LANES, R + 1, name="sparsr_wmask")
-        mk_w, mk_r = mask_w.get_port(write_capable=True), mask_w.get_port()
-        # XMEM form of each physical row: Cat(count, is_raw); at reset (all zero) every row is an empty LIL row.
-        form_x = Memory(10, X + 1, name="sparsr_xform")
-        fx = form_x.get_port(write_capable=True)
-        fx_r = form_x.get_port(async_read=True)
-        # Row maps hold physical row XOR row number, so the all-zero reset state is the identity map
-        # (no memory initialisation needed).
-        map_w = Memory(pwb, max(R, 2), name="sparsr_wmap")     # (a 1-entry memory has no address)
-        mw = map_w.get_port(write_capable=True, async_read=True)
-        map_x = Memory(pxb, max(X, 2), name="sparsr_xmap")
-        mx = map_x.get_port(write_capable=True, async_read=True)
-        self.specials += [fbuf, fb_w, fb_r, vals_w, vw_w, vw_r, vals_x, vx_w, vx_r, mask_w, mk_w, mk_r,
-                          form_x, fx, fx_r, map_w, mw, map_x, mx]
-        free_w = Signal(pwb, reset=R)
-        free_x = Signal(pxb, reset=X)
-
-        # Shared between parser and executor: bank ownership, slot tables and jobs ------------------------
-        busy = Array(Signal(name=f"busy{i}") for i in range(2))
-        t_raw = Array(Signal() for _ in range(8))
-        t_row = Array(Signal(rb) for _ in range(8))
-        t_off = Array(Signal(8) for _ in range(8))
-        t_cnt = Array(Signal(9) for _ in range(8))
-        t_start = Array(Signal(8) for _ in range(8))
-        t_fin = Array(Signal() for _ in range(8))
-        t_inr = Array(Signal() for _ in range(8))
-        j_kind = Array(Signal(3) for _ in range(2))
-        j_ns = Array(Signal(3) for _ in range(2))
-        j_p = [Array(Signal(32) for _ in range(2)) for _ in range(3)]
-
-        # Parser -----------------------------------------------------------------------------------------
         sink = self.sink
         word = sink.data
         idx = Signal(8)
-        wbank = Signal()
         discard = Signal()
         cmd = Signal(32)
         hlen = Signal(32)
@@ -196,11 +289,11 @@ class SparsrReceiver(LiteXModule):
 
         fire = Signal()
         self.comb += [
-            sink.ready.eq(discard | ~busy[wbank]),
+            sink.ready.eq(discard | banks.writable),
             fire.eq(sink.valid & sink.ready),
-            fb_w.adr.eq(Cat(idx, wbank)),
-            fb_w.dat_w.eq(word),
-            fb_w.we.eq(fire & ~discard),
+            banks.wr.adr.eq(Cat(idx, banks.wbank)),
+            banks.wr.dat_w.eq(word),
+            banks.wr.we.eq(fire & ~discard),
         ]
         is_w, is_x = Signal(), Signal()
         is_write, is_read, is_dma, is_status = Signal(), Signal(), Signal(), Signal()
@@ -208,18 +301,10 @@ class SparsrReceiver(LiteXModule):
             is_w.eq(cmd == CMD_WRITE_WMEM), is_x.eq(cmd == CMD_WRITE_XMEM), is_write.eq(is_w | is_x),
             is_read.eq(cmd == CMD_READ_WMEM), is_dma.eq(cmd == CMD_DMA_XMEM_WMEM), is_status.eq(cmd == CMD_STATUS),
         ]
-        # Tag word fields, as if the current word were a tag.
-        k_kind, k_width, k_cnt, k_off = (_field(word, f) for f in (TAG_KIND, TAG_WIDTH, TAG_COUNT, TAG_OFFSET))
-        k_res = Signal()
-        k_w = Signal(10)
-        k_nw = Signal(10)
-        k_end = Signal(11)
-        self.comb += [
-            k_res.eq((word & TAG_RESERVED_MASK) != 0),
-            k_w.eq(_lil_words(k_cnt)),
-            k_nw.eq(Mux(k_kind == KIND_LIL, k_w, k_cnt)),
-            k_end.eq(idx + 1 + k_nw),
-        ]
+        # The current word as if it were a tag.
+        self.tag = tag = TagCheck()
+        self.comb += [tag.word.eq(word), tag.index.eq(idx)]
+        k_kind, k_cnt, k_off, k_end = tag.kind, tag.count, tag.offset, tag.end
         body = Signal()          # a payload word of a write frame
         at_tag, at_row, at_pay = Signal(), Signal(), Signal()
         self.comb += [
@@ -264,22 +349,16 @@ class SparsrReceiver(LiteXModule):
         ]
         exp_len = Signal(32)
         self.comb += Case(cmd, {**{c: exp_len.eq(n) for c, n in CMD_PARAMS.items()}, "default": exp_len.eq(0)})
-        tag_bad, piece_bad = Signal(), Signal()
-        self.comb += [
-            tag_bad.eq((k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | k_res |
-                       ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
-                       ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
-                       (k_end > FRAME_WORDS - 1)),
-            piece_bad.eq(Mux(q_valid, (nslots != 0) | (k_kind != KIND_RAW) | (k_off != q_off),
-                             (k_kind == KIND_RAW) & (k_off != 0))),
-        ]
+        piece_bad = Signal()
+        self.comb += piece_bad.eq(Mux(q_valid, (nslots != 0) | (k_kind != KIND_RAW) | (k_off != q_off),
+                                      (k_kind == KIND_RAW) & (k_off != 0)))
         hdr_word = Signal()
         self.comb += hdr_word.eq(fire & ~discard & (idx < HEADER_WORDS))
         errors = [
             (hdr_word & (idx == 0) & ~known_cmd, REASON_CMD),
             (hdr_word & (idx == 0) & p_valid & ~cont_ok, REASON_PIECE),
             (hdr_word & (idx == 2) & ~is_write & ((hlen != exp_len) | (word != 0)), REASON_CMD),
-            (at_tag & (k_kind != KIND_END) & tag_bad, REASON_TAG),
+            (at_tag & (k_kind != KIND_END) & tag.bad, REASON_TAG),
             (at_tag & (k_kind != KIND_END) & (nslots == MAX_SLOTS), REASON_HEADER),
             (at_tag & (k_kind != KIND_END) & piece_bad, REASON_PIECE),
             (at_row & s_cont & (word != q_row), REASON_PIECE),
@@ -329,7 +408,6 @@ class SparsrReceiver(LiteXModule):
         job_kind = Signal(3)
         self.comb += job_kind.eq(Mux(is_w, JOB_WRITE_W, Mux(is_x, JOB_WRITE_X, Mux(is_read, JOB_READ,
                                      Mux(is_dma, JOB_DMA, JOB_STATUS)))))
-        tix = Cat(nslots[:2], wbank)
         new_off = Signal(9)
         self.comb += new_off.eq(s_off + s_cnt)
         self.sync += [
@@ -356,8 +434,6 @@ class SparsrReceiver(LiteXModule):
                 ps.eq(Mux(s_end == idx, PS_TAG, PS_PAY)),
                 nslots.eq(nslots + 1),
                 n_oor.eq(n_oor + row_oor),
-                t_raw[tix].eq(s_raw), t_row[tix].eq(word), t_off[tix].eq(s_off), t_cnt[tix].eq(s_cnt),
-                t_start[tix].eq(idx - 1), t_fin[tix].eq(new_off == ROW_WORDS), t_inr[tix].eq(row_inr),
                 If(s_raw,
                     q_valid.eq(new_off != ROW_WORDS), q_row.eq(word), q_off.eq(new_off), q_x.eq(is_x),
                 ),
@@ -369,34 +445,127 @@ class SparsrReceiver(LiteXModule):
                 If(lane_here, ent.eq(ent + 1), prev.eq(lane), has_prev.eq(1)),
             ),
             If(accept,
-                busy[wbank].eq(1),
-                j_kind[wbank].eq(job_kind), j_ns[wbank].eq(end_nslots),
-                [j_p[i][wbank].eq(params[i]) for i in range(3)],
-                wbank.eq(~wbank),
                 p_valid.eq(q_valid), p_row.eq(q_row), p_off.eq(q_off), p_x.eq(q_x),
-                cnt["frames_ok"].eq(cnt["frames_ok"] + 1),
-                cnt["slots_refused_row"].eq(cnt["slots_refused_row"] + n_oor + (at_row & row_oor)),
             ),
             If(refuse,
                 q_valid.eq(p_valid), q_row.eq(p_row), q_off.eq(p_off), q_x.eq(p_x),
-                Case(refuse_code, {code: cnt["refused_" + name].eq(cnt["refused_" + name] + 1)
-                                   for code, name in ((REASON_LENGTH, "length"), (REASON_CMD, "cmd"),
-                                                      (REASON_TAG, "tag"), (REASON_LIL, "lil"),
-                                                      (REASON_PIECE, "piece"), (REASON_HEADER, "header"))}),
             ),
             If(frame_done,
                 idx.eq(0), reason.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
                 If(len_bad_late, discard.eq(1)),
             ),
         ]
+        # Into the bank: each slot's table entry (at its row word), the job of an accepted frame.
+        slot = banks.slot_w
+        self.comb += [
+            banks.slot_we.eq(at_row), banks.slot_index.eq(nslots[:2]),
+            slot.raw.eq(s_raw), slot.row.eq(word), slot.off.eq(s_off), slot.cnt.eq(s_cnt),
+            slot.start.eq(idx - 1), slot.fin.eq(new_off == ROW_WORDS), slot.inr.eq(row_inr),
+            banks.accept.eq(accept),
+            banks.job_w.kind.eq(job_kind), banks.job_w.ns.eq(end_nslots),
+            banks.job_w.p0.eq(p0), banks.job_w.p1.eq(p1), banks.job_w.p2.eq(p2),
+            self.accept.eq(accept), self.refuse.eq(refuse), self.reason.eq(refuse_code),
+            self.rows_refused.eq(n_oor + (at_row & row_oor)),
+            self.idle.eq((idx == 0) & ~discard),
+        ]
 
-        # Executor ---------------------------------------------------------------------------------------
+
+# Executor ------------------------------------------------------------------------------------------------
+
+class AnswerPath(LiteXModule):
+    """Answer words into a FIFO of `fifo_depth` words, out on `source`.
+
+    `push` (one word a cycle, only while `can_push`) with `last`, and `word`, or with `from_wmem` the word
+    the WMEM read port delivers the next cycle (`wmem_data`), 0 unless its lane is set (`wmem_lane_set`,
+    sampled with `push`). Latency: a word enters the FIFO the cycle after `push`.
+    """
+    def __init__(self, fifo_depth):
+        self.push, self.from_wmem, self.last = Signal(), Signal(), Signal()
+        self.word = Signal(32)
+        self.can_push = Signal()
+        self.wmem_data, self.wmem_lane_set = Signal(32), Signal()
+        self.source = stream.Endpoint(WORD_LAYOUT)
+
+        # # #
+
+        self.fifo = fifo = stream.SyncFIFO(WORD_LAYOUT, fifo_depth, buffered=False)
+        it_valid, it_mem, it_last, it_bit = Signal(), Signal(), Signal(), Signal()
+        it_word = Signal(32)
+        self.comb += [
+            fifo.source.connect(self.source),
+            self.can_push.eq(_wide(fifo.level, 1) + it_valid < fifo_depth),
+            fifo.sink.valid.eq(it_valid),
+            fifo.sink.data.eq(Mux(it_mem, Mux(it_bit, self.wmem_data, 0), it_word)),
+            fifo.sink.last.eq(it_last),
+        ]
+        self.sync += [
+            it_valid.eq(self.push), it_mem.eq(self.from_wmem), it_word.eq(self.word), it_last.eq(self.last),
+            it_bit.eq(self.wmem_lane_set),
+        ]
+
+
+class LILWriter(LiteXModule):
+    """Writes the entries of a LIL slot (or of a LIL row from XMEM) into WMEM physical row `phys`, then the
+    row's lane mask (the lanes written, so every other lane reads as 0).
+
+    `start` (with `count`, the entries) begins a slot; each `word_valid` cycle takes one payload `word`
+    (through the `LILDecoder`); `last` goes with the slot's last word. The decoded entries are registered
+    and written one cycle later (timing); the lane mask is written in the cycle after the last word, always
+    a W_SLOT or D_NEXT cycle of the executor, which uses neither WMEM write port, so the stage costs no
+    cycle. The executor's own writes to `wmem` in the same cycle take precedence.
+    """
+    def __init__(self, wmem):
+        self.start, self.count = Signal(), Signal(9)
+        self.word_valid, self.word = Signal(), Signal(32)
+        self.last = Signal()
+        self.phys = Signal(wmem.phys_bits)
+
+        # # #
+
         self.decoder = dec = LILDecoder()
-        ebank = Signal()
-        release = Signal()
+        mask_acc = Signal(ROW_LANES)
+        e_valid, e_lane, e_value, e_fin = Signal(), Signal(8), Signal(32), Signal()
+        e_bit = Signal(ROW_LANES)
+        self.comb += [
+            dec.start.eq(self.start), dec.count.eq(self.count),
+            dec.word_valid.eq(self.word_valid), dec.word.eq(self.word),
+        ]
+        self.sync += [
+            e_valid.eq(dec.entry_valid), e_lane.eq(dec.lane), e_value.eq(dec.value), e_fin.eq(self.last),
+            If(e_valid, mask_acc.eq(mask_acc | e_bit)),
+            If(self.start, mask_acc.eq(0)),
+        ]
+        self.comb += [
+            e_bit.eq(Mux(e_valid, C(1, ROW_LANES) << e_lane, 0)),
+            If(e_valid, wmem.wr.adr.eq(Cat(e_lane, self.phys)), wmem.wr.dat_w.eq(e_value), wmem.wr.we.eq(1)),
+            If(e_fin, wmem.mask_wr.adr.eq(self.phys), wmem.mask_wr.dat_w.eq(mask_acc | e_bit),
+               wmem.mask_wr.we.eq(1)),
+        ]
+
+
+class SparsrExecutor(LiteXModule):
+    """Works through the banks the parser accepted, one after the other: stores the slots of write frames
+    in WMEM (LIL slots through the LIL decoder) or XMEM, copies XMEM rows into WMEM (DMA), answers reads
+    with raw-slot frames and status with `status`.
+
+    Parameters: `banks` (FrameBanks), `wmem` (WMEM), `xmem` (XMEM), `fifo_depth` (answer FIFO).
+    `source`: answer frames. `status`: the counters, in STATUS_COUNTERS order (inputs). `slot_stored`: a
+    slot was stored (or dropped for its row, not counted) this cycle.
+    Cost: a write slot at most its payload words + 2 cycles (a frame at most 255 cycles); a DMA row its
+    words + 3 cycles; answers one word a cycle while the source takes them.
+    """
+    def __init__(self, banks, wmem, xmem, fifo_depth):
+        self.source = stream.Endpoint(WORD_LAYOUT)
+        self.status = [Signal(32, name=f"status_{n}") for n in STATUS_COUNTERS]
+        self.slot_stored = Signal()
+
+        # # #
+
+        pwb, pxb = wmem.phys_bits, xmem.phys_bits
+        rb = len(wmem.row)
         si = Signal(3)
-        tix_e = Signal(3)
-        self.comb += tix_e.eq(Cat(si[:2], ebank))
+        slot = banks.slot
+        self.comb += banks.slot_rindex.eq(si[:2])
         x_raw, x_tox, x_fin, x_cnt, x_off, x_inr = Signal(), Signal(), Signal(), Signal(9), Signal(8), Signal()
         x_nw = Signal(9)
         trow_w, trow_x = Signal(rb), Signal(rb)
@@ -407,49 +576,29 @@ class SparsrReceiver(LiteXModule):
         src_x = Signal()
         in_dma = Signal()
         dleft = Signal(32)
-        mask_acc = Signal(ROW_LANES)
-        mw_phys, mx_phys = Signal(pwb), Signal(pxb)
-        self.comb += [
-            mw.adr.eq(trow_w), mx.adr.eq(trow_x),
-            mw_phys.eq(mw.dat_r ^ trow_w), mx_phys.eq(mx.dat_r ^ trow_x),
-            mk_r.adr.eq(mw_phys),
-            fx_r.adr.eq(physx),
-        ]
+        self.comb += [wmem.row.eq(trow_w), xmem.row.eq(trow_x), xmem.form_rd.adr.eq(physx)]
         move_word = Signal(32)
         raw_lane = Signal(8)
         self.comb += [
-            move_word.eq(Mux(src_x, vx_r.dat_r, fb_r.dat_r)),
+            move_word.eq(Mux(src_x, xmem.rd.dat_r, banks.rd.dat_r)),
             raw_lane.eq(x_off + o[:8]),
         ]
-        self.sync += If(release, busy[ebank].eq(0), ebank.eq(~ebank))
-        self.comb += self.idle.eq((idx == 0) & ~discard & ~busy[0] & ~busy[1])
 
-        # Answer path: one item per cycle into a FIFO; items from WMEM are read one cycle before.
-        self.fifo = fifo = stream.SyncFIFO(WORD_LAYOUT, fifo_depth, buffered=False)
-        self.comb += fifo.source.connect(self.source)
-        emit, emit_mem, emit_last = Signal(), Signal(), Signal()
-        emit_word = Signal(32)
-        it_valid, it_mem, it_last, it_bit = Signal(), Signal(), Signal(), Signal()
-        it_word = Signal(32)
-        can_push = Signal()
-        fw = Signal(9)
+        # Answers: one word a cycle; words from WMEM are read one cycle before they enter the FIFO.
+        self.answer = answer = AnswerPath(fifo_depth)
+        fw = Signal(9)               # words of the answer frame pushed so far
         self.comb += [
-            can_push.eq(_wide(fifo.level, 1) + it_valid < fifo_depth),
-            fifo.sink.valid.eq(it_valid),
-            fifo.sink.data.eq(Mux(it_mem, Mux(it_bit, vw_r.dat_r, 0), it_word)),
-            fifo.sink.last.eq(it_last),
-            emit_last.eq(fw == FRAME_WORDS - 1),
+            answer.source.connect(self.source),
+            answer.last.eq(fw == FRAME_WORDS - 1),
+            answer.wmem_data.eq(wmem.rd.dat_r),
+            answer.wmem_lane_set.eq((wmem.mask_rd.dat_r >> wmem.rd.adr[:8])[0]),
         ]
-        self.sync += [
-            it_valid.eq(emit), it_mem.eq(emit_mem), it_word.eq(emit_word), it_last.eq(emit_last),
-            it_bit.eq((mk_r.dat_r >> vw_r.adr[:8])[0]),
-            If(emit, fw.eq(fw + 1)),
-        ]
+        self.sync += If(answer.push, fw.eq(fw + 1))
 
         # Read plan of one answer frame: a first piece and, if that ends a row, a second one.
         rleft = Signal(32)
         ro = Signal(8)
-        self.comb += vw_r.adr.eq(Cat(ro, mw_phys))     # only R_DATA uses what it reads
+        self.comb += wmem.rd.adr.eq(Cat(ro, wmem.phys))     # only R_DATA uses what it reads
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
         two, second = Signal(), Signal()
         a_pc1, a_space = Signal(9), Signal(9)
@@ -458,110 +607,106 @@ class SparsrReceiver(LiteXModule):
             a_space.eq(PAYLOAD_WORDS - 2 - a_pc1),
         ]
 
-        # Decoded LIL entries are registered and written to WMEM one cycle later (timing); the lane mask of
-        # a LIL slot is written in the cycle after its last word, always a W_SLOT or D_NEXT cycle, which
-        # uses neither WMEM port, so the pipeline stage costs no cycle.
-        e_valid, e_lane, e_value, e_fin, e_fin_set = Signal(), Signal(8), Signal(32), Signal(), Signal()
-        e_bit = Signal(ROW_LANES)
-        self.sync += [
-            e_valid.eq(dec.entry_valid), e_lane.eq(dec.lane), e_value.eq(dec.value), e_fin.eq(e_fin_set),
-            If(e_valid, mask_acc.eq(mask_acc | e_bit)),
-        ]
-        self.comb += [
-            e_bit.eq(Mux(e_valid, C(1, ROW_LANES) << e_lane, 0)),
-            If(e_valid, vw_w.adr.eq(Cat(e_lane, phys[:pwb])), vw_w.dat_w.eq(e_value), vw_w.we.eq(1)),
-            If(e_fin, mk_w.adr.eq(phys[:pwb]), mk_w.dat_w.eq(mask_acc | e_bit), mk_w.we.eq(1)),
-        ]
+        # LIL slots and LIL rows from XMEM into WMEM physical row `phys`.
+        self.lil = lil = LILWriter(wmem)
+        self.comb += lil.phys.eq(phys)
 
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
-            If(busy[ebank],
+            If(banks.pending,
                 NextValue(si, 0),
-                Case(j_kind[ebank], {
+                Case(banks.job.kind, {
                     JOB_WRITE_W: NextState("W_SLOT"),
                     JOB_WRITE_X: NextState("W_SLOT"),
-                    JOB_READ: [NextValue(trow_w, j_p[0][ebank]), NextValue(rleft, j_p[1][ebank]),
+                    JOB_READ: [NextValue(trow_w, banks.job.p0), NextValue(rleft, banks.job.p1),
                                NextValue(ro, 0), NextState("R_PLAN")],
-                    JOB_DMA: [NextValue(trow_x, j_p[0][ebank]), NextValue(trow_w, j_p[1][ebank]),
-                              NextValue(dleft, j_p[2][ebank]), NextState("D_ROW")],
+                    JOB_DMA: [NextValue(trow_x, banks.job.p0), NextValue(trow_w, banks.job.p1),
+                              NextValue(dleft, banks.job.p2), NextState("D_ROW")],
                     JOB_STATUS: [NextValue(fw, 0), NextState("S_EMIT")],
                 })
             )
         )
         # Write frames: one slot after another.
         fsm.act("W_SLOT",
-            If(si == j_ns[ebank],
-                release.eq(1), NextState("IDLE"),
+            If(si == banks.job.ns,
+                banks.release.eq(1), NextState("IDLE"),
             ).Else(
-                NextValue(x_raw, t_raw[tix_e]), NextValue(x_cnt, t_cnt[tix_e]), NextValue(x_off, t_off[tix_e]),
-                NextValue(x_fin, t_fin[tix_e]), NextValue(x_inr, t_inr[tix_e]),
-                NextValue(x_tox, j_kind[ebank] == JOB_WRITE_X),
-                NextValue(trow_w, t_row[tix_e]), NextValue(trow_x, t_row[tix_e]),
-                NextValue(rd_ptr, t_start[tix_e] + 2),
-                NextValue(x_nw, Mux(t_raw[tix_e], t_cnt[tix_e], _lil_words(t_cnt[tix_e]))),
+                NextValue(x_raw, slot.raw), NextValue(x_cnt, slot.cnt), NextValue(x_off, slot.off),
+                NextValue(x_fin, slot.fin), NextValue(x_inr, slot.inr),
+                NextValue(x_tox, banks.job.kind == JOB_WRITE_X),
+                NextValue(trow_w, slot.row), NextValue(trow_x, slot.row),
+                NextValue(rd_ptr, slot.start + 2),
+                NextValue(x_nw, Mux(slot.raw, slot.cnt, _lil_words(slot.cnt))),
                 NextValue(in_dma, 0),
                 NextState("W_PREP"),
             )
         )
         start_move = [
             NextValue(rd_ptr, rd_ptr + 1), NextValue(issue_left, x_nw - 1), NextValue(proc_left, x_nw),
-            NextValue(o, 0), NextValue(mask_acc, 0), dec.start.eq(1), dec.count.eq(x_cnt),
+            NextValue(o, 0), lil.start.eq(1), lil.count.eq(x_cnt),
             NextState("MOVE"),
         ]
         fsm.act("W_PREP",
-            fb_r.adr.eq(Cat(rd_ptr[:8], ebank)),
+            banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)),
             If(~x_inr,
                 NextValue(si, si + 1), NextState("W_SLOT"),
             ).Elif(x_nw == 0,
                 If(x_tox,
-                    fx.adr.eq(mx_phys), fx.dat_w.eq(0), fx.we.eq(1),
+                    xmem.form.adr.eq(xmem.phys), xmem.form.dat_w.eq(0), xmem.form.we.eq(1),
                 ).Else(
-                    mk_w.adr.eq(mw_phys), mk_w.dat_w.eq(0), mk_w.we.eq(1),
+                    wmem.mask_wr.adr.eq(wmem.phys), wmem.mask_wr.dat_w.eq(0), wmem.mask_wr.we.eq(1),
                 ),
-                NextValue(cnt["slots_stored"], cnt["slots_stored"] + 1),
+                self.slot_stored.eq(1),
                 NextValue(si, si + 1), NextState("W_SLOT"),
             ).Else(
                 NextValue(src_x, 0),
-                NextValue(phys, Mux(x_raw, Mux(x_tox, free_x, free_w), Mux(x_tox, mx_phys, mw_phys))),
+                NextValue(phys, Mux(x_raw, Mux(x_tox, xmem.free, wmem.free), Mux(x_tox, xmem.phys, wmem.phys))),
                 *start_move,
             )
         )
         # Move the words of one slot (or one XMEM row): raw -> row words, LIL -> decoder or copy.
         fsm.act("MOVE",
-            If(src_x, vx_r.adr.eq(Cat(rd_ptr[:8], physx))).Else(fb_r.adr.eq(Cat(rd_ptr[:8], ebank))),
+            If(src_x,
+                xmem.rd.adr.eq(Cat(rd_ptr[:8], physx)),
+            ).Else(
+                banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)),
+            ),
             If(issue_left != 0, NextValue(rd_ptr, rd_ptr + 1), NextValue(issue_left, issue_left - 1)),
             NextValue(proc_left, proc_left - 1),
             NextValue(o, o + 1),
             If(x_raw,
                 If(x_tox,
-                    vx_w.adr.eq(Cat(raw_lane, phys[:pxb])), vx_w.dat_w.eq(move_word), vx_w.we.eq(1),
+                    xmem.wr.adr.eq(Cat(raw_lane, phys[:pxb])), xmem.wr.dat_w.eq(move_word), xmem.wr.we.eq(1),
                 ).Else(
-                    vw_w.adr.eq(Cat(raw_lane, phys[:pwb])), vw_w.dat_w.eq(move_word), vw_w.we.eq(1),
+                    wmem.wr.adr.eq(Cat(raw_lane, phys[:pwb])), wmem.wr.dat_w.eq(move_word), wmem.wr.we.eq(1),
                 )
             ).Elif(x_tox,
-                vx_w.adr.eq(Cat(o[:8], phys[:pxb])), vx_w.dat_w.eq(move_word), vx_w.we.eq(1),
+                xmem.wr.adr.eq(Cat(o[:8], phys[:pxb])), xmem.wr.dat_w.eq(move_word), xmem.wr.we.eq(1),
             ).Else(
-                dec.word_valid.eq(1), dec.word.eq(move_word),
+                lil.word_valid.eq(1), lil.word.eq(move_word),
             ),
             If(proc_left == 1,
-                e_fin_set.eq(~x_raw & ~x_tox),
+                lil.last.eq(~x_raw & ~x_tox),
                 If(x_raw,
                     If(x_fin,
                         If(x_tox,
-                            mx.dat_w.eq(free_x ^ trow_x), mx.we.eq(1), NextValue(free_x, mx_phys),
-                            fx.adr.eq(free_x), fx.dat_w.eq(1 << 9), fx.we.eq(1),
+                            xmem.map.dat_w.eq(xmem.free ^ trow_x), xmem.map.we.eq(1),
+                            NextValue(xmem.free, xmem.phys),
+                            xmem.form.adr.eq(xmem.free), xmem.form.dat_w.eq(1 << 9), xmem.form.we.eq(1),
                         ).Else(
-                            mw.dat_w.eq(free_w ^ trow_w), mw.we.eq(1), NextValue(free_w, mw_phys),
-                            mk_w.adr.eq(free_w), mk_w.dat_w.eq((1 << ROW_LANES) - 1), mk_w.we.eq(1),
+                            wmem.map.dat_w.eq(wmem.free ^ trow_w), wmem.map.we.eq(1),
+                            NextValue(wmem.free, wmem.phys),
+                            wmem.mask_wr.adr.eq(wmem.free), wmem.mask_wr.dat_w.eq((1 << ROW_LANES) - 1),
+                            wmem.mask_wr.we.eq(1),
                         )
                     )
                 ).Elif(x_tox,
-                    fx.adr.eq(phys[:pxb]), fx.dat_w.eq(x_cnt), fx.we.eq(1),
+                    xmem.form.adr.eq(phys[:pxb]), xmem.form.dat_w.eq(x_cnt), xmem.form.we.eq(1),
                 ),
                 If(in_dma,
                     NextState("D_NEXT"),
                 ).Else(
-                    NextValue(cnt["slots_stored"], cnt["slots_stored"] + 1),
+                    self.slot_stored.eq(1),
                     NextValue(si, si + 1), NextState("W_SLOT"),
                 )
             )
@@ -569,25 +714,25 @@ class SparsrReceiver(LiteXModule):
         # DMA XMEM -> WMEM, one row after another; LIL rows go through the decoder.
         fsm.act("D_ROW",
             If(dleft == 0,
-                release.eq(1), NextState("IDLE"),
+                banks.release.eq(1), NextState("IDLE"),
             ).Else(
-                NextValue(physx, mx_phys), NextValue(in_dma, 1), NextValue(src_x, 1), NextValue(x_tox, 0),
+                NextValue(physx, xmem.phys), NextValue(in_dma, 1), NextValue(src_x, 1), NextValue(x_tox, 0),
                 NextState("D_FORM"),
             )
         )
         fsm.act("D_FORM",
-            vx_r.adr.eq(Cat(C(0, 8), physx)),
+            xmem.rd.adr.eq(Cat(C(0, 8), physx)),
             NextValue(rd_ptr, 0),
-            NextValue(x_raw, fx_r.dat_r[9]), NextValue(x_fin, 1), NextValue(x_off, 0),
-            NextValue(x_cnt, fx_r.dat_r[:9]),
-            NextValue(x_nw, Mux(fx_r.dat_r[9], ROW_WORDS, _lil_words(fx_r.dat_r[:9]))),
-            NextValue(phys, Mux(fx_r.dat_r[9], free_w, mw_phys)),
+            NextValue(x_raw, xmem.form_rd.dat_r[9]), NextValue(x_fin, 1), NextValue(x_off, 0),
+            NextValue(x_cnt, xmem.form_rd.dat_r[:9]),
+            NextValue(x_nw, Mux(xmem.form_rd.dat_r[9], ROW_WORDS, _lil_words(xmem.form_rd.dat_r[:9]))),
+            NextValue(phys, Mux(xmem.form_rd.dat_r[9], wmem.free, wmem.phys)),
             NextState("D_PREP"),
         )
         fsm.act("D_PREP",
-            vx_r.adr.eq(Cat(rd_ptr[:8], physx)),
+            xmem.rd.adr.eq(Cat(rd_ptr[:8], physx)),
             If(x_nw == 0,
-                mk_w.adr.eq(phys[:pwb]), mk_w.dat_w.eq(0), mk_w.we.eq(1),
+                wmem.mask_wr.adr.eq(phys[:pwb]), wmem.mask_wr.dat_w.eq(0), wmem.mask_wr.we.eq(1),
                 NextState("D_NEXT"),
             ).Else(*start_move)
         )
@@ -606,28 +751,28 @@ class SparsrReceiver(LiteXModule):
             NextState("R_HDR"),
         )
         fsm.act("R_HDR",
-            If(can_push,
-                emit.eq(1),
-                emit_word.eq(Mux(fw == 0, CMD_ANSWER_ROWS, Mux(fw == 1, used, 1 + two))),
+            If(answer.can_push,
+                answer.push.eq(1),
+                answer.word.eq(Mux(fw == 0, CMD_ANSWER_ROWS, Mux(fw == 1, used, 1 + two))),
                 NextValue(pc, pc1),
                 If(fw == 2, NextState("R_TAG")),
             )
         )
         fsm.act("R_TAG",
-            If(can_push,
-                emit.eq(1),
-                emit_word.eq(Cat(C(make_tag(KIND_RAW), 8), pc, ro)),
+            If(answer.can_push,
+                answer.push.eq(1),
+                answer.word.eq(TAG.value(kind=KIND_RAW, width=LANE_WIDTH_CODE, count=pc, offset=ro)),
                 NextState("R_ROW"),
             )
         )
         fsm.act("R_ROW",
-            If(can_push,
-                emit.eq(1), emit_word.eq(trow_w), NextValue(dleft, pc), NextState("R_DATA"),
+            If(answer.can_push,
+                answer.push.eq(1), answer.word.eq(trow_w), NextValue(dleft, pc), NextState("R_DATA"),
             )
         )
         fsm.act("R_DATA",
-            If(can_push,
-                emit.eq(1), emit_mem.eq(1),
+            If(answer.can_push,
+                answer.push.eq(1), answer.from_wmem.eq(1),
                 NextValue(ro, ro + 1), NextValue(dleft, dleft - 1),
                 If(dleft == 1,
                     If(ro == ROW_WORDS - 1, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),
@@ -641,26 +786,69 @@ class SparsrReceiver(LiteXModule):
         )
         fsm.act("R_PAD",
             If(fw == FRAME_WORDS,
-                If(rleft == 0, release.eq(1), NextState("IDLE")).Else(NextState("R_PLAN")),
-            ).Elif(can_push,
-                emit.eq(1), emit_word.eq(0),
+                If(rleft == 0, banks.release.eq(1), NextState("IDLE")).Else(NextState("R_PLAN")),
+            ).Elif(answer.can_push,
+                answer.push.eq(1), answer.word.eq(0),
             )
         )
         # Status: the counters in STATUS_COUNTERS order.
         n_cnt = len(STATUS_COUNTERS)
-        status_words = Array([C(CMD_ANSWER_STATUS, 32), C(n_cnt, 32), C(0, 32)] +
-                             [cnt[n] for n in STATUS_COUNTERS])
+        status_words = Array([C(CMD_ANSWER_STATUS, 32), C(n_cnt, 32), C(0, 32)] + self.status)
         fsm.act("S_EMIT",
             If(fw == FRAME_WORDS,
-                release.eq(1), NextState("IDLE"),
-            ).Elif(can_push,
-                emit.eq(1),
-                emit_word.eq(Mux(fw < HEADER_WORDS + n_cnt, status_words[fw[:4]], 0)),
+                banks.release.eq(1), NextState("IDLE"),
+            ).Elif(answer.can_push,
+                answer.push.eq(1),
+                answer.word.eq(Mux(fw < HEADER_WORDS + n_cnt, status_words[fw[:4]], 0)),
             )
         )
 
+
+# Receiver ------------------------------------------------------------------------------------------------
+
+class SparsrReceiver(LiteXModule):
+    """Card-side receiver of the Sparsr wire format, with WMEM, XMEM and the XMEM->WMEM DMA.
+
+    Parameters: `wmem_rows`, `xmem_rows` (rows of 1024 bytes each memory holds, 1..4096), `fifo_depth` of
+    the answer FIFO, `with_csr` (one CSRStatus per counter of `common.COUNTERS`, cores.lib.counters).
+
+    `sink`: 32-bit words, `last` on the 256th word of each frame (a frame of any other length is refused,
+    reason LENGTH). `source`: answer frames (rows read, status), same framing. `counters`: name -> Signal.
+    Throughput: one input word per cycle sustained for write frames (a frame commits in at most 255
+    cycles while the next one streams in); a read or DMA command holds the input only while it runs.
+    `idle`: nothing received or in progress. Latency: a frame's rows are visible at most 256 cycles after
+    its last word.
+    """
+    def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=False):
+        for name, v in (("wmem_rows", wmem_rows), ("xmem_rows", xmem_rows)):
+            if not isinstance(v, int) or not 1 <= v <= 4096:
+                raise ValueError(f"{name} must be an integer in 1..4096, got {v!r}")
+        if not isinstance(fifo_depth, int) or fifo_depth < 4:
+            raise ValueError(f"fifo_depth must be an integer >= 4, got {fifo_depth!r}")
+        self.wmem_rows, self.xmem_rows = wmem_rows, xmem_rows
+        self.sink = stream.Endpoint(WORD_LAYOUT)
+        self.source = stream.Endpoint(WORD_LAYOUT)
+        self.idle = Signal()
+
+        # # #
+
+        row_bits = max(bits_for(max(wmem_rows, xmem_rows) - 1), 1)
+        self.wmem = wmem = WMEM(wmem_rows, row_bits)
+        self.xmem = xmem = XMEM(xmem_rows, row_bits)
+        self.banks = banks = FrameBanks(row_bits)
+        self.parser = parser = SparsrParser(banks, wmem_rows, xmem_rows)
+        self.executor = executor = SparsrExecutor(banks, wmem, xmem, fifo_depth)
+        self.comb += [
+            self.sink.connect(parser.sink),
+            executor.source.connect(self.source),
+            self.idle.eq(parser.idle & banks.empty),
+        ]
+        add_counters(self, COUNTERS, {
+            "frames_ok": parser.accept,
+            **{"refused_" + name: parser.refuse & (parser.reason == code) for code, name in REASONS.items()},
+            "slots_stored": executor.slot_stored,
+            "slots_refused_row": Mux(parser.accept, parser.rows_refused, 0),
+        })
+        self.comb += [s.eq(self.counters[n]) for s, n in zip(executor.status, STATUS_COUNTERS)]
         if with_csr:
-            for name in STATUS_COUNTERS:
-                csr = CSRStatus(32, name=name, description=f"Counter `{name}` (see cores/sparsr/common.py).")
-                setattr(self, name, csr)
-                self.comb += csr.status.eq(cnt[name])
+            add_counter_csrs(self, COUNTERS)

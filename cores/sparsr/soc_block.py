@@ -1,7 +1,8 @@
 """SparsrBlock: the Sparsr receiver for the SoC, fed and read by the host through a Wishbone window.
 
-Window (32-bit words, `self.bus`, 2 KiB): words TX_OFFSET..+255 are the TX frame buffer (host writes one
-frame), words RX_OFFSET..+255 the RX buffer (holds one answer frame). CSRs:
+Window (32-bit words, `self.bus`, WINDOW_BYTES = 2 KiB; offsets in cores/sparsr/common.py): words
+TX_OFFSET..+255 are the TX frame buffer (host writes one frame), words RX_OFFSET..+255 the RX buffer (holds
+one answer frame). CSRs:
 ``tx_go`` (write: stream the TX buffer into the receiver as one frame), ``status`` (tx_busy, rx_valid),
 ``rx_pop`` (write: release the RX buffer for the next answer), ``config`` (wmem_rows, xmem_rows), plus the
 receiver's counters
@@ -13,12 +14,10 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import wishbone
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 
-from cores.sparsr.common import FRAME_WORDS
+from cores.sparsr.common import FRAME_WORDS, RX_OFFSET
 from cores.sparsr.receiver import SparsrReceiver
 
-TX_OFFSET = 0
-RX_OFFSET = FRAME_WORDS
-WINDOW_BYTES = 2 * FRAME_WORDS * 4
+RX_SELECT = log2_int(RX_OFFSET)    # the window address bit that selects the RX buffer (the TX buffer is at 0)
 
 
 class SparsrBlock(LiteXModule):
@@ -51,9 +50,9 @@ class SparsrBlock(LiteXModule):
         self.comb += [
             access.eq(bus.cyc & bus.stb & ~bus.ack),
             tx_w.adr.eq(bus.adr[:8]), tx_w.dat_w.eq(bus.dat_w),
-            tx_w.we.eq(access & bus.we & (bus.adr[8] == 0)),
+            tx_w.we.eq(access & bus.we & (bus.adr[RX_SELECT] == 0)),
             rx_r.adr.eq(bus.adr[:8]),
-            bus.dat_r.eq(Mux(bus.adr[8], rx_r.dat_r, 0)),
+            bus.dat_r.eq(Mux(bus.adr[RX_SELECT], rx_r.dat_r, 0)),
         ]
         self.sync += bus.ack.eq(access)
 

@@ -3,9 +3,9 @@
 * Input rate: frames queued back to back into the RTL receiver: words accepted per cycle between the first
   and the last word (goal 1.0, the line rate), for the most expensive frames (four LIL slots filling the
   payload, raw pieces) and random row mixes; in Migen simulation, and (full mode) a long run of the
-  generated Verilog in Verilator, checked against the reference model.
+  generated Verilog as a Verilated model, checked against the reference model.
 * PCIe (full mode): write frames through LitePCIe's endpoint and DMA reader into the receiver, the host
-  modelled at TLP level (software/sparsr/tlp.py), in Verilator: words per cycle at the receiver.
+  modelled at TLP level (sim/models/pcie.py), as a Verilated model: words per cycle at the receiver.
 * Wire efficiency: row bytes delivered per frame byte, LIL+raw (the encoder's raw escape) against raw
   only (every row sent raw, the reference), for rows of 0..256 non-zero lanes.
 * ECP5: LUT4/FF/BRAM/Fmax of the receiver (WMEM 16 rows, XMEM 8 rows) out of context (full mode only).
@@ -16,8 +16,8 @@ from cores.sparsr.common import FRAME_WORDS, ROW_LANES, ROW_WORDS, KIND_LIL, mak
 from cores.sparsr.receiver import SparsrReceiver
 from sim.bench.framework import BenchResult, Table, plot_path
 from software.sparsr.frames import encode_rows, frame, lil_payload, status_frame
-from software.sparsr.links import MigenLink
-from software.sparsr.model import CardModel
+from software.sparsr.reference import CardModel
+from sim.models.sparsr_link import MigenLink
 from cores.sparsr.common import CMD_WRITE_WMEM
 
 DENSITIES = (0, 1, 8, 16, 32, 48, 64, 80, 102, 103, 128, 204, 256)
@@ -64,8 +64,8 @@ def input_rate(n_mixed_rows, seed=1, wmem_rows=8):
 
 
 def input_rate_verilog(n_mixed_rows, seed=3, wmem_rows=8):
-    """The long run: the same kind of frames through the generated Verilog (Verilator), at full rate."""
-    from software.sparsr.vsim import VerilatedReceiver
+    """The long run: the same kind of frames through the generated Verilog (Verilated model), at full rate."""
+    from sim.verilated.sparsr import VerilatedReceiver
     frames = _frames(random.Random(seed), n_mixed_rows, wmem_rows) + [status_frame()]
     model = CardModel(wmem_rows, 4)
     expected = [a for f in frames for a in model.receive(f)]
@@ -76,10 +76,10 @@ def input_rate_verilog(n_mixed_rows, seed=3, wmem_rows=8):
 
 
 def pcie_rate(n_rows, seed=4, ready_prob=1.0, valid_prob=1.0, interleave=True, frames_per_descriptor=1, wmem_rows=8):
-    """Write frames (random rows) + status through LitePCIe's DMA reader into the receiver (Verilator, host at
-    TLP level): receiver words per cycle between its first and last word."""
-    from software.sparsr.tlp import PCIeCard, exchange
-    from software.sparsr.vsim import CycleSim
+    """Write frames (random rows) + status through LitePCIe's DMA reader into the receiver (Verilated model,
+    host at TLP level): receiver words per cycle between its first and last word."""
+    from sim.models.pcie import PCIeCard, exchange
+    from sim.verilator import CycleSim
     rng = random.Random(seed)
     rows = [_row(rng, rng.choice(DENSITIES)) for _ in range(n_rows)]
     frames = [f for k in range(0, n_rows, wmem_rows) for f in encode_rows(0, rows[k:k + wmem_rows])]
@@ -87,7 +87,7 @@ def pcie_rate(n_rows, seed=4, ready_prob=1.0, valid_prob=1.0, interleave=True, f
     model = CardModel(wmem_rows, 4)
     expected = [a for f in frames for a in model.receive(f)]
     card = PCIeCard(wmem_rows, 4)
-    sim = CycleSim(card, card.ports(), top="sparsr_pcie")
+    sim = CycleSim(card, card.ports(), name="sparsr_pcie")
     try:
         answers, fires, _ = exchange(sim, frames, len(expected), seed=seed, ready_prob=ready_prob,
                                      valid_prob=valid_prob, interleave=interleave,

@@ -9,8 +9,7 @@ frame opens with the next piece.
 from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, MAX_SLOTS, SLOT_HEADER_WORDS, ROW_LANES, ROW_WORDS, WORD_MASK,
     KIND_END, KIND_RAW, KIND_LIL, LIL_MAX_ENTRIES, LIL_ENTRY_BYTES, CMD_READ_WMEM, CMD_DMA_XMEM_WMEM,
-    CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, WRITE_CMDS, STATUS_COUNTERS, TAG_KIND, TAG_COUNT,
-    TAG_OFFSET, make_tag, field_get, lil_words,
+    CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, WRITE_CMDS, STATUS_COUNTERS, TAG, make_tag, lil_words,
 )
 
 
@@ -133,12 +132,12 @@ class AnswerDecoder:
         pos, n_slots = HEADER_WORDS, 0
         while pos < FRAME_WORDS:
             tag = words[pos]
-            kind = field_get(tag, TAG_KIND)
+            kind = TAG.get(tag, "kind")
             if kind == KIND_END:
                 break
             if kind != KIND_RAW or pos + SLOT_HEADER_WORDS > FRAME_WORDS:
                 raise AnswerError(f"answer slot at word {pos} is not raw")
-            count, offset, number = field_get(tag, TAG_COUNT), field_get(tag, TAG_OFFSET), words[pos + 1]
+            count, offset, number = TAG.get(tag, "count"), TAG.get(tag, "offset"), words[pos + 1]
             if offset != len(self._words) or (self._row is not None and number != self._row):
                 raise AnswerError(f"answer piece row {number} offset {offset} does not continue the row")
             self._row = number

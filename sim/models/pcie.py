@@ -1,8 +1,9 @@
-"""The host side of a PCIe link at TLP level, for the Sparsr PCIe path in simulation.
+"""A PCIe link at TLP level: a model PHY, the Sparsr card behind it and the host side, for the Sparsr PCIe
+path in simulation.
 
 LitePCIe's pip package has no simulation models (its repository keeps them under test/model), and Migen's
 simulator runs the endpoint + DMA + receiver at about 20 cycles per second, so the card (`PCIeCard`) runs
-in Verilator, stepped cycle by cycle from Python (`software.sparsr.vsim.CycleSim`). `TLPHost` models the
+as a Verilated model, stepped cycle by cycle from Python (`sim.verilator.CycleSim`). `TLPHost` models the
 root complex and host memory from the PCIe TLP formats, with LitePCIe's header field definitions: the
 card's memory-read requests are answered with completions (split at the max payload size, completions of
 different requests interleaved at random), its memory writes land in host memory.

@@ -6,10 +6,9 @@ the order in which a receiver meets the words: the first rule broken, word by wo
 """
 from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, SLOT_HEADER_WORDS, MAX_SLOTS, ROW_WORDS, ROW_LANES,
-    KIND_END, KIND_RAW, KIND_LIL, LANE_WIDTH_CODE, LIL_MAX_ENTRIES, LIL_ENTRY_BYTES, TAG_KIND, TAG_WIDTH,
-    TAG_COUNT, TAG_OFFSET, TAG_RESERVED_MASK, CMD_WRITE_WMEM, CMD_WRITE_XMEM, CMD_READ_WMEM,
-    CMD_DMA_XMEM_WMEM, CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS, STATUS_COUNTERS,
-    REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER, field_get,
+    KIND_END, KIND_RAW, KIND_LIL, LANE_WIDTH_CODE, LIL_MAX_ENTRIES, LIL_ENTRY_BYTES, TAG, CMD_WRITE_WMEM,
+    CMD_WRITE_XMEM, CMD_READ_WMEM, CMD_DMA_XMEM_WMEM, CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS,
+    STATUS_COUNTERS, REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER,
 )
 
 
@@ -39,13 +38,14 @@ class CardModel:
             if pos == FRAME_WORDS:
                 break
             tag = words[pos]
-            kind = field_get(tag, TAG_KIND)
+            f = TAG.unpack(tag)
+            kind = f["kind"]
             if kind == KIND_END:
                 break
-            count, offset = field_get(tag, TAG_COUNT), field_get(tag, TAG_OFFSET)
+            count, offset = f["count"], f["offset"]
             n_words = (count * LIL_ENTRY_BYTES + 3) // 4 if kind == KIND_LIL else count
-            bad = (kind not in (KIND_RAW, KIND_LIL) or field_get(tag, TAG_WIDTH) != LANE_WIDTH_CODE
-                   or tag & TAG_RESERVED_MASK or pos + SLOT_HEADER_WORDS + n_words > FRAME_WORDS
+            bad = (kind not in (KIND_RAW, KIND_LIL) or f["width"] != LANE_WIDTH_CODE
+                   or tag & TAG.reserved_mask() or pos + SLOT_HEADER_WORDS + n_words > FRAME_WORDS
                    or (kind == KIND_RAW and (count == 0 or offset + count > ROW_WORDS))
                    or (kind == KIND_LIL and (count > LIL_MAX_ENTRIES or offset != 0)))
             if bad:
@@ -158,7 +158,7 @@ class CardModel:
             while pos < len(stream) and PAYLOAD_WORDS - len(payload) >= SLOT_HEADER_WORDS + 1:
                 row, offset, _ = stream[pos]
                 count = min(PAYLOAD_WORDS - len(payload) - SLOT_HEADER_WORDS, ROW_WORDS - offset)
-                tag = KIND_RAW | LANE_WIDTH_CODE << TAG_WIDTH[0] | count << TAG_COUNT[0] | offset << TAG_OFFSET[0]
+                tag = TAG.pack(kind=KIND_RAW, width=LANE_WIDTH_CODE, count=count, offset=offset)
                 payload += [tag, row] + [v for _, _, v in stream[pos:pos + count]]
                 pos += count
                 n_slots += 1
