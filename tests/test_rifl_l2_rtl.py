@@ -1,5 +1,5 @@
 """RIFL Layer 2 endpoint gateware (cores/rifl/l2.py): segmenter output against the Python segmentation
-(software/rifl/l2.py) byte for byte, reassembly round trips for lengths 1..4096 (every length next to a
+(software/rifl/reference.py) byte for byte, reassembly round trips for lengths 1..4096 (every length next to a
 segment boundary, random others) under random back-pressure, through two Layer 1 endpoints and noisy
 channels, line rate, the gateware reply route against common.reply_route, and bad input."""
 import random
@@ -11,29 +11,18 @@ from migen.sim import passive, run_simulation
 from litex.gen import LiteXModule
 
 from cores.rifl import common as c
-from cores.rifl.channel import RIFLChannel
 from cores.rifl.l2 import RX_COUNTERS, BytePacker, L2Reassembler, L2Segmenter, reply_route_statements
-from cores.rifl.link import RIFLEndpoint
-from software.rifl import l2 as ref
+from cores.rifl.link_bench import RIFLLinkBench
+from software.rifl import reference as ref
+from tests.harness.rifl import collect_packets
 
 
-class Chain(LiteXModule):
-    """Segmenter -> (Layer 1 endpoint A -> channel -> endpoint B) -> reassembler."""
-    def __init__(self, F, dw, latency=None):
-        self.seg = L2Segmenter(F, dw)
-        self.rea = L2Reassembler(F, dw)
-        if latency is None:
-            self.comb += self.seg.source.connect(self.rea.sink)
-        else:
-            self.a = RIFLEndpoint(F, rtt=2 * latency)
-            self.b = RIFLEndpoint(F, rtt=2 * latency)
-            self.ab = RIFLChannel(F, latency, seed=11)
-            self.ba = RIFLChannel(F, latency, seed=13)
-            self.comb += [
-                self.seg.source.connect(self.a.sink), self.b.source.connect(self.rea.sink),
-                self.ab.sink_frame.eq(self.a.tx_frame), self.b.rx_frame.eq(self.ab.source_frame),
-                self.ba.sink_frame.eq(self.b.tx_frame), self.a.rx_frame.eq(self.ba.source_frame),
-            ]
+def back_to_back(F, dw):
+    """Segmenter -> reassembler, no link between them."""
+    m = LiteXModule()
+    m.seg, m.rea = L2Segmenter(F, dw), L2Reassembler(F, dw)
+    m.comb += m.seg.source.connect(m.rea.sink)
+    return m
 
 
 def random_route(rng):
@@ -53,10 +42,14 @@ def boundary_lengths(limit=4096):
 
 
 def run_chain(packets, F=256, dw=256, latency=None, valid_p=1.0, ready_p=1.0, seed=1, err=0.0, cycles=None):
-    """Send packets [(bytes, route, length_param)] and collect the segmenter's Layer 1 packets and the
-    reassembler's packets; returns (units, received, counters, cycle stamps of segmenter output beats)."""
+    """Send packets [(bytes, route, length_param)] through segmenter -> reassembler, back to back or (latency
+    given) over the link bench with 3-bit error bursts A->B at per-frame probability `err`; returns (the
+    segmenter's Layer 1 packets, the reassembler's packets, counters, cycle stamps of segmenter output beats)."""
     W, P = dw // 8, c.payload_bytes(F)
-    dut = Chain(F, dw, latency)
+    if latency is None:
+        dut = back_to_back(F, dw)
+    else:
+        dut = RIFLLinkBench(F, latency, seeds=(11, 13), l2_data_width=dw)
     units, received, stamps = [], [], []
     nunits = sum(c.l2_segments(L) for _, _, L in packets if 1 <= L <= c.L2_MAX_PACKET_BYTES)
     budget = cycles or 400 + 3 * nunits * (-(-c.L2_PACKET_BYTES // P)) * (1 if ready_p == 1.0 else 4)
@@ -95,40 +88,21 @@ def run_chain(packets, F=256, dw=256, latency=None, valid_p=1.0, ready_p=1.0, se
                     cur = bytearray()
             yield
 
-    def mon_rea():
-        rng = random.Random(seed + 1)
-        cur, left = bytearray(), None
-        for _ in range(budget):
-            if len(received) == nexpected and len(units) == nunits:
-                break
-            s = dut.rea.source
-            yield s.ready.eq(rng.random() < ready_p)
-            yield
-            if (yield s.valid) and (yield s.ready):
-                length = yield s.length
-                left = length if left is None else left
-                take = min(W, left)
-                cur += (yield s.data).to_bytes(W, "little")[:take]
-                left -= take
-                assert (yield s.last) == (left == 0)
-                if left == 0:
-                    received.append((bytes(cur), length, (yield s.header), (yield s.reply)))
-                    cur, left = bytearray(), None
-        for _ in range(200):           # the rest of the last Layer 2 packet (padding) drains
-            if (yield dut.rea.counters["segments"]) == nunits:
-                break
-            yield
-        yield from read()
+    counters = {}
 
-    def chaos():
+    def wait():
         if latency is not None:
             yield dut.ab.threshold.eq(int(err * 2**32))
             yield dut.ab.burst.eq(3)
             yield dut.ba.threshold.eq(int(err * 2**32))
-
-    counters = {}
-
-    def read():
+        for _ in range(budget):
+            if len(received) == nexpected and len(units) == nunits:
+                break
+            yield
+        for _ in range(200):           # the rest of the last Layer 2 packet (padding) drains
+            if (yield dut.rea.counters["segments"]) == nunits:
+                break
+            yield
         for side, m in (("tx", dut.seg), ("rx", dut.rea)):
             counters[side] = {}
             for k, v in m.counters.items():
@@ -136,7 +110,8 @@ def run_chain(packets, F=256, dw=256, latency=None, valid_p=1.0, ready_p=1.0, se
         if latency is not None:
             counters["b_rx_errors"] = yield dut.b.counters["rx_errors"]
             counters["ab_errors"] = yield dut.ab.errors
-    run_simulation(dut, [src(), mon_seg(), mon_rea(), chaos()])
+    run_simulation(dut, [src(), mon_seg(), collect_packets(dut.rea.source, received, random.Random(seed + 1), dw,
+                                                           ready_p), wait()])
     return units, received, counters, stamps
 
 

@@ -1,13 +1,14 @@
 """RIFL Layer 2 endpoint in gateware: segmentation of upper-layer packets into Layer 2 packets (header +
-256-byte segment, one Layer 1 packet each) and reassembly, bit-exact with software/rifl/l2.py."""
+256-byte segment, one Layer 1 packet each) and reassembly, bit-exact with software/rifl/reference.py."""
 from migen import *
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
-from litex.soc.interconnect.csr import CSRField, CSRStatus, CSRStorage
+from litex.soc.interconnect.csr import CSRField, CSRStorage
 
+from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
-    L2_HEADER_BITS, L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_LENGTH_OFFSET,
+    L2_DST_PORTS, L2_HEADER, L2_HEADER_BITS, L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_LENGTH_OFFSET,
     L2_MAX_PACKET_BYTES, L2_PACKET_BYTES, L2_RX_CONTEXTS, L2_RX_CONTEXTS_MAX, L2_RX_PARAMS, L2_RX_TIMEOUT,
     L2_RX_TIMEOUT_BITS, L2_RX_TIMEOUT_STEPS, L2_TX_PARAMS,
     MAX_HOPS, SEGMENT_BYTES, check_frame_bits, check_l2_data_width, l2_data_layout, l2_segments,
@@ -47,15 +48,14 @@ def _header_bytes(header):
 def reply_route_statements(header, reply):
     """Statements setting `reply` to cores.rifl.common.reply_route(header): a case over Total Hops (0..5,
     anything else gives 0) of rotations, reversal and negation modulo 256 of the Dst Port bytes."""
-    total = header[L2_HEADER_BITS - 4:]
-    ports = _header_bytes(header)[1:]                 # DP1..DP5
+    ports = [L2_HEADER.field(header, name) for name in L2_DST_PORTS]
     cases = {"default": reply.eq(0)}
     for t in range(MAX_HOPS + 1):
         k = -t % MAX_HOPS
         orig = ports[k:] + ports[:k]
         back = [(C(0, 8) - p)[:8] for p in reversed(orig[:t])] + [C(0, 8)] * (MAX_HOPS - t)
-        cases[t] = reply.eq(Cat(*reversed(back), C(t, 4), C(t, 4)))
-    return Case(total, cases)
+        cases[t] = reply.eq(L2_HEADER.value(total_hops=t, remain_hops=t, **dict(zip(L2_DST_PORTS, back))))
+    return Case(L2_HEADER.field(header, "total_hops"), cases)
 
 
 def _byte_mask(module, n, nbytes):
@@ -97,19 +97,6 @@ class BytePacker(LiteXModule):
             buf.eq((buf >> Cat(C(0, 3), shift)) | (chunk << Cat(C(0, 3), after))[:8 * B]),
             level.eq(after + Mux(sink.valid & sink.ready, sink.n, 0)),
         ]
-
-
-def _add_counters(module, counters, events):
-    module.counters = {name: Signal(32, name=name) for name, _ in counters}
-    for name, _ in counters:
-        module.sync += If(events[name], module.counters[name].eq(module.counters[name] + 1))
-
-
-def _add_counter_csrs(module, counters):
-    for name, desc in counters:
-        csr = CSRStatus(32, name=name, description=desc)
-        setattr(module, "_" + name, csr)
-        module.comb += csr.status.eq(module.counters[name])
 
 
 class L2Segmenter(LiteXModule):
@@ -251,9 +238,9 @@ class L2Segmenter(LiteXModule):
             If(final, ubeat.eq(0), final.eq(0)).Else(ubeat.eq(ubeat + 1), final.eq(ubeat == nbeats - 2)),
         )
 
-        _add_counters(self, TX_COUNTERS, ev)
+        add_counters(self, TX_COUNTERS, ev)
         if with_csr:
-            _add_counter_csrs(self, TX_COUNTERS)
+            add_counter_csrs(self, TX_COUNTERS)
 
 
 def _cat_fields(*fields):
@@ -617,6 +604,6 @@ class L2Reassembler(LiteXModule):
             If(source.last, st[params.source.ctx].eq(FREE)),
         )
 
-        _add_counters(self, RX_COUNTERS, ev)
+        add_counters(self, RX_COUNTERS, ev)
         if with_csr:
-            _add_counter_csrs(self, RX_COUNTERS)
+            add_counter_csrs(self, RX_COUNTERS)
