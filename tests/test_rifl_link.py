@@ -8,8 +8,9 @@ from migen.sim import run_simulation
 
 from cores.rifl import common as c
 from cores.rifl.channel import RIFLChannel
-from cores.rifl.link import RIFLEndpoint, crc12_matrix
+from cores.rifl.link import RIFLEndpoint, RIFLReceiver, RIFLReplayControl, RIFLTransmitter, crc12_matrix
 from cores.rifl.link_bench import RIFLLinkBench
+from software.rifl.reference import encode_ctrl
 from tests.harness.rifl import (assert_delivered, line_events, random_beats, ref_crc12, ref_ctrl_frame, ref_frame,
                                 ref_lfsr_mask, run_link, send_beats, to_bits)
 
@@ -71,6 +72,136 @@ def test_tx_frames_match_reference_encoder():
     assert data[:3] == exp
     idle = [f for f in frames if (f >> (F - 2)) == c.SYNC_CTRL]
     assert ref_ctrl_frame(F, c.CTRL_IDLE, 3) in idle
+
+
+def test_transmitter_alone():
+    """RIFLTransmitter with the receiver's and the replay control's state driven by the test: each state's
+    slot choice puts the independent encoder's frame on the line (PAUSE, new data, its replay from the
+    buffer, IDLE, REPLAY marker, RETRANS in every other slot, flow control)."""
+    F = 64
+    P = c.payload_bytes(F)
+    tx = RIFLTransmitter(F, log2n=4)
+    d = 0x0102030405A6
+    data = ref_frame(F, c.SYNC_DATA, c.META_ALL_VALID | c.META_EOP, int.from_bytes(d.to_bytes(P, "little"), "big"), 0)
+    phases = [
+        ({"rx_aligned": 0}, {ref_ctrl_frame(F, c.CTRL_PAUSE, 0)}),
+        ({"rx_aligned": 1, "remote_up": 1}, {data}),          # the beat, then its replays (rp stays 0)
+        ({"rp": 1}, {ref_ctrl_frame(F, c.CTRL_IDLE, 1)}),
+        ({"marker_pending": 1}, {ref_ctrl_frame(F, c.CTRL_REPLAY, 1)}),
+        ({"marker_pending": 0, "recovering": 1, "rx_seq": 5},
+         {ref_ctrl_frame(F, c.CTRL_RETRANS, 5, 1), ref_ctrl_frame(F, c.CTRL_IDLE, 1, 1)}),
+        ({"recovering": 0, "fc_want": 1}, {encode_ctrl(F, frame_id=1, code=c.CTRL_FC, seq=1, fc_on_valid=1)}),
+    ]
+    seen, seqs = [], []
+
+    def drive():
+        for k, (inputs, _) in enumerate(phases):
+            for name, v in inputs.items():
+                yield getattr(tx, name).eq(v)
+            if k == 1:
+                yield tx.sink.valid.eq(1)
+                yield tx.sink.data.eq(d)
+                yield tx.sink.nbytes.eq(P)
+                yield tx.sink.last.eq(1)
+            for t in range(12):
+                yield
+                if k == 1 and (yield tx.sink.ready):
+                    yield tx.sink.valid.eq(0)
+                seen.append((k, t, (yield tx.tx_frame)))
+            seqs.append((yield tx.tx_seq))
+    run_simulation(tx, [drive()])
+    for k, (_, expected) in enumerate(phases):
+        frames = [f for p, t, f in seen if p == k and t >= 3]          # past the 3-cycle latency
+        assert set(frames) == expected, k
+    retrans = [f == ref_ctrl_frame(F, c.CTRL_RETRANS, 5, 1) for p, t, f in seen if p == 4 and t >= 3]
+    assert all(a != b for a, b in zip(retrans, retrans[1:]))          # every other slot
+    assert seqs == [0, 1, 1, 1, 1, 2]                                  # new numbered frames: the beat, the FC
+
+
+def test_receiver_alone():
+    """RIFLReceiver fed the independent encoder's frames: alignment, in-order data, a RETRANS passed to the
+    replay control, flow control ON, a wrong id starting a recovery in which data is accepted only after
+    the REPLAY marker."""
+    F = 64
+    P = c.payload_bytes(F)
+    rx = RIFLReceiver(F, rx_depth=64)
+    data = lambda k: ref_frame(F, c.SYNC_DATA, c.META_ALL_VALID | c.META_EOP, 0x665544332200 + k, k)
+    frames = ([ref_ctrl_frame(F, c.CTRL_IDLE, 0)] * 12 + [data(0), data(1), ref_ctrl_frame(F, c.CTRL_RETRANS, 1),
+              encode_ctrl(F, frame_id=2, code=c.CTRL_FC, seq=2, fc_on_valid=1), data(4), data(3),
+              ref_ctrl_frame(F, c.CTRL_REPLAY, 3), data(3)] + [ref_ctrl_frame(F, c.CTRL_IDLE, 4)] * 6)
+    out, trace, cnt = [], [], {}
+
+    def drive():
+        yield rx.source.ready.eq(1)
+        for f in frames:
+            yield rx.rx_frame.eq(f)
+            yield
+            if (yield rx.source.valid):
+                out.append((yield rx.source.data))
+            trace.append(((yield rx.link_up), (yield rx.recovering), (yield rx.retrans), (yield rx.retrans_seq)))
+        for k, sig in rx.counters.items():
+            cnt[k] = yield sig
+        cnt["remote_xoff"] = yield rx.remote_xoff
+    run_simulation(rx, [drive()])
+    assert out == [int.from_bytes((0x665544332200 + k).to_bytes(P, "big"), "little") for k in (0, 1, 3)]
+    up = [t for t, (link_up, *_) in enumerate(trace) if link_up]
+    assert up and up[0] >= c.ALIGN_UP_FRAMES and trace[-1][0] == 1
+    assert [seq for _, _, retrans, seq in trace if retrans] == [1]
+    recovering = [r for _, r, _, _ in trace]
+    assert 1 in recovering and recovering[-1] == 0
+    assert cnt == {"rx_frames": 4, "rx_errors": 1, "rx_discarded": 1, "rx_overflow": 0, "fc_on_rcvd": 1,
+                   "link_downs": 0, "remote_xoff": 1}
+
+
+def test_replay_control_alone():
+    """RIFLReplayControl: the send pointer follows the frames sent, a RETRANS inside the window rewinds it
+    (marker pending until sent), the same RETRANS within the hold-off is ignored and counted again after
+    it, one outside the window is refused, and undisturbed time confirms what was sent H cycles ago."""
+    H = 6
+    rc = RIFLReplayControl(H)
+    res = {}
+
+    def pulse(sig, n=1):
+        yield sig.eq(1)
+        for _ in range(n):
+            yield
+        yield sig.eq(0)
+
+    def retrans(seq):
+        yield rc.retrans_seq.eq(seq)
+        yield from pulse(rc.retrans)
+        yield
+
+    def drive():
+        yield rc.disturbed.eq(1)
+        yield rc.tx_seq.eq(10)
+        yield from pulse(rc.advance, 10)
+        yield
+        res["rp_sent"] = yield rc.rp
+        yield from retrans(4)
+        res["after_retrans"] = ((yield rc.rp), (yield rc.ack), (yield rc.marker_pending))
+        yield from pulse(rc.marker_sent)
+        yield
+        res["marker_after_sent"] = yield rc.marker_pending
+        yield from retrans(4)                       # within the hold-off: ignored
+        res["replays_in_holdoff"] = yield rc.counters["replays"]
+        for _ in range(H + 1):
+            yield
+        yield from retrans(4)                       # after it: the replayed frame was hit again
+        yield from retrans(11)                      # outside [ack, tx_seq]
+        yield from pulse(rc.advance, 6)
+        yield
+        res["rp_end"] = yield rc.rp
+        yield rc.disturbed.eq(0)
+        for _ in range(2 * H + 4):
+            yield
+        res["ack"] = yield rc.ack
+        for k, sig in rc.counters.items():
+            res[k] = yield sig
+    run_simulation(rc, [drive()])
+    assert res["rp_sent"] == 10 and res["after_retrans"] == (4, 4, 1) and res["marker_after_sent"] == 0
+    assert res["replays_in_holdoff"] == 1 and res["replays"] == 2 and res["bad_retrans"] == 1
+    assert res["rp_end"] == 10 and res["ack"] == 10
 
 
 def test_error_free_line_rate():
