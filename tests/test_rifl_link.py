@@ -1,5 +1,6 @@
-"""RIFL Layer 1: CRC and frame format against an independent reference, lossless delivery through the
-channel model under errors, bursts, errors both ways, link flaps, a slow receiver, bad input."""
+"""RIFL Layer 1: CRC and frame format against an independent reference, the transmitter, receiver and replay
+control alone, lossless delivery through the link bench under errors, bursts, errors both ways, link flaps,
+a slow receiver, bad input."""
 import random
 
 import pytest
@@ -7,6 +8,7 @@ from migen import *
 from migen.sim import run_simulation
 
 from cores.rifl import common as c
+from cores.rifl.align import ALIGNER_LATENCY
 from cores.rifl.channel import RIFLChannel
 from cores.rifl.link import RIFLEndpoint, RIFLReceiver, RIFLReplayControl, RIFLTransmitter, crc12_matrix
 from cores.rifl.link_bench import RIFLLinkBench
@@ -324,6 +326,10 @@ def test_parameter_checks():
         RIFLChannel(256, latency=-2)
     with pytest.raises(ValueError):
         RIFLEndpoint(256, rtt=10, rx_depth=c.rx_depth_min(10) - 1)
+    with pytest.raises(ValueError):
+        RIFLLinkBench(64, 2, seeds=(1,))
+    bench = RIFLLinkBench(64, 3, with_slip=True, l2_data_width=64)
+    assert bench.a.rtt == bench.b.rtt == 2 * 3 + 2 * ALIGNER_LATENCY and bench.seg and bench.rea
     ep = RIFLEndpoint(64, rtt=0, with_csr=True)
     names = {csr.name for csr in ep.get_csrs()}
     assert {"status", "rx_errors", "replays", "fc_on_sent", "link_downs"} <= names
