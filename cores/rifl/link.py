@@ -1,8 +1,8 @@
 """RIFL Layer 1 endpoint: framer, verification, NACK replay, link bring-up and ON/OFF flow control.
 
 RIFLEndpoint is three submodules: RIFLTransmitter (slot choice, replay buffer, CRC, scrambler), RIFLReceiver
-(checks, decision, receive buffer, flow-control hysteresis, alignment and link state) and RIFLReplayControl
-(send pointer, RETRANS handling, hold-off, confirmation window).
+(checks, decision, receive buffer, flow-control hysteresis; its RIFLLinkState: alignment and link state) and
+RIFLReplayControl (send pointer, RETRANS handling, hold-off, confirmation window).
 """
 from migen import *
 
@@ -216,6 +216,42 @@ class RIFLTransmitter(LiteXModule):
         ]
 
 
+class RIFLLinkState(LiteXModule):
+    """The link state of a receiver. rx_aligned: set by a valid sync header (sync_valid) after ALIGN_UP_FRAMES
+    valid ones in a row, cleared by ALIGN_DOWN_FRAMES invalid ones in a row. remote_up: set by any intact
+    frame (~fail) but PAUSE (pause), cleared by a PAUSE or while not aligned. link_up = rx_aligned & remote_up,
+    one cycle later; `down`: it goes down in this cycle's edge."""
+    def __init__(self):
+        self.sync_valid = Signal()
+        self.pause = Signal()
+        self.fail = Signal()
+        self.rx_aligned = Signal()
+        self.remote_up = Signal()
+        self.link_up = Signal()
+        self.down = Signal()
+
+        # # #
+
+        good = Signal(max=ALIGN_UP_FRAMES + 1)
+        bad = Signal(max=ALIGN_DOWN_FRAMES + 1)
+        self.sync += [
+            If(self.sync_valid,
+                bad.eq(0),
+                If(good == ALIGN_UP_FRAMES, self.rx_aligned.eq(1)).Else(good.eq(good + 1)),
+            ).Else(
+                good.eq(0),
+                If(bad == ALIGN_DOWN_FRAMES - 1, self.rx_aligned.eq(0)).Else(bad.eq(bad + 1)),
+            ),
+            If(~self.rx_aligned | self.pause,
+                self.remote_up.eq(0),
+            ).Elif(~self.fail,
+                self.remote_up.eq(1),
+            ),
+            self.link_up.eq(self.rx_aligned & self.remote_up),
+        ]
+        self.comb += self.down.eq(self.link_up & ~(self.rx_aligned & self.remote_up))
+
+
 class RIFLReceiver(LiteXModule):
     """The receive half of an endpoint. Stage A registers rx_frame, stage B descrambles and computes the CRC
     syndrome, stage C decides: a numbered frame whose syndrome is the expected id rx_seq is accepted (data
@@ -224,8 +260,8 @@ class RIFLReceiver(LiteXModule):
     during which numbered frames are accepted only right after a REPLAY marker for rx_seq.
 
     Parameters: frame_bits F; rx_depth: receive buffer (frames), with the flow-control hysteresis fc_want
-    (ON above 2/3, OFF below 1/3 of it). Link state: rx_aligned (sync headers), remote_up (intact non-PAUSE
-    frames), link_up. To the replay control: retrans / retrans_seq (an intact RETRANS and its id) and
+    (ON above 2/3, OFF below 1/3 of it). Link state (submodule `state`, RIFLLinkState): rx_aligned (sync
+    headers), remote_up (intact non-PAUSE frames), link_up. To the replay control: retrans / retrans_seq (an intact RETRANS and its id) and
     disturbed (anything that stops the confirmation by time). source: user_layout(F).
     Latency: 3 cycles plus the receive buffer.
     """
@@ -343,22 +379,10 @@ class RIFLReceiver(LiteXModule):
         self.sync += If(fifo.level > hi, self.fc_want.eq(1)).Elif(fifo.level < lo, self.fc_want.eq(0))
 
         # Alignment (sync headers) and link state.
-        good = Signal(max=ALIGN_UP_FRAMES + 1)
-        bad = Signal(max=ALIGN_DOWN_FRAMES + 1)
-        self.sync += [
-            If(sync_valid,
-                bad.eq(0),
-                If(good == ALIGN_UP_FRAMES, self.rx_aligned.eq(1)).Else(good.eq(good + 1)),
-            ).Else(
-                good.eq(0),
-                If(bad == ALIGN_DOWN_FRAMES - 1, self.rx_aligned.eq(0)).Else(bad.eq(bad + 1)),
-            ),
-            If(~self.rx_aligned | ok_pause,
-                self.remote_up.eq(0),
-            ).Elif(~fail,
-                self.remote_up.eq(1),
-            ),
-            self.link_up.eq(self.rx_aligned & self.remote_up),
+        self.state = state = RIFLLinkState()
+        self.comb += [
+            state.sync_valid.eq(sync_valid), state.pause.eq(ok_pause), state.fail.eq(fail),
+            self.rx_aligned.eq(state.rx_aligned), self.remote_up.eq(state.remote_up), self.link_up.eq(state.link_up),
         ]
         add_counters(self, RX_COUNTERS, {
             "rx_frames": in_order & (ok_fc | fifo.sink.ready),
@@ -366,7 +390,7 @@ class RIFLReceiver(LiteXModule):
             "rx_discarded": self.link_up & (((fail | gap) & self.recovering) | ((ok_data | ok_fc) & ~accept)),
             "rx_overflow": in_order & ok_data & ~fifo.sink.ready,
             "fc_on_rcvd": in_order & ok_fc & fc_on,
-            "link_downs": self.link_up & ~(self.rx_aligned & self.remote_up),
+            "link_downs": state.down,
         })
 
 
