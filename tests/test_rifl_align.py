@@ -7,16 +7,10 @@ import pytest
 from migen import *
 from migen.sim import run_simulation
 
-from litex.gen import LiteXModule
-
 from cores.rifl import common as c
-from cores.rifl.align import RIFLAligner
-from cores.rifl.channel import RIFLChannel
-from cores.rifl.link import RIFLEndpoint
-from test_rifl_link import assert_exact, make_beats, ref_ctrl_payload, ref_frame
-from tests.harness.rifl import collect_beats, send_beats
-
-ALIGNER_LATENCY = 2
+from cores.rifl.align import ALIGNER_LATENCY, RIFLAligner
+from cores.rifl.link_bench import RIFLLinkBench
+from tests.harness.rifl import assert_delivered, random_beats, ref_ctrl_frame, run_link
 
 
 def shifted_words(frames, F, s):
@@ -36,8 +30,7 @@ def test_aligner_locks_on_reference_frames(s):
     F = 64
     al = RIFLAligner(F)
     rng = random.Random(s)
-    frames = [ref_frame(F, c.SYNC_CTRL, 0, ref_ctrl_payload(F, rng.choice([c.CTRL_IDLE, c.CTRL_RETRANS]),
-                                                          rng.randrange(4096)), 0) for _ in range(300)]
+    frames = [ref_ctrl_frame(F, rng.choice([c.CTRL_IDLE, c.CTRL_RETRANS]), rng.randrange(4096)) for _ in range(300)]
     words = shifted_words(frames, F, s)
     out = []
 
@@ -59,67 +52,26 @@ def test_aligner_locks_on_reference_frames(s):
     assert got == frames[k:k + len(got)] and len(got) > 100
 
 
-class SlipPair(LiteXModule):
-    def __init__(self, F, latency):
-        rtt = 2 * latency + 2 * ALIGNER_LATENCY
-        self.a, self.b = RIFLEndpoint(F, rtt=rtt), RIFLEndpoint(F, rtt=rtt)
-        self.ab = RIFLChannel(F, latency, seed=5, with_slip=True)
-        self.ba = RIFLChannel(F, latency, seed=9, with_slip=True)
-        self.al_a, self.al_b = RIFLAligner(F), RIFLAligner(F)
-        self.comb += [
-            self.ab.sink_frame.eq(self.a.tx_frame), self.al_b.rx_bits.eq(self.ab.source_frame),
-            self.b.rx_frame.eq(self.al_b.rx_frame),
-            self.ba.sink_frame.eq(self.b.tx_frame), self.al_a.rx_bits.eq(self.ba.source_frame),
-            self.a.rx_frame.eq(self.al_a.rx_frame),
-        ]
-
-
 def test_random_offsets_and_slips_end_to_end(seed=1):
     """Random initial bit offsets on both channels, a slip on each channel while data flows (plus a few
     line errors): both aligners re-lock, the endpoints replay, and every beat arrives once, in order."""
     F, latency, cycles = 64, 3, 2000
     rng = random.Random(seed)
-    dut = SlipPair(F, latency)
-    traffic = {"ab": make_beats(rng, F, 200), "ba": make_beats(rng, F, 200)}
-    got = {"ab": [], "ba": []}
+    bench = RIFLLinkBench(F, latency, seeds=(5, 9), with_slip=True)
+    traffic = {"ab": random_beats(rng, F, 200), "ba": random_beats(rng, F, 200)}
     slips = {"ab": [(0, rng.randrange(F)), (300, rng.randrange(1, F))],
              "ba": [(0, rng.randrange(F)), (420, rng.randrange(1, F))]}
     slips["ab"][1] = (300, (slips["ab"][0][1] + slips["ab"][1][1]) % F)      # a real change of offset
     slips["ba"][1] = (420, (slips["ba"][0][1] + slips["ba"][1][1]) % F)
-
-    res = {}
-
-    def chaos():
-        for t in range(cycles):
-            if t > 720 and all(len(got[d]) == len(traffic[d]) for d in got):
-                res["done"] = t
-                break
-            for d, ch in (("ab", dut.ab), ("ba", dut.ba)):
-                for when, s in slips[d]:
-                    if t == when:
-                        yield ch.slip.eq(s)
-                        res.setdefault("at_slip", []).append(len(got[d]))
-            if t == 500:
-                yield dut.ab.threshold.eq(int(0.01 * 2**32))
-            if t == 700:
-                yield dut.ab.threshold.eq(0)
-            yield
-        for name in ("al_a", "al_b"):
-            res[name] = {}
-            for k, sig in getattr(dut, name).counters.items():
-                res[name][k] = yield sig
-        for name in ("a", "b"):
-            res[name] = {"link_up": (yield getattr(dut, name).link_up),
-                         "link_downs": (yield getattr(dut, name).counters["link_downs"])}
-    run_simulation(dut, [send_beats(dut.a.sink, traffic["ab"], random.Random(seed + 10), 0.7, passive=True),
-                         send_beats(dut.b.sink, traffic["ba"], random.Random(seed + 11), 0.7, passive=True),
-                         collect_beats(dut.b.source, got["ab"], random.Random(seed + 12), 0.7),
-                         collect_beats(dut.a.source, got["ba"], random.Random(seed + 13), 0.7), chaos()])
-    assert_exact(traffic, got)
-    assert all(0 < n < 200 for n in res["at_slip"][2:]), res["at_slip"]    # the slips hit flowing data
+    events = [(t, [getattr(bench, d).slip.eq(s)]) for d in ("ab", "ba") for t, s in slips[d]]
+    events += [(500, [bench.ab.threshold.eq(int(0.01 * 2**32))]), (700, [bench.ab.threshold.eq(0)])]
+    got, times, cnt = run_link(bench, traffic, cycles, seed + 9, 0.7, 0.7, events, done_after=720)
+    assert_delivered(traffic, got)
+    at_slip = [sum(t <= when for t in times[d]) for d in ("ab", "ba") for when, _ in slips[d][1:]]
+    assert all(0 < n < 200 for n in at_slip), at_slip                   # the slips hit flowing data
     for name in ("al_a", "al_b"):
-        assert res[name]["locks"] >= 2 and res[name]["unlocks"] >= 1, res
-    assert res["a"]["link_up"] and res["b"]["link_up"] and res["b"]["link_downs"] >= 1
+        assert cnt[name]["locks"] >= 2 and cnt[name]["unlocks"] >= 1, cnt
+    assert cnt["a"]["link_up"] and cnt["b"]["link_up"] and cnt["b"]["link_downs"] >= 1
 
 
 def test_aligner_parameters():

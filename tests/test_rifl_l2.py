@@ -6,9 +6,9 @@ import random
 import pytest
 
 from cores.rifl import common as c
-from software.rifl import frames, l2
+from software.rifl import reference as ref
 from software.rifl.demo import frame_error_threshold
-from test_rifl_link import ref_ctrl_payload, ref_frame
+from tests.harness.rifl import ref_ctrl_frame, ref_frame
 
 
 def test_header_layout():
@@ -62,10 +62,10 @@ def test_routes_and_reply_routes():
 
 def test_segmentation_round_trip_all_lengths():
     rng = random.Random(5)
-    r = l2.Reassembler()
+    r = ref.Reassembler()
     for n in range(1, 4097):
         pkt = bytes(rng.getrandbits(8) for _ in range(n)) if n % 97 == 0 or n < 300 else bytes([n & 0xFF]) * n
-        segs = l2.segment(pkt, c.l2_header_pack(0, 0, []))
+        segs = ref.segment(pkt, c.l2_header_pack(0, 0, []))
         assert len(segs) == -(-(n + c.L2_LENGTH_BYTES) // c.SEGMENT_BYTES)
         assert all(len(s) == c.L2_PACKET_BYTES for s in segs)
         out = [r.feed(s) for s in segs]
@@ -78,8 +78,8 @@ def test_reassembly_interleaved_sources():
     sources = [c.l2_forward(c.l2_forward(c.l2_header_pack(2, 2, [p, q]))) for p, q in ((1, 3), (2, 5), (7, 7))]
     assert len({c.reply_route(s) for s in sources}) == 3
     packets = {s: [bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 1500))) for _ in range(4)] for s in sources}
-    queues = {s: [seg for p in packets[s] for seg in l2.segment(p, s)] for s in sources}
-    r, got = l2.Reassembler(), {}
+    queues = {s: [seg for p in packets[s] for seg in ref.segment(p, s)] for s in sources}
+    r, got = ref.Reassembler(), {}
     while any(queues.values()):
         s = rng.choice([s for s in sources if queues[s]])
         res = r.feed(queues[s].pop(0))
@@ -87,7 +87,7 @@ def test_reassembly_interleaved_sources():
             got.setdefault(res[0], []).append(res[1])
     assert {c.reply_route(s): packets[s] for s in sources} == got
     with pytest.raises(ValueError):
-        l2.segment(b"", sources[0])
+        ref.segment(b"", sources[0])
 
 
 def test_host_frame_codec():
@@ -98,17 +98,17 @@ def test_host_frame_codec():
             n = rng.randint(1, P)
             data = bytes(rng.getrandbits(8) for _ in range(n))
             fid = rng.randrange(4096)
-            f = frames.encode_data(F, data, True, fid)
+            f = ref.encode_data(F, data, True, fid)
             body = bytearray(data) + bytes(P - n)
             if n < P:
                 body[-1] = n
             meta = c.META_EOP | (c.META_ALL_VALID if n == P else 0)
             assert f == ref_frame(F, c.SYNC_DATA, meta, int.from_bytes(body, "big"), fid)
-            sync, meta2, payload, syn = frames.decode(F, f)
+            sync, meta2, payload, syn = ref.decode(F, f)
             assert (sync, meta2, syn) == (c.SYNC_DATA, meta, fid)
-            assert frames.data_bytes(F, meta2, payload) == data
-            assert frames.decode(F, f ^ (1 << rng.randrange(F)))[3] != fid
-        assert frames.encode_ctrl(F, code=c.CTRL_RETRANS, seq=77) == \
-            ref_frame(F, c.SYNC_CTRL, 0, ref_ctrl_payload(F, c.CTRL_RETRANS, 77), 0)
+            assert ref.data_bytes(F, meta2, payload) == data
+            assert ref.decode(F, f ^ (1 << rng.randrange(F)))[3] != fid
+        assert ref.encode_ctrl(F, code=c.CTRL_RETRANS, seq=77) == \
+            ref_ctrl_frame(F, c.CTRL_RETRANS, 77)
     assert frame_error_threshold(0, 256) == 0
     assert abs(frame_error_threshold(1e-4, 256) / 2**32 - 0.02528) < 1e-4

@@ -1,5 +1,5 @@
 """RIFL Layer 2 endpoint gateware (cores/rifl/l2.py): segmenter output against the Python segmentation
-(software/rifl/l2.py) byte for byte, reassembly round trips for lengths 1..4096 (every length next to a
+(software/rifl/reference.py) byte for byte, reassembly round trips for lengths 1..4096 (every length next to a
 segment boundary, random others) under random back-pressure, through two Layer 1 endpoints and noisy
 channels, line rate, the gateware reply route against common.reply_route, and bad input."""
 import random
@@ -11,29 +11,19 @@ from migen.sim import passive, run_simulation
 from litex.gen import LiteXModule
 
 from cores.rifl import common as c
-from cores.rifl.channel import RIFLChannel
-from cores.rifl.l2 import RX_COUNTERS, BytePacker, L2Reassembler, L2Segmenter, reply_route_statements
-from cores.rifl.link import RIFLEndpoint
-from software.rifl import l2 as ref
+from cores.rifl.l2 import (RX_COUNTERS, BytePacker, L2PacketStore, L2Reassembler, L2Segmenter, L2UnitParser,
+                           reply_route_statements)
+from cores.rifl.link_bench import RIFLLinkBench
+from software.rifl import reference as ref
+from tests.harness.rifl import collect_packets, send_beats, unit_beats
 
 
-class Chain(LiteXModule):
-    """Segmenter -> (Layer 1 endpoint A -> channel -> endpoint B) -> reassembler."""
-    def __init__(self, F, dw, latency=None):
-        self.seg = L2Segmenter(F, dw)
-        self.rea = L2Reassembler(F, dw)
-        if latency is None:
-            self.comb += self.seg.source.connect(self.rea.sink)
-        else:
-            self.a = RIFLEndpoint(F, rtt=2 * latency)
-            self.b = RIFLEndpoint(F, rtt=2 * latency)
-            self.ab = RIFLChannel(F, latency, seed=11)
-            self.ba = RIFLChannel(F, latency, seed=13)
-            self.comb += [
-                self.seg.source.connect(self.a.sink), self.b.source.connect(self.rea.sink),
-                self.ab.sink_frame.eq(self.a.tx_frame), self.b.rx_frame.eq(self.ab.source_frame),
-                self.ba.sink_frame.eq(self.b.tx_frame), self.a.rx_frame.eq(self.ba.source_frame),
-            ]
+def back_to_back(F, dw):
+    """Segmenter -> reassembler, no link between them."""
+    m = LiteXModule()
+    m.seg, m.rea = L2Segmenter(F, dw), L2Reassembler(F, dw)
+    m.comb += m.seg.source.connect(m.rea.sink)
+    return m
 
 
 def random_route(rng):
@@ -53,10 +43,14 @@ def boundary_lengths(limit=4096):
 
 
 def run_chain(packets, F=256, dw=256, latency=None, valid_p=1.0, ready_p=1.0, seed=1, err=0.0, cycles=None):
-    """Send packets [(bytes, route, length_param)] and collect the segmenter's Layer 1 packets and the
-    reassembler's packets; returns (units, received, counters, cycle stamps of segmenter output beats)."""
+    """Send packets [(bytes, route, length_param)] through segmenter -> reassembler, back to back or (latency
+    given) over the link bench with 3-bit error bursts A->B at per-frame probability `err`; returns (the
+    segmenter's Layer 1 packets, the reassembler's packets, counters, cycle stamps of segmenter output beats)."""
     W, P = dw // 8, c.payload_bytes(F)
-    dut = Chain(F, dw, latency)
+    if latency is None:
+        dut = back_to_back(F, dw)
+    else:
+        dut = RIFLLinkBench(F, latency, seeds=(11, 13), l2_data_width=dw)
     units, received, stamps = [], [], []
     nunits = sum(c.l2_segments(L) for _, _, L in packets if 1 <= L <= c.L2_MAX_PACKET_BYTES)
     budget = cycles or 400 + 3 * nunits * (-(-c.L2_PACKET_BYTES // P)) * (1 if ready_p == 1.0 else 4)
@@ -95,40 +89,21 @@ def run_chain(packets, F=256, dw=256, latency=None, valid_p=1.0, ready_p=1.0, se
                     cur = bytearray()
             yield
 
-    def mon_rea():
-        rng = random.Random(seed + 1)
-        cur, left = bytearray(), None
-        for _ in range(budget):
-            if len(received) == nexpected and len(units) == nunits:
-                break
-            s = dut.rea.source
-            yield s.ready.eq(rng.random() < ready_p)
-            yield
-            if (yield s.valid) and (yield s.ready):
-                length = yield s.length
-                left = length if left is None else left
-                take = min(W, left)
-                cur += (yield s.data).to_bytes(W, "little")[:take]
-                left -= take
-                assert (yield s.last) == (left == 0)
-                if left == 0:
-                    received.append((bytes(cur), length, (yield s.header), (yield s.reply)))
-                    cur, left = bytearray(), None
-        for _ in range(200):           # the rest of the last Layer 2 packet (padding) drains
-            if (yield dut.rea.counters["segments"]) == nunits:
-                break
-            yield
-        yield from read()
+    counters = {}
 
-    def chaos():
+    def wait():
         if latency is not None:
             yield dut.ab.threshold.eq(int(err * 2**32))
             yield dut.ab.burst.eq(3)
             yield dut.ba.threshold.eq(int(err * 2**32))
-
-    counters = {}
-
-    def read():
+        for _ in range(budget):
+            if len(received) == nexpected and len(units) == nunits:
+                break
+            yield
+        for _ in range(200):           # the rest of the last Layer 2 packet (padding) drains
+            if (yield dut.rea.counters["segments"]) == nunits:
+                break
+            yield
         for side, m in (("tx", dut.seg), ("rx", dut.rea)):
             counters[side] = {}
             for k, v in m.counters.items():
@@ -136,7 +111,8 @@ def run_chain(packets, F=256, dw=256, latency=None, valid_p=1.0, ready_p=1.0, se
         if latency is not None:
             counters["b_rx_errors"] = yield dut.b.counters["rx_errors"]
             counters["ab_errors"] = yield dut.ab.errors
-    run_simulation(dut, [src(), mon_seg(), mon_rea(), chaos()])
+    run_simulation(dut, [src(), mon_seg(), collect_packets(dut.rea.source, received, random.Random(seed + 1), dw,
+                                                           ready_p), wait()])
     return units, received, counters, stamps
 
 
@@ -335,6 +311,85 @@ def test_bad_input_reassembler():
     run_simulation(rea, [src(), dst()])
     short_payload = short[c.L2_FIRST_DATA_OFFSET:] + bytes(c.L2_PACKET_BYTES - len(short))
     assert got == [(p1, r1), (short_payload[:20], r1), (p2, r2)]
+
+
+def test_unit_parser_alone():
+    """L2UnitParser with every beat taken: per unit the segment body (from the length prefix on, SEGMENT_BYTES),
+    the header, its reply route and the length prefix (for a continuation segment, its first data bytes) at
+    the decision beat; a short Layer 1 packet completed with zeros, a long one truncated, both malformed."""
+    F = 256
+    rng = random.Random(81)
+    p1, p2 = bytes(rng.getrandbits(8) for _ in range(300)), bytes(rng.getrandbits(8) for _ in range(40))
+    r1, r2 = random_route(rng), random_route(rng)
+    u1, u2 = ref.segment(p1, r1)
+    short = ref.segment(p2, r2)[0][:100]
+    units = [u1, short, u2 + b"\x77" * 45]
+    m = LiteXModule()
+    m.parser = inp = L2UnitParser(F)
+    m.comb += inp.go.eq(inp.valid)                   # every beat (and completing beat) taken at once
+    body, decisions, cnt = bytearray(), [], dict.fromkeys(inp.events, 0)
+
+    def watch():
+        for _ in range(3 * len(units) * -(-c.L2_PACKET_BYTES // c.payload_bytes(F))):
+            yield
+            for k, sig in inp.events.items():
+                cnt[k] += yield sig
+            if (yield inp.go) and len(body) < len(units) * c.SEGMENT_BYTES:
+                n = yield inp.body_n
+                body.extend((yield inp.body_data).to_bytes(c.payload_bytes(F), "little")[:n])
+                if (yield inp.at_decision):
+                    decisions.append(((yield inp.hdr), (yield inp.key), (yield inp.length)))
+    beats = [b for u in units for b in unit_beats(u, F)]
+    run_simulation(m, [send_beats(inp.sink, beats, random.Random(0), passive=True), watch()])
+    padded = short + bytes(c.L2_PACKET_BYTES - len(short))
+    assert bytes(body) == u1[c.L2_HEADER_BYTES:] + padded[c.L2_HEADER_BYTES:] + u2[c.L2_HEADER_BYTES:]
+    prefix = lambda u: int.from_bytes(u[c.L2_LENGTH_OFFSET:c.L2_FIRST_DATA_OFFSET], "big")    # a continuation's: data
+    assert decisions == [(r, c.reply_route(r), prefix(u)) for r, u in ((r1, u1), (r2, short), (r1, u2))]
+    assert prefix(u1) == 300 and prefix(short) == 40
+    assert cnt == {"segments": 3, "malformed": 2}
+
+
+def test_packet_store_alone():
+    """L2PacketStore: segment bodies of two contexts in, interleaved, with a unit that is not kept; the packets
+    leave whole in completion order with their context's parameters, each freeing its context."""
+    F, dw, M = 256, 64, 32
+    rng = random.Random(82)
+    pa, pb = bytes(rng.getrandbits(8) for _ in range(300)), bytes(rng.getrandbits(8) for _ in range(100))
+    ra, rb = random_route(rng), random_route(rng)
+    (a0, a1), (b0,) = ref.segment(pa, ra), ref.segment(pb, rb)
+    junk = bytes(rng.getrandbits(8) for _ in range(c.L2_PACKET_BYTES))
+    plan = [(a0, 0, 0, 1, 0), (b0, 1, 0, 1, 1), (junk, 1, 0, 0, 0), (a1, 0, 1, 1, 1)]   # (unit, ctx, seg, keep, complete)
+    m = LiteXModule()
+    m.store = st = L2PacketStore(dw, n_sources=2, slots=2, word_bytes=M)
+    params = [(len(pa), ra, c.reply_route(ra)), (len(pb), rb, c.reply_route(rb))]
+    m.comb += [getattr(st, name).eq(Array(C(p[k], len(getattr(st, name))) for p in params)[st.lookup])
+               for k, name in enumerate(("length", "header", "reply"))]
+    got, freed = [], []
+
+    def feed():
+        for unit, *decision in plan:
+            yield st.units.valid.eq(1)
+            for name, v in zip(("ctx", "seg", "keep", "complete"), decision):
+                yield getattr(st.units, name).eq(v)
+            yield
+            while not (yield st.units.ready):
+                yield
+            yield st.units.valid.eq(0)
+            body = unit[c.L2_HEADER_BYTES:]
+            for k in range(0, c.SEGMENT_BYTES, M):
+                yield st.words.valid.eq(1)
+                yield st.words.data.eq(int.from_bytes(body[k:k + M], "little"))
+                yield
+            yield st.words.valid.eq(0)
+
+    def watch():
+        for _ in range(400):
+            if (yield st.out_beat) and (yield st.out_last):
+                freed.append((yield st.out_ctx))
+            yield
+    run_simulation(m, [feed(), collect_packets(st.source, got, random.Random(83), dw, 0.7), watch()])
+    assert got == [(pb, len(pb), rb, c.reply_route(rb)), (pa, len(pa), ra, c.reply_route(ra))]
+    assert freed == [1, 0]
 
 
 def test_parameter_checks():

@@ -1,5 +1,5 @@
 """RIFL Layer 2 per-source reassembly (cores/rifl/l2.py L2Reassembler): segments of several sources
-interleaved at random against the Python Reassembler (software/rifl/l2.py), context exhaustion, orphan
+interleaved at random against the Python Reassembler (software/rifl/reference.py), context exhaustion, orphan
 continuation segments, packets longer than max_packet, the per-context idle timeout, bad parameters."""
 import random
 
@@ -8,7 +8,7 @@ from migen.sim import run_simulation
 
 from cores.rifl import common as c
 from cores.rifl.l2 import L2Reassembler
-from software.rifl import l2 as ref
+from software.rifl import reference as ref
 from tests.harness.rifl import collect_packets, send_beats, unit_beats
 
 

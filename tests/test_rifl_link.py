@@ -1,54 +1,20 @@
-"""RIFL Layer 1: CRC and frame format against an independent reference, lossless delivery through the
-channel model under errors, bursts, errors both ways, link flaps, a slow receiver, bad input."""
+"""RIFL Layer 1: CRC and frame format against an independent reference, the transmitter, receiver and replay
+control alone, lossless delivery through the link bench under errors, bursts, errors both ways, link flaps,
+a slow receiver, bad input."""
 import random
 
 import pytest
 from migen import *
 from migen.sim import run_simulation
 
-from litex.gen import LiteXModule
-
 from cores.rifl import common as c
+from cores.rifl.align import ALIGNER_LATENCY
 from cores.rifl.channel import RIFLChannel
-from cores.rifl.link import RIFLEndpoint, crc12_matrix
-from tests.harness.rifl import collect_beats, send_beats
-
-
-# ----- independent reference: CRC-12 by polynomial long division, frame encoder -----
-
-def ref_crc12(bits):
-    """CRC of a list of bits (first sent first): remainder of M(x) * x^12 divided by x^12+x^5+x^3+x^2+x+1."""
-    gen = [1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 1]  # x^12 .. x^0
-    reg = list(bits) + [0] * 12
-    for i in range(len(bits)):
-        if reg[i]:
-            for k in range(13):
-                reg[i + k] ^= gen[k]
-    return int("".join(map(str, reg[-12:])), 2)
-
-
-def to_bits(value, n):
-    return [(value >> (n - 1 - i)) & 1 for i in range(n)]
-
-
-def ref_lfsr_mask(n):
-    """x^58+x^39+1 sequence: s[k] = s[k-58] ^ s[k-39], state initialised to ones, SCRAMBLER_SKIP bits skipped."""
-    seq = [1] * 58
-    while len(seq) < 58 + c.SCRAMBLER_SKIP + n:
-        seq.append(seq[-58] ^ seq[-39])
-    return int("".join(map(str, seq[58 + c.SCRAMBLER_SKIP:])), 2)
-
-
-def ref_frame(F, sync, meta, payload, frame_id):
-    P = F - 16
-    body = (sync << (P + 2)) | (meta << P) | payload
-    check = ref_crc12(to_bits(body, F - 12)) ^ frame_id
-    return (((body ^ ref_lfsr_mask(P)) << 12) | check)
-
-
-def ref_ctrl_payload(F, code, seq, recovering=0):
-    P = F - 16
-    return (code << (P - 4)) | (seq << (P - 16)) | (recovering << (P - 17))
+from cores.rifl.link import RIFLEndpoint, RIFLReceiver, RIFLReplayControl, RIFLTransmitter, crc12_matrix
+from cores.rifl.link_bench import RIFLLinkBench
+from software.rifl.reference import encode_ctrl
+from tests.harness.rifl import (assert_delivered, line_events, random_beats, ref_crc12, ref_ctrl_frame, ref_frame,
+                                ref_lfsr_mask, run_link, send_beats, to_bits)
 
 
 def test_crc_matches_independent_reference():
@@ -71,105 +37,31 @@ def test_crc_matches_independent_reference():
             assert c.crc12(body ^ (e << pos), 244) != base
 
 
-# ----- harness: two endpoints through two channels -----
-
-class Pair(LiteXModule):
-    def __init__(self, F, latency, rx_depth=None):
-        self.a = RIFLEndpoint(F, rtt=2 * latency, rx_depth=rx_depth)
-        self.b = RIFLEndpoint(F, rtt=2 * latency, rx_depth=rx_depth)
-        self.ab = RIFLChannel(F, latency, seed=3)
-        self.ba = RIFLChannel(F, latency, seed=7)
-        self.comb += [
-            self.ab.sink_frame.eq(self.a.tx_frame), self.b.rx_frame.eq(self.ab.source_frame),
-            self.ba.sink_frame.eq(self.b.tx_frame), self.a.rx_frame.eq(self.ba.source_frame),
-        ]
-
-
-def make_beats(rng, F, n):
-    P = c.payload_bytes(F)
-    return [(rng.getrandbits(8 * P), rng.choice([P, P, rng.randint(1, P)]), rng.random() < 0.3) for _ in range(n)]
-
-
-def norm(beat):
-    d, n, l = beat
-    return d & ((1 << (8 * n)) - 1), n, bool(l)
-
-
 def run_pair(F=64, latency=3, nbeats=120, cycles=1500, p_ab=0.0, p_ba=0.0, burst=0, flaps=(), seed=1,
              valid_p=0.8, ready_p=0.8, rx_depth=None, both_ways=True, error_window=None):
-    """Send random beats A->B (and B->A), return (sent, received, counters) per direction."""
-    dut = Pair(F, latency, rx_depth)
+    """Random beats A->B (and B->A) through the link bench: (sent, received, cycles received, counters)."""
+    bench = RIFLLinkBench(F, latency, rx_depth=rx_depth)
     rng = random.Random(seed)
-    traffic = {"ab": make_beats(rng, F, nbeats), "ba": make_beats(rng, F, nbeats if both_ways else 0)}
-    got = {"ab": [], "ba": [], "ab_t": [], "ba_t": []}
-
-    def chaos():
-        yield dut.ab.burst.eq(burst)
-        yield dut.ba.burst.eq(burst)
-        start, stop = error_window or (0, cycles)
-        prev = None
-        for t in range(cycles):
-            state = (start <= t < stop, any(a <= t < b for a, b in flaps))
-            if state != prev:
-                on, down = prev = state
-                yield dut.ab.threshold.eq(int(p_ab * 2**32) if on else 0)
-                yield dut.ba.threshold.eq(int(p_ba * 2**32) if on else 0)
-                yield dut.ab.down.eq(down)
-                yield dut.ba.down.eq(down)
-            yield
-
-    gens = [send_beats(dut.a.sink, traffic["ab"], random.Random(seed + 1), valid_p, passive=True),
-            send_beats(dut.b.sink, traffic["ba"], random.Random(seed + 2), valid_p, passive=True),
-            collect_beats(dut.b.source, got["ab"], random.Random(seed + 3), ready_p, got["ab_t"]),
-            collect_beats(dut.a.source, got["ba"], random.Random(seed + 4), ready_p, got["ba_t"]), chaos()]
-    counters = {}
-
-    def read_counters():
-        for _ in range(cycles):
-            yield
-        for name, ep in (("a", dut.a), ("b", dut.b)):
-            counters[name] = {}
-            for k, sig in ep.counters.items():
-                counters[name][k] = yield sig
-            counters[name]["link_up"] = (yield ep.link_up)
-        counters["ab_errors"] = (yield dut.ab.errors)
-        counters["ba_errors"] = (yield dut.ba.errors)
-    run_simulation(dut, gens + [read_counters()])
-    return traffic, got, counters
-
-
-def assert_exact(traffic, got):
-    for d in ("ab", "ba"):
-        exp = [norm(b) for b in traffic[d]]
-        rcv = [norm(b) for b in got[d]]
-        assert rcv == exp, f"{d}: {len(rcv)} received vs {len(exp)} sent, first difference at " \
-            f"{next((i for i, (x, y) in enumerate(zip(rcv, exp)) if x != y), min(len(rcv), len(exp)))}"
+    traffic = {"ab": random_beats(rng, F, nbeats), "ba": random_beats(rng, F, nbeats if both_ways else 0)}
+    events = line_events(bench, cycles, p_ab, p_ba, burst, error_window, flaps)
+    got, times, counters = run_link(bench, traffic, cycles, seed, valid_p, ready_p, events)
+    return traffic, got, times, counters
 
 
 def test_tx_frames_match_reference_encoder():
     """The first data frames on the line equal the independent encoder's frames, bit for bit."""
     F = 64
     P = c.payload_bytes(F)
-    dut = Pair(F, 1)
+    dut = RIFLLinkBench(F, 1)
     frames = []
     beats = [(0x0102030405ff, P, 0), (0x0a0b0c0d0e0f, P, 1), (0x00000000aabb, 2, 1)]
-
-    def src():
-        for d, n, l in beats:
-            yield dut.a.sink.valid.eq(1)
-            yield dut.a.sink.data.eq(d)
-            yield dut.a.sink.nbytes.eq(n)
-            yield dut.a.sink.last.eq(l)
-            yield
-            while not (yield dut.a.sink.ready):
-                yield
-        yield dut.a.sink.valid.eq(0)
+    src = send_beats(dut.a.sink, beats, random.Random(0))
 
     def mon():
         for _ in range(80):
             frames.append((yield dut.a.tx_frame))
             yield
-    run_simulation(dut, [src(), mon()])
+    run_simulation(dut, [src, mon()])
     data = [f for f in frames if (f >> (F - 2)) == c.SYNC_DATA]
     exp = []
     for k, (d, n, l) in enumerate(beats):
@@ -181,18 +73,148 @@ def test_tx_frames_match_reference_encoder():
         exp.append(ref_frame(F, c.SYNC_DATA, meta, payload, k))
     assert data[:3] == exp
     idle = [f for f in frames if (f >> (F - 2)) == c.SYNC_CTRL]
-    assert ref_frame(F, c.SYNC_CTRL, 0, ref_ctrl_payload(F, c.CTRL_IDLE, 3), 0) in idle
+    assert ref_ctrl_frame(F, c.CTRL_IDLE, 3) in idle
+
+
+def test_transmitter_alone():
+    """RIFLTransmitter with the receiver's and the replay control's state driven by the test: each state's
+    slot choice puts the independent encoder's frame on the line (PAUSE, new data, its replay from the
+    buffer, IDLE, REPLAY marker, RETRANS in every other slot, flow control)."""
+    F = 64
+    P = c.payload_bytes(F)
+    tx = RIFLTransmitter(F, log2n=4)
+    d = 0x0102030405A6
+    data = ref_frame(F, c.SYNC_DATA, c.META_ALL_VALID | c.META_EOP, int.from_bytes(d.to_bytes(P, "little"), "big"), 0)
+    phases = [
+        ({"rx_aligned": 0}, {ref_ctrl_frame(F, c.CTRL_PAUSE, 0)}),
+        ({"rx_aligned": 1, "remote_up": 1}, {data}),          # the beat, then its replays (rp stays 0)
+        ({"rp": 1}, {ref_ctrl_frame(F, c.CTRL_IDLE, 1)}),
+        ({"marker_pending": 1}, {ref_ctrl_frame(F, c.CTRL_REPLAY, 1)}),
+        ({"marker_pending": 0, "recovering": 1, "rx_seq": 5},
+         {ref_ctrl_frame(F, c.CTRL_RETRANS, 5, 1), ref_ctrl_frame(F, c.CTRL_IDLE, 1, 1)}),
+        ({"recovering": 0, "fc_want": 1}, {encode_ctrl(F, frame_id=1, code=c.CTRL_FC, seq=1, fc_on_valid=1)}),
+    ]
+    seen, seqs = [], []
+
+    def drive():
+        for k, (inputs, _) in enumerate(phases):
+            for name, v in inputs.items():
+                yield getattr(tx, name).eq(v)
+            if k == 1:
+                yield tx.sink.valid.eq(1)
+                yield tx.sink.data.eq(d)
+                yield tx.sink.nbytes.eq(P)
+                yield tx.sink.last.eq(1)
+            for t in range(12):
+                yield
+                if k == 1 and (yield tx.sink.ready):
+                    yield tx.sink.valid.eq(0)
+                seen.append((k, t, (yield tx.tx_frame)))
+            seqs.append((yield tx.tx_seq))
+    run_simulation(tx, [drive()])
+    for k, (_, expected) in enumerate(phases):
+        frames = [f for p, t, f in seen if p == k and t >= 3]          # past the 3-cycle latency
+        assert set(frames) == expected, k
+    retrans = [f == ref_ctrl_frame(F, c.CTRL_RETRANS, 5, 1) for p, t, f in seen if p == 4 and t >= 3]
+    assert all(a != b for a, b in zip(retrans, retrans[1:]))          # every other slot
+    assert seqs == [0, 1, 1, 1, 1, 2]                                  # new numbered frames: the beat, the FC
+
+
+def test_receiver_alone():
+    """RIFLReceiver fed the independent encoder's frames: alignment, in-order data, a RETRANS passed to the
+    replay control, flow control ON, a wrong id starting a recovery in which data is accepted only after
+    the REPLAY marker."""
+    F = 64
+    P = c.payload_bytes(F)
+    rx = RIFLReceiver(F, rx_depth=64)
+    data = lambda k: ref_frame(F, c.SYNC_DATA, c.META_ALL_VALID | c.META_EOP, 0x665544332200 + k, k)
+    frames = ([ref_ctrl_frame(F, c.CTRL_IDLE, 0)] * 12 + [data(0), data(1), ref_ctrl_frame(F, c.CTRL_RETRANS, 1),
+              encode_ctrl(F, frame_id=2, code=c.CTRL_FC, seq=2, fc_on_valid=1), data(4), data(3),
+              ref_ctrl_frame(F, c.CTRL_REPLAY, 3), data(3)] + [ref_ctrl_frame(F, c.CTRL_IDLE, 4)] * 6)
+    out, trace, cnt = [], [], {}
+
+    def drive():
+        yield rx.source.ready.eq(1)
+        for f in frames:
+            yield rx.rx_frame.eq(f)
+            yield
+            if (yield rx.source.valid):
+                out.append((yield rx.source.data))
+            trace.append(((yield rx.link_up), (yield rx.recovering), (yield rx.retrans), (yield rx.retrans_seq)))
+        for k, sig in rx.counters.items():
+            cnt[k] = yield sig
+        cnt["remote_xoff"] = yield rx.remote_xoff
+    run_simulation(rx, [drive()])
+    assert out == [int.from_bytes((0x665544332200 + k).to_bytes(P, "big"), "little") for k in (0, 1, 3)]
+    up = [t for t, (link_up, *_) in enumerate(trace) if link_up]
+    assert up and up[0] >= c.ALIGN_UP_FRAMES and trace[-1][0] == 1
+    assert [seq for _, _, retrans, seq in trace if retrans] == [1]
+    recovering = [r for _, r, _, _ in trace]
+    assert 1 in recovering and recovering[-1] == 0
+    assert cnt == {"rx_frames": 4, "rx_errors": 1, "rx_discarded": 1, "rx_overflow": 0, "fc_on_rcvd": 1,
+                   "link_downs": 0, "remote_xoff": 1}
+
+
+def test_replay_control_alone():
+    """RIFLReplayControl: the send pointer follows the frames sent, a RETRANS inside the window rewinds it
+    (marker pending until sent), the same RETRANS within the hold-off is ignored and counted again after
+    it, one outside the window is refused, and undisturbed time confirms what was sent H cycles ago."""
+    H = 6
+    rc = RIFLReplayControl(H)
+    res = {}
+
+    def pulse(sig, n=1):
+        yield sig.eq(1)
+        for _ in range(n):
+            yield
+        yield sig.eq(0)
+
+    def retrans(seq):
+        yield rc.retrans_seq.eq(seq)
+        yield from pulse(rc.retrans)
+        yield
+
+    def drive():
+        yield rc.disturbed.eq(1)
+        yield rc.tx_seq.eq(10)
+        yield from pulse(rc.advance, 10)
+        yield
+        res["rp_sent"] = yield rc.rp
+        yield from retrans(4)
+        res["after_retrans"] = ((yield rc.rp), (yield rc.ack), (yield rc.marker_pending))
+        yield from pulse(rc.marker_sent)
+        yield
+        res["marker_after_sent"] = yield rc.marker_pending
+        yield from retrans(4)                       # within the hold-off: ignored
+        res["replays_in_holdoff"] = yield rc.counters["replays"]
+        for _ in range(H + 1):
+            yield
+        yield from retrans(4)                       # after it: the replayed frame was hit again
+        yield from retrans(11)                      # outside [ack, tx_seq]
+        yield from pulse(rc.advance, 6)
+        yield
+        res["rp_end"] = yield rc.rp
+        yield rc.disturbed.eq(0)
+        for _ in range(2 * H + 4):
+            yield
+        res["ack"] = yield rc.ack
+        for k, sig in rc.counters.items():
+            res[k] = yield sig
+    run_simulation(rc, [drive()])
+    assert res["rp_sent"] == 10 and res["after_retrans"] == (4, 4, 1) and res["marker_after_sent"] == 0
+    assert res["replays_in_holdoff"] == 1 and res["replays"] == 2 and res["bad_retrans"] == 1
+    assert res["rp_end"] == 10 and res["ack"] == 10
 
 
 def test_error_free_line_rate():
     """No errors, no back-pressure: every beat delivered, and a beat a cycle once started."""
-    traffic, got, cnt = run_pair(nbeats=150, cycles=260, valid_p=1.0, ready_p=1.0, seed=2)
-    assert_exact(traffic, got)
+    traffic, got, times, cnt = run_pair(nbeats=150, cycles=260, valid_p=1.0, ready_p=1.0, seed=2)
+    assert_delivered(traffic, got)
     for s in "ab":
         assert cnt[s]["rx_errors"] == 0 and cnt[s]["replays"] == 0 and cnt[s]["tx_replayed"] == 0
         assert cnt[s]["rx_frames"] == 150 and cnt[s]["link_up"] == 1
-    for d in ("ab_t", "ba_t"):
-        assert got[d][-1] - got[d][0] == 149    # one beat a cycle
+    for d in ("ab", "ba"):
+        assert times[d][-1] - times[d][0] == 149    # one beat a cycle
 
 
 @pytest.mark.parametrize("p_ab,p_ba,burst,seed", [
@@ -201,26 +223,26 @@ def test_error_free_line_rate():
     (0.15, 0.15, 5, 6),     # very noisy link
 ])
 def test_random_traffic_with_errors(p_ab, p_ba, burst, seed):
-    traffic, got, cnt = run_pair(nbeats=60, cycles=650, p_ab=p_ab, p_ba=p_ba, burst=burst, seed=seed,
+    traffic, got, times, cnt = run_pair(nbeats=60, cycles=650, p_ab=p_ab, p_ba=p_ba, burst=burst, seed=seed,
                                  error_window=(0, 400))
-    assert_exact(traffic, got)
+    assert_delivered(traffic, got)
     assert cnt["ab_errors"] > 5 and cnt["b"]["rx_errors"] > 0 and cnt["a"]["replays"] > 0
     if p_ba:
         assert cnt["ba_errors"] > 5 and cnt["a"]["rx_errors"] > 0
 
 
 def test_link_flaps():
-    traffic, got, cnt = run_pair(nbeats=70, cycles=900, p_ab=0.01, p_ba=0.01, flaps=[(100, 130), (300, 400)],
+    traffic, got, times, cnt = run_pair(nbeats=70, cycles=900, p_ab=0.01, p_ba=0.01, flaps=[(100, 130), (300, 400)],
                                  seed=7, error_window=(0, 500))
-    assert_exact(traffic, got)
+    assert_delivered(traffic, got)
     assert cnt["a"]["link_downs"] >= 2 and cnt["b"]["link_downs"] >= 2
 
 
 def test_slow_receiver_flow_control():
     """A receiver taking one beat in 6 never overflows its buffer: flow control pauses the sender."""
-    traffic, got, cnt = run_pair(nbeats=150, cycles=1100, valid_p=1.0, ready_p=0.16, rx_depth=c.rx_depth_min(6),
+    traffic, got, times, cnt = run_pair(nbeats=150, cycles=1100, valid_p=1.0, ready_p=0.16, rx_depth=c.rx_depth_min(6),
                                  both_ways=False, seed=8)
-    assert_exact(traffic, got)
+    assert_delivered(traffic, got)
     assert cnt["b"]["fc_on_sent"] >= 1 and cnt["b"]["fc_off_sent"] >= 1
     assert cnt["a"]["fc_on_rcvd"] == cnt["b"]["fc_on_sent"]
     assert cnt["b"]["rx_overflow"] == 0
@@ -237,7 +259,7 @@ def test_bad_input_and_forged_control_frames():
 
     def drive():
         seq = 0
-        idle = lambda s: ref_frame(F, c.SYNC_CTRL, 0, ref_ctrl_payload(F, c.CTRL_IDLE, s), 0)
+        idle = lambda s: ref_ctrl_frame(F, c.CTRL_IDLE, s)
         for _ in range(12):                       # bring up: remote idles
             yield ep.rx_frame.eq(idle(0))
             yield
@@ -246,15 +268,15 @@ def test_bad_input_and_forged_control_frames():
         yield
         yield ep.sink.valid.eq(0)
         forged = [
-            ref_frame(F, c.SYNC_CTRL, 0, ref_ctrl_payload(F, c.CTRL_RETRANS, 1000), 0),   # outside window
-            ref_frame(F, c.SYNC_CTRL, 0, ref_ctrl_payload(F, 0xE, 0), 0),                  # unknown code
+            ref_ctrl_frame(F, c.CTRL_RETRANS, 1000),   # outside window
+            ref_ctrl_frame(F, 0xE, 0),                  # unknown code
             idle(0) ^ (1 << 30),                                                          # corrupted
         ]
         data = lambda k: ref_frame(F, c.SYNC_DATA, c.META_ALL_VALID | c.META_EOP, 0x112233445500 + k, k)
         for f in forged + [data(0)]:                # frame 0 while recovering without a REPLAY marker: dropped
             yield ep.rx_frame.eq(f)
             yield
-        yield ep.rx_frame.eq(ref_frame(F, c.SYNC_CTRL, 0, ref_ctrl_payload(F, c.CTRL_REPLAY, 0), 0))
+        yield ep.rx_frame.eq(ref_ctrl_frame(F, c.CTRL_REPLAY, 0))
         yield
         for k in range(3):                          # the replay: frames 0, 1, 2
             yield ep.rx_frame.eq(data(k))
@@ -287,10 +309,10 @@ def test_bad_input_and_forged_control_frames():
 @pytest.mark.parametrize("F", [64, 128, 256, 512, 1024, 2048])
 def test_frame_sizes(F):
     n = 24 if F <= 256 else 3
-    traffic, got, cnt = run_pair(F=F, latency=2, nbeats=n, cycles=48 if F > 256 else 200,
+    traffic, got, times, cnt = run_pair(F=F, latency=2, nbeats=n, cycles=48 if F > 256 else 200,
                                  p_ab=0.1 if F <= 256 else 0.0, valid_p=1.0, ready_p=1.0, seed=F,
                                  both_ways=F <= 256, error_window=(0, 60))
-    assert_exact(traffic, got)
+    assert_delivered(traffic, got)
 
 
 def test_parameter_checks():
@@ -304,6 +326,10 @@ def test_parameter_checks():
         RIFLChannel(256, latency=-2)
     with pytest.raises(ValueError):
         RIFLEndpoint(256, rtt=10, rx_depth=c.rx_depth_min(10) - 1)
+    with pytest.raises(ValueError):
+        RIFLLinkBench(64, 2, seeds=(1,))
+    bench = RIFLLinkBench(64, 3, with_slip=True, l2_data_width=64)
+    assert bench.a.rtt == bench.b.rtt == 2 * 3 + 2 * ALIGNER_LATENCY and bench.seg and bench.rea
     ep = RIFLEndpoint(64, rtt=0, with_csr=True)
     names = {csr.name for csr in ep.get_csrs()}
     assert {"status", "rx_errors", "replays", "fc_on_sent", "link_downs"} <= names

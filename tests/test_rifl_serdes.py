@@ -11,8 +11,7 @@ from litex.gen import LiteXModule
 
 from cores.rifl import common as c
 from cores.rifl.serdes import RIFLSerDesAdapter, RIFLSerDesLink
-from test_rifl_link import assert_exact, make_beats
-from tests.harness.rifl import collect_beats, send_beats
+from tests.harness.rifl import assert_delivered, collect_beats, random_beats, send_beats
 
 
 class WordLoop(LiteXModule):
@@ -62,7 +61,7 @@ def test_link_over_shifted_words():
     F = 64
     rng = random.Random(3)
     dut = WordLoop(F)
-    traffic = {"ab": make_beats(rng, F, 25), "ba": make_beats(rng, F, 25)}
+    traffic = {"ab": random_beats(rng, F, 25), "ba": random_beats(rng, F, 25)}
     got = {"ab": [], "ba": []}
 
     res = {}
@@ -78,7 +77,7 @@ def test_link_over_shifted_words():
                          send_beats(dut.b.sink, traffic["ba"], random.Random(2), passive=True),
                          collect_beats(dut.b.source, got["ab"], random.Random(4), 0.8),
                          collect_beats(dut.a.source, got["ba"], random.Random(5), 0.8), wait()])
-    assert_exact(traffic, got)
+    assert_delivered(traffic, got)
     assert res["locks"] >= 1, res
 
 

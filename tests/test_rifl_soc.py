@@ -30,9 +30,8 @@ def run_block(cycles, err=0, burst=1, flap=None, rx_ready=0, limit=40, F=64, lat
                 yield dut.err_ab.storage.eq(0)
                 yield dut.err_ba.storage.eq(0)
             yield
-        for name in dir(dut):
-            if name.startswith(("ab_", "ba_", "a_", "b_")):
-                res[name] = yield getattr(dut, name).status
+        for name, sig in dut.counters.items():
+            res[name] = yield sig
         res["status"] = (yield dut.status.fields.link_up_a) | (yield dut.status.fields.link_up_b) << 1
     run_simulation(dut, [drive()])
     return res

@@ -4,10 +4,13 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect.csr import CSRStatus, CSRField
 
+from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
-    ALIGN_LOCK_FRAMES, ALIGN_UNLOCK_FRAMES, CHECK_BITS, CTRL_FC, CTRL_IDLE, CTRL_PAUSE, CTRL_PAYLOAD_BITS,
+    ALIGN_LOCK_FRAMES, ALIGN_UNLOCK_FRAMES, CHECK_BITS, CTRL_FC, CTRL_HEADER, CTRL_IDLE, CTRL_PAUSE, CTRL_PAYLOAD_BITS,
     CTRL_REPLAY, CTRL_RETRANS, SYNC_CTRL, SYNC_DATA, check_frame_bits, payload_bits, scrambler_mask)
 from cores.rifl.link import crc12_bits
+
+ALIGNER_LATENCY = 2    # cycles from rx_bits to rx_frame (the window register, the output register)
 
 COUNTERS = [
     ("slips", "bit offsets tried and given up while hunting"),
@@ -26,7 +29,7 @@ class RIFLAligner(LiteXModule):
     else the next offset is tried (2 cycles an offset: the window register, then the check); while hunting `rx_frame` is 0 (no signal), so the
     endpoint sends PAUSE and the remote answers with control frames only, which is what the hunt
     recognises. Locked: `unlock_frames` bad frames in a row (invalid sync header, or an unnumbered
-    control frame failing its check) restart the hunt. Latency: 2 cycles (window, register); one
+    control frame failing its check) restart the hunt. Latency: ALIGNER_LATENCY = 2 cycles (window, register); one
     frame a cycle. A full sweep takes 2F cycles.
     """
     def __init__(self, frame_bits=256, lock_frames=ALIGN_LOCK_FRAMES, unlock_frames=ALIGN_UNLOCK_FRAMES,
@@ -41,7 +44,6 @@ class RIFLAligner(LiteXModule):
         self.rx_frame = Signal(F)
         self.locked = Signal()
         self.offset = Signal(max=F)
-        self.counters = {name: Signal(32, name=name) for name, _ in COUNTERS}
 
         # # #
 
@@ -60,7 +62,7 @@ class RIFLAligner(LiteXModule):
         self.comb += [syn[k].eq(bit ^ sel[k]) for k, bit in enumerate(crc12_bits(body))]
         sync = body[-2:]
         meta = body[pbits:pbits + 2]
-        code = body[pbits - 4:pbits]
+        code = CTRL_HEADER.field(body[pbits - CTRL_HEADER.bits:pbits], "code")
         unnumbered = Signal()
         intact = Signal()
         bad = Signal()
@@ -73,26 +75,26 @@ class RIFLAligner(LiteXModule):
         ]
         good = Signal(max=lock_frames + 1)
         nbad = Signal(max=unlock_frames + 1)
-        cnt = self.counters
+        trying = Signal()    # hunting, and the window shows the offset under test
+        self.comb += trying.eq(~self.locked & (sel_offset == self.offset))
         self.sync += [
             If(~self.locked,
                 If(sel_offset == self.offset,
                     If(intact,
                         If(good == lock_frames - 1,
-                            self.locked.eq(1), good.eq(0), nbad.eq(0), cnt["locks"].eq(cnt["locks"] + 1),
+                            self.locked.eq(1), good.eq(0), nbad.eq(0),
                         ).Else(
                             good.eq(good + 1),
                         ),
                     ).Else(
                         good.eq(0),
                         If(self.offset == F - 1, self.offset.eq(0)).Else(self.offset.eq(self.offset + 1)),
-                        cnt["slips"].eq(cnt["slips"] + 1),
                     ),
                 ),
             ).Else(
                 If(bad,
                     If(nbad == unlock_frames - 1,
-                        self.locked.eq(0), nbad.eq(0), cnt["unlocks"].eq(cnt["unlocks"] + 1),
+                        self.locked.eq(0), nbad.eq(0),
                     ).Else(
                         nbad.eq(nbad + 1),
                     ),
@@ -101,6 +103,11 @@ class RIFLAligner(LiteXModule):
                 ),
             ),
         ]
+        add_counters(self, COUNTERS, {
+            "slips": trying & ~intact,
+            "locks": trying & intact & (good == lock_frames - 1),
+            "unlocks": self.locked & bad & (nbad == unlock_frames - 1),
+        })
 
         if with_csr:
             self._status = CSRStatus(fields=[
@@ -108,7 +115,4 @@ class RIFLAligner(LiteXModule):
                 CSRField("offset", size=bits_for(F - 1), offset=8, description="bit offset in use or being tried"),
             ])
             self.comb += [self._status.fields.locked.eq(self.locked), self._status.fields.offset.eq(self.offset)]
-            for name, desc in COUNTERS:
-                csr = CSRStatus(32, name=name, description=desc)
-                setattr(self, "_" + name, csr)
-                self.comb += csr.status.eq(cnt[name])
+            add_counter_csrs(self, COUNTERS)

@@ -3,17 +3,10 @@ from migen import *
 
 from litex.gen import LiteXModule
 
+from cores.lib.logic import xorshift32
 from cores.rifl.common import check_frame_bits
 
 ERROR_BURST_MAX = 12   # bursts up to the CRC degree are always detected
-
-
-def xorshift32(s):
-    """One xorshift32 step as Migen expressions (combinational)."""
-    a = Signal(32)
-    b = Signal(32)
-    c = Signal(32)
-    return a, b, c, [a.eq(s ^ (s << 13)[:32]), b.eq(a ^ (a >> 17)), c.eq(b ^ (b << 5)[:32])]
 
 
 class RIFLChannel(LiteXModule):
@@ -66,10 +59,7 @@ class RIFLChannel(LiteXModule):
         # PRNGs: one draw decides, another places the error.
         rng_hit = Signal(32, reset=seed)
         rng_pos = Signal(32, reset=(seed * 0x9E3779B1) % 2**32 or 1)
-        _, _, hit_next, hit_ops = xorshift32(rng_hit)
-        _, _, pos_next, pos_ops = xorshift32(rng_pos)
-        self.comb += hit_ops + pos_ops
-        self.sync += [rng_hit.eq(hit_next), rng_pos.eq(pos_next)]
+        self.sync += [rng_hit.eq(xorshift32(self, rng_hit)), rng_pos.eq(xorshift32(self, rng_pos))]
 
         # The error of the next cycle is computed and registered from the PRNG state.
         hit = Signal()

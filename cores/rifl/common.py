@@ -48,26 +48,23 @@ CTRL_FC = 0x4          # flow control: numbered like data, carried in the replay
 CTRL_REPLAY = 0x5      # a replay starting at frame id seq follows (arms the recovering receiver)
 CTRL_CODE_BITS = 4
 
+# Per-VOQ flow-control fields, for the switch (its FC streams) and the FC part of CTRL_LAYOUT (prefixed
+# "fc_"). The link-level flow control of an endpoint uses channel LINK_FC_CHANNEL.
+FC_LAYOUT = [
+    ("on_valid", 1),            # pause channel on_channel
+    ("on_channel", 8),
+    ("off_valid", 1),           # resume channel off_channel
+    ("off_channel", 8),
+]
 # Control payload, MSB first from the top of the payload; the rest of the payload is zero.
 CTRL_LAYOUT = [
     ("code", CTRL_CODE_BITS),
     ("seq", SEQ_BITS),          # IDLE: sender's next new id; RETRANS: receiver's expected id; REPLAY: first id
     ("recovering", 1),          # sender's receiver is waiting for a replay
-    ("fc_on_valid", 1),         # per-VOQ flow control (switch): pause channel fc_on_channel
-    ("fc_on_channel", 8),
-    ("fc_off_valid", 1),        # resume channel fc_off_channel
-    ("fc_off_channel", 8),
-]
+] + [("fc_" + name, bits) for name, bits in FC_LAYOUT]
 CTRL_PAYLOAD_BITS = sum(b for _, b in CTRL_LAYOUT)  # 35 <= 48 = payload of the smallest frame
-
-# Per-VOQ flow-control fields (the FC part of CTRL_LAYOUT), for the switch. The link-level flow control
-# of an endpoint uses channel LINK_FC_CHANNEL.
-FC_LAYOUT = [
-    ("on_valid", 1),
-    ("on_channel", 8),
-    ("off_valid", 1),
-    ("off_channel", 8),
-]
+# The descriptor: the top CTRL_HEADER.bits (40) bits of a control frame's payload, the low 5 bits zero.
+CTRL_HEADER = Header.from_msb_layout(CTRL_LAYOUT)
 LINK_FC_CHANNEL = 0
 
 # Flow-control hysteresis on the receive buffer: ON (pause) above 2/3, OFF (resume) below 1/3.
@@ -198,6 +195,9 @@ L2_LENGTH_BYTES = 2
 L2_MAX_PACKET_BYTES = (1 << (8 * L2_LENGTH_BYTES)) - 1 - L2_LENGTH_BYTES
 
 
+L2_DST_PORTS = [f"dst_port{k}" for k in range(1, MAX_HOPS + 1)]     # DP1..DP5, L2_HEADER field names
+
+
 def l2_header_pack(total, remain, ports):
     """Pack a Layer 2 header into a 48-bit integer (first header byte in bits 47..40).
     `ports` lists up to MAX_HOPS Dst Port values (DP1 first); missing ones are 0."""
@@ -206,11 +206,7 @@ def l2_header_pack(total, remain, ports):
         raise ValueError(f"need 0 <= remain ({remain}) <= total ({total}) <= {MAX_HOPS}")
     if len(ports) > MAX_HOPS or any(not 0 <= p < (1 << DST_PORT_BITS) for p in ports):
         raise ValueError(f"at most {MAX_HOPS} Dst Port values of 0..255, got {ports}")
-    ports = ports + [0] * (MAX_HOPS - len(ports))
-    h = (total << HOPS_BITS) | remain
-    for p in ports:
-        h = (h << DST_PORT_BITS) | p
-    return h
+    return L2_HEADER.pack(total_hops=total, remain_hops=remain, **dict(zip(L2_DST_PORTS, ports)))
 
 
 def l2_header_unpack(header):
@@ -218,14 +214,13 @@ def l2_header_unpack(header):
     if isinstance(header, (bytes, bytearray)):
         if len(header) != L2_HEADER_BYTES:
             raise ValueError(f"L2 header is {L2_HEADER_BYTES} bytes, got {len(header)}")
-        header = int.from_bytes(header, "big")
-    ports = [(header >> (DST_PORT_BITS * (MAX_HOPS - 1 - k))) & 0xFF for k in range(MAX_HOPS)]
-    top = header >> (DST_PORT_BITS * MAX_HOPS)
-    return (top >> HOPS_BITS) & 0xF, top & 0xF, ports
+        header = L2_HEADER.from_wire(header)
+    f = L2_HEADER.unpack(header)
+    return f["total_hops"], f["remain_hops"], [f[name] for name in L2_DST_PORTS]
 
 
 def l2_header_bytes(header):
-    return header.to_bytes(L2_HEADER_BYTES, "big")
+    return L2_HEADER.to_bytes(header)
 
 
 def check_switch_ports(n):

@@ -1,13 +1,14 @@
 """RIFL Layer 2 endpoint in gateware: segmentation of upper-layer packets into Layer 2 packets (header +
-256-byte segment, one Layer 1 packet each) and reassembly, bit-exact with software/rifl/l2.py."""
+256-byte segment, one Layer 1 packet each) and reassembly, bit-exact with software/rifl/reference.py."""
 from migen import *
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
-from litex.soc.interconnect.csr import CSRField, CSRStatus, CSRStorage
+from litex.soc.interconnect.csr import CSRField, CSRStorage
 
+from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
-    L2_HEADER_BITS, L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_LENGTH_OFFSET,
+    L2_DST_PORTS, L2_HEADER, L2_HEADER_BITS, L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_LENGTH_OFFSET,
     L2_MAX_PACKET_BYTES, L2_PACKET_BYTES, L2_RX_CONTEXTS, L2_RX_CONTEXTS_MAX, L2_RX_PARAMS, L2_RX_TIMEOUT,
     L2_RX_TIMEOUT_BITS, L2_RX_TIMEOUT_STEPS, L2_TX_PARAMS,
     MAX_HOPS, SEGMENT_BYTES, check_frame_bits, check_l2_data_width, l2_data_layout, l2_segments,
@@ -47,15 +48,14 @@ def _header_bytes(header):
 def reply_route_statements(header, reply):
     """Statements setting `reply` to cores.rifl.common.reply_route(header): a case over Total Hops (0..5,
     anything else gives 0) of rotations, reversal and negation modulo 256 of the Dst Port bytes."""
-    total = header[L2_HEADER_BITS - 4:]
-    ports = _header_bytes(header)[1:]                 # DP1..DP5
+    ports = [L2_HEADER.field(header, name) for name in L2_DST_PORTS]
     cases = {"default": reply.eq(0)}
     for t in range(MAX_HOPS + 1):
         k = -t % MAX_HOPS
         orig = ports[k:] + ports[:k]
         back = [(C(0, 8) - p)[:8] for p in reversed(orig[:t])] + [C(0, 8)] * (MAX_HOPS - t)
-        cases[t] = reply.eq(Cat(*reversed(back), C(t, 4), C(t, 4)))
-    return Case(total, cases)
+        cases[t] = reply.eq(L2_HEADER.value(total_hops=t, remain_hops=t, **dict(zip(L2_DST_PORTS, back))))
+    return Case(L2_HEADER.field(header, "total_hops"), cases)
 
 
 def _byte_mask(module, n, nbytes):
@@ -97,19 +97,6 @@ class BytePacker(LiteXModule):
             buf.eq((buf >> Cat(C(0, 3), shift)) | (chunk << Cat(C(0, 3), after))[:8 * B]),
             level.eq(after + Mux(sink.valid & sink.ready, sink.n, 0)),
         ]
-
-
-def _add_counters(module, counters, events):
-    module.counters = {name: Signal(32, name=name) for name, _ in counters}
-    for name, _ in counters:
-        module.sync += If(events[name], module.counters[name].eq(module.counters[name] + 1))
-
-
-def _add_counter_csrs(module, counters):
-    for name, desc in counters:
-        csr = CSRStatus(32, name=name, description=desc)
-        setattr(module, "_" + name, csr)
-        module.comb += csr.status.eq(module.counters[name])
 
 
 class L2Segmenter(LiteXModule):
@@ -251,9 +238,9 @@ class L2Segmenter(LiteXModule):
             If(final, ubeat.eq(0), final.eq(0)).Else(ubeat.eq(ubeat + 1), final.eq(ubeat == nbeats - 2)),
         )
 
-        _add_counters(self, TX_COUNTERS, ev)
+        add_counters(self, TX_COUNTERS, ev)
         if with_csr:
-            _add_counter_csrs(self, TX_COUNTERS)
+            add_counter_csrs(self, TX_COUNTERS)
 
 
 def _cat_fields(*fields):
@@ -262,103 +249,156 @@ def _cat_fields(*fields):
     return Cat(*[s[:w] for s, w in fields if w])
 
 
-class L2Reassembler(LiteXModule):
-    """Layer 2 reassembly per source: Layer 2 packets in (from RIFLEndpoint.source), upper-layer packets out.
+FREE, OPEN, DONE = 0, 1, 2         # reassembly context states
 
-    sink: user_layout(frame_bits) with `last`, one L2 packet per Layer 1 packet. source: `data` beats of
-    data_width bits (full except the last), params `length`, `header` (as received in the first segment)
-    and `reply` (its reply route, cores.rifl.common.reply_route, computed in gateware).
 
-    Segments of different sources may arrive interleaved (behind a switch); those of one source arrive in
-    order. `n_sources` contexts (1..L2_RX_CONTEXTS_MAX) are keyed by the reply route of the received
-    header: a segment whose key has an open context continues its packet, any other segment starts one
-    (its length prefix is read) and takes a free context. Each context owns a block-RAM region of
-    max_packet (1..L2_MAX_PACKET_BYTES) bytes rounded up to a power of two of segments, where segment k
-    of a packet is stored at k * SEGMENT_BYTES; a context is freed when its packet has left on source.
-    Complete packets leave whole, in completion order, one after the other (store and forward per packet).
+def _first_index(module, vec, idx, n, sync=None):
+    """idx = the lowest i with vec[i] set (unchanged if none), comb or, with `sync` (a condition), registered."""
+    statements = [If(vec[i], idx.eq(i)) for i in reversed(range(n))]
+    if sync is None:
+        module.comb += statements
+    else:
+        module.sync += If(sync, statements)
 
-    A first segment finding no free context waits (back-pressure) while a complete packet holds one,
-    since that context frees itself once the packet has left; if every context is still assembling it
-    is dropped (`no_context`), as one longer than max_packet (`too_long`), and its key is entered in one
-    of n_sources skip entries, which drop its continuation segments (`orphans`); with every skip entry
-    busy too the drop is counted in `untracked`. A first segment with length 0 or too large is dropped
-    (`bad_length`). A Layer 1 packet shorter than L2_PACKET_BYTES is completed with zeros, a longer one
-    truncated (`malformed`).
-    Timeout: a context assembling a packet (OPEN) that gets no segment for more than `timeout` cycles
-    (at most (1 + 1/L2_RX_TIMEOUT_STEPS) x `timeout`; cycles with the sink stalled by the reassembler
-    do not count) is freed, its partial packet discarded (`timeouts`), and its key entered in a skip
-    entry for its remaining segments, so late continuations are dropped (`orphans`); a skip entry idle
-    as long frees itself too, so a source silent for 2.5 x `timeout` starts afresh. `timeout`: multiple
-    of L2_RX_TIMEOUT_STEPS in [2 L2_RX_TIMEOUT_STEPS, 2^L2_RX_TIMEOUT_BITS), run-time CSR `timeout` if with_csr.
-    Throughput: one Layer 1 beat a cycle on sink; on source one beat a cycle within a packet and at most
-    one idle cycle between packets (the packet's words are read from the 2-byte length prefix on, up to
-    a whole number of beats), so with data_width >= 8 * payload bytes a segment leaves in no more cycles
-    than its Layer 1 packet took to arrive. Latency: a packet's first beat leaves 5 cycles after its last Layer 1 beat (F = 256).
+
+class L2UnitParser(LiteXModule):
+    """The reassembler's input: Layer 1 beats (sink, user_layout(frame_bits)) into units of L2_PACKET_BYTES
+    (one Layer 2 packet), a beat a cycle. A Layer 1 packet that ends early is completed with zero beats, one
+    that runs past the unit is truncated (its beats dropped up to `last`): `malformed`.
+
+    `valid`: a beat of the unit is there (a zero beat while completing); `go` (in): it is taken. Per unit:
+    `hdr` and `key` (its reply route) registered at beat 0, `key_now` the reply route of the current beat
+    (valid at beat 0), `length` (the length prefix, registered at its beat) and `stream_len` (prefix and
+    packet). `body_data` / `body_n`: the bytes of the beat that belong to the segment body (from the length
+    prefix on). Position: `at_decision` (the beat at which the unit's context is decided: key and length
+    are registered by then), `start` (beat 0 is taken), `hold` (between beat 0 and the decision).
     """
-    def __init__(self, frame_bits=256, data_width=64, n_sources=L2_RX_CONTEXTS, max_packet=L2_MAX_PACKET_BYTES,
-                 timeout=L2_RX_TIMEOUT, with_csr=False):
-        check_frame_bits(frame_bits)
-        check_l2_data_width(data_width)
-        if not isinstance(n_sources, int) or not 1 <= n_sources <= L2_RX_CONTEXTS_MAX:
-            raise ValueError(f"n_sources must be an integer in [1, {L2_RX_CONTEXTS_MAX}], got {n_sources!r}")
-        if not isinstance(max_packet, int) or not 1 <= max_packet <= L2_MAX_PACKET_BYTES:
-            raise ValueError(f"max_packet must be an integer in [1, {L2_MAX_PACKET_BYTES}], got {max_packet!r}")
-        if not isinstance(timeout, int) or timeout % L2_RX_TIMEOUT_STEPS or \
-                not 2 * L2_RX_TIMEOUT_STEPS <= timeout < 2**L2_RX_TIMEOUT_BITS:
-            raise ValueError(f"timeout must be a multiple of {L2_RX_TIMEOUT_STEPS} in [{2 * L2_RX_TIMEOUT_STEPS}, "
-                             f"2**{L2_RX_TIMEOUT_BITS}), got {timeout!r}")
-        W = data_width // 8
+    def __init__(self, frame_bits):
         P = payload_bytes(frame_bits)
         U = L2_PACKET_BYTES
         nbeats = -(-U // P)
         jd = L2_LENGTH_OFFSET // P                 # beat holding the length prefix
         jk = jd + 1                                # beat of the decision: key and length are registered
         assert L2_HEADER_BYTES <= P and jk < nbeats
-        M = max(W, 1 << (P - 1).bit_length())      # memory word bytes: >= P, divides SEGMENT_BYTES
-        WPS = SEGMENT_BYTES // M                   # words per segment
-        S = 1 << (l2_segments(max_packet) - 1).bit_length()    # segment slots per context
-        lw, ls = log2_int(WPS), log2_int(S)
-        self.n_sources, self.max_packet, self.timeout = n_sources, max_packet, timeout
-        self.memory_bytes = n_sources * S * SEGMENT_BYTES
         self.sink = sink = stream.Endpoint(user_layout(frame_bits))
-        self.source = source = stream.Endpoint(stream.EndpointDescription(l2_data_layout(data_width), L2_RX_PARAMS))
-        ev = {name: Signal() for name, _ in RX_COUNTERS}
+        self.valid = Signal()
+        self.go = go = Signal()
+        self.hdr = hdr = Signal(L2_HEADER_BITS)
+        self.key = key = Signal(L2_HEADER_BITS)
+        self.key_now = key_now = Signal(L2_HEADER_BITS)
+        self.length = length = Signal(8 * L2_LENGTH_BYTES)
+        self.stream_len = stream_len = Signal(8 * L2_LENGTH_BYTES + 1)
+        self.body_data = Signal(8 * P)
+        self.body_n = Signal(max=P + 1)
+        self.at_decision = at_dec = Signal()
+        self.start = Signal()
+        self.hold = Signal()
+        self.events = ev = {"segments": Signal(), "malformed": Signal()}
 
         # # #
 
-        # Layer 1 beats: position in the 262-byte unit, completion of short units, truncation of long ones.
         beat = Signal(max=nbeats)
         fill = Signal()      # the Layer 1 packet ended early: zero beats complete the unit
         drop = Signal()      # it runs past the unit: its beats are dropped up to `last`
         data = Signal(8 * P)
-        vvalid = Signal()
-        go = Signal()        # a beat (or a fill beat) goes into the body packer
         self.comb += [
             data.eq(Mux(fill, 0, sink.data)),
-            vvalid.eq(fill | (sink.valid & ~drop)),
+            self.valid.eq(fill | (sink.valid & ~drop)),
         ]
         by = _bytes(data, P)
-        hdr = Signal(L2_HEADER_BITS)
         hdr_now = Signal(L2_HEADER_BITS)
-        key_now = Signal(L2_HEADER_BITS)
-        key = Signal(L2_HEADER_BITS)                          # registered at beat 0
-        length = Signal(8 * L2_LENGTH_BYTES)                  # registered at beat jd
-        stream_len = Signal(8 * L2_LENGTH_BYTES + 1)          # length prefix + packet
         self.comb += [
             hdr_now.eq(Cat(*reversed(by[:L2_HEADER_BYTES]))),
             reply_route_statements(hdr_now, key_now),
             stream_len.eq(length + L2_LENGTH_BYTES),
         ]
+        at_start = Signal()
+        final = Signal()
+        lo = L2_LENGTH_OFFSET % P
+        self.comb += [
+            at_start.eq(beat == jd),
+            at_dec.eq(beat == jk),
+            final.eq(beat == nbeats - 1),
+            If(at_start,
+                self.body_data.eq(data >> 8 * lo),
+                self.body_n.eq(P - lo),
+            ).Elif(beat > jd,
+                self.body_data.eq(data),
+                self.body_n.eq(Mux(final, U - P * (nbeats - 1), P)),
+            ),
+            sink.ready.eq(drop | (go & ~fill)),
+            self.start.eq(go & (beat == 0)),
+            self.hold.eq((go & (beat == 0)) | ((beat != 0) & (beat <= jk))),
+        ]
+        self.sync += [
+            If(drop & sink.valid & sink.last, drop.eq(0)),
+            If(go,
+                If(final, beat.eq(0), fill.eq(0)).Else(beat.eq(beat + 1)),
+                If(~fill & sink.last & ~final, fill.eq(1)),
+                If(~fill & ~sink.last & final, drop.eq(1)),
+                If(beat == 0, hdr.eq(hdr_now), key.eq(key_now)),
+                If(at_start, length.eq(Cat(by[(L2_LENGTH_OFFSET + 1) % P], by[L2_LENGTH_OFFSET % P]))),
+            ),
+        ]
+        self.comb += [
+            ev["segments"].eq(go & final),
+            ev["malformed"].eq(go & ~fill & (sink.last != final)),
+        ]
 
-        # Contexts (FREE -> OPEN while segments arrive -> DONE until delivered) and skip entries.
-        FREE, OPEN, DONE = 0, 1, 2
+
+class L2ContextTable(LiteXModule):
+    """The reassembler's contexts and skip entries, and the decision taken for each unit.
+
+    n_sources contexts (FREE -> OPEN while segments arrive -> DONE until delivered) of `slots` segments
+    (packets up to max_packet bytes), keyed by the reply route, and n_sources skip entries (key, segments
+    left to drop). At `start` (beat 0 of a unit taken) the key matches of key_now are registered; at
+    `decide` the unit (key, hdr, length, stream_len) continues an OPEN context, is skipped, or is a first
+    segment that takes a FREE context or is dropped (bad length, too long, none free: its continuation
+    segments enter a skip entry). `wait`: a first segment finds no FREE context while one is DONE (which
+    frees itself once delivered). The decision: ctx, seg (segment index), keep (store the body), complete
+    (the packet's last segment).
+    Timeout: a tick every timeout_cycles / L2_RX_TIMEOUT_STEPS cycles (paused while `stalled`) ages OPEN
+    contexts and skip entries; a decision resets its entry's age; an entry L2_RX_TIMEOUT_STEPS + 1 ticks
+    old expires, one a cycle, outside `hold` (an OPEN context's key then enters a skip entry).
+    `out_beat` / `out_last` / `out_ctx`: a beat of context out_ctx's packet left the reassembler; its last
+    one frees the context. `lookup` -> lookup_length, lookup_header, lookup_key: a context's packet
+    parameters (for the output).
+    """
+    def __init__(self, n_sources, slots, max_packet):
         n = n_sources
         cb = bits_for(n - 1)
+        self.key_now = key_now = Signal(L2_HEADER_BITS)
+        self.key = key = Signal(L2_HEADER_BITS)
+        self.hdr = hdr = Signal(L2_HEADER_BITS)
+        self.length = length = Signal(8 * L2_LENGTH_BYTES)
+        self.stream_len = stream_len = Signal(8 * L2_LENGTH_BYTES + 1)
+        self.start = Signal()
+        self.decide = dec = Signal()
+        self.hold = hold = Signal()
+        self.stalled = Signal()
+        self.timeout_cycles = Signal(L2_RX_TIMEOUT_BITS)
+        self.wait = wait = Signal()
+        self.ctx = Signal(cb)
+        self.seg = Signal(max(log2_int(slots), 1))
+        self.keep = Signal()
+        self.complete = complete = Signal()
+        self.out_beat = Signal()
+        self.out_last = Signal()
+        self.out_ctx = Signal(cb)
+        self.lookup = Signal(cb)
+        self.lookup_length = Signal(8 * L2_LENGTH_BYTES)
+        self.lookup_header = Signal(L2_HEADER_BITS)
+        self.lookup_key = Signal(L2_HEADER_BITS)
+        self.events = ev = {name: Signal() for name in ("packets", "bad_length", "no_context", "too_long", "orphans",
+                                                        "untracked", "timeouts")}
+
+        # # #
+
         st = Array(Signal(2, name=f"ctx{i}_state") for i in range(n))
         c_key = Array(Signal(L2_HEADER_BITS, name=f"ctx{i}_key") for i in range(n))
         c_hdr = Array(Signal(L2_HEADER_BITS, name=f"ctx{i}_header") for i in range(n))
         c_len = Array(Signal(8 * L2_LENGTH_BYTES, name=f"ctx{i}_length") for i in range(n))
-        c_seg = Array(Signal(max=S + 1, name=f"ctx{i}_segment") for i in range(n))
+        c_seg = Array(Signal(max=slots + 1, name=f"ctx{i}_segment") for i in range(n))
         c_rem = Array(Signal(8 * L2_LENGTH_BYTES + 1, name=f"ctx{i}_remaining") for i in range(n))  # stream bytes to come
         s_on = Array(Signal(name=f"skip{i}_valid") for i in range(n))
         s_key = Array(Signal(L2_HEADER_BITS, name=f"skip{i}_key") for i in range(n))
@@ -377,13 +417,13 @@ class L2Reassembler(LiteXModule):
             s_free.eq(~Cat(*s_on)),
         ]
         for vec, idx in ((hit_now, hit_i), (s_hit_now, s_hit_i)):
-            self.sync += If(go & (beat == 0), [If(vec[i], idx.eq(i)) for i in reversed(range(n))])
+            _first_index(self, vec, idx, n, sync=self.start)
         for vec, idx in ((free, free_i), (s_free, s_free_i)):
-            self.comb += [If(vec[i], idx.eq(i)) for i in reversed(range(n))]
-        self.sync += If(go & (beat == 0), hit.eq(hit_now), s_hit.eq(s_hit_now))
+            _first_index(self, vec, idx, n)
+        self.sync += If(self.start, hit.eq(hit_now), s_hit.eq(s_hit_now))
 
         cont, skip, first = Signal(), Signal(), Signal()
-        bad_len, too_long, wait, no_ctx, alloc, to_skip, complete = (Signal() for _ in range(7))
+        bad_len, too_long, no_ctx, alloc, to_skip = (Signal() for _ in range(5))
         self.comb += [
             cont.eq(hit != 0),
             skip.eq(~cont & (s_hit != 0)),
@@ -395,68 +435,33 @@ class L2Reassembler(LiteXModule):
             alloc.eq(first & ~bad_len & ~too_long & (free != 0)),
             to_skip.eq((too_long | no_ctx) & (stream_len > SEGMENT_BYTES)),
             complete.eq(Mux(cont, c_rem[hit_i] <= SEGMENT_BYTES, stream_len <= SEGMENT_BYTES)),
+            self.ctx.eq(Mux(cont, hit_i, free_i)),
+            self.seg.eq(Mux(cont, c_seg[hit_i], 0)),
+            self.keep.eq(cont | alloc),
         ]
-
-        # Segment bodies (length prefix, packet, padding: SEGMENT_BYTES each) packed into M-byte words; the
-        # unit's context is decided at beat jk, before its first word leaves the packer.
-        self.body_packer = wp = BytePacker(P, M)
-        self.units = units = stream.SyncFIFO([("ctx", cb), ("seg", max(ls, 1)), ("keep", 1), ("complete", 1)], 4)
-        at_start = Signal()
-        at_dec = Signal()
-        final = Signal()
-        lo = L2_LENGTH_OFFSET % P
-        self.comb += [
-            at_start.eq(beat == jd),
-            at_dec.eq(beat == jk),
-            final.eq(beat == nbeats - 1),
-            wp.size.eq(M),
-            If(at_start,
-                wp.sink.data.eq(data >> 8 * lo),
-                wp.sink.n.eq(P - lo),
-            ).Elif(beat > jd,
-                wp.sink.data.eq(data),
-                wp.sink.n.eq(Mux(final, U - P * (nbeats - 1), P)),
-            ),
-            wp.sink.valid.eq(vvalid & (~at_dec | (units.sink.ready & ~wait))),
-            units.sink.valid.eq(vvalid & at_dec & wp.sink.ready & ~wait),
-            units.sink.ctx.eq(Mux(cont, hit_i, free_i)),
-            units.sink.seg.eq(Mux(cont, c_seg[hit_i], 0)),
-            units.sink.keep.eq(cont | alloc),
-            units.sink.complete.eq(complete),
-            go.eq(wp.sink.valid & wp.sink.ready),
-            sink.ready.eq(drop | (go & ~fill)),
-        ]
-        dec = go & at_dec
         nseg = (stream_len + SEGMENT_BYTES - 1) >> 8
+
         # Idle timeout: a shared tick every timeout / L2_RX_TIMEOUT_STEPS cycles (paused while the sink is
         # stalled by the reassembler) ages OPEN contexts and skip entries; a segment's decision resets its
         # entry's age. An entry aged L2_RX_TIMEOUT_STEPS + 1 ticks expires, one context a cycle, outside the
         # window between a unit's beat 0 (key matches registered) and its decision.
-        if with_csr:
-            self._timeout = CSRStorage(fields=[CSRField("cycles", size=L2_RX_TIMEOUT_BITS, reset=timeout,
-                description="Idle timeout of an assembling context or skip entry, in cycles (a multiple of "
-                            f"{L2_RX_TIMEOUT_STEPS}: the low bits are ignored).")])
-            timeout_cycles = self._timeout.storage
-        else:
-            timeout_cycles = C(timeout, L2_RX_TIMEOUT_BITS)
         age_max = L2_RX_TIMEOUT_STEPS + 1
         tb = log2_int(L2_RX_TIMEOUT_STEPS)
         c_age = Array(Signal(max=age_max + 1, name=f"ctx{i}_age") for i in range(n))
         s_age = Array(Signal(max=age_max + 1, name=f"skip{i}_age") for i in range(n))
         prescale = Signal(L2_RX_TIMEOUT_BITS - tb)
-        tick, hold, expire = Signal(), Signal(), Signal()
+        tick, expire = Signal(), Signal()
         old, s_old = Signal(n), Signal(n)
         old_i = Signal(cb)
         self.comb += [
-            hold.eq((go & (beat == 0)) | ((beat != 0) & (beat <= jk))),
             old.eq(Cat(*[(st[i] == OPEN) & (c_age[i] == age_max) for i in range(n)])),
             s_old.eq(Cat(*[s_on[i] & (s_age[i] == age_max) for i in range(n)])),
-            [If(old[i], old_i.eq(i)) for i in reversed(range(n))],
             expire.eq(~hold & (old != 0)),
         ]
+        _first_index(self, old, old_i, n)
         self.sync += [
-            If(~(sink.valid & ~sink.ready),
-                If(prescale + 1 >= timeout_cycles[tb:], prescale.eq(0), tick.eq(1)).Else(
+            If(~self.stalled,
+                If(prescale + 1 >= self.timeout_cycles[tb:], prescale.eq(0), tick.eq(1)).Else(
                     prescale.eq(prescale + 1), tick.eq(0)),
             ).Else(tick.eq(0)),
             [If(tick & (c_age[i] != age_max), c_age[i].eq(c_age[i] + 1)) for i in range(n)],
@@ -473,14 +478,6 @@ class L2Reassembler(LiteXModule):
             ),
         ]
         self.sync += [
-            If(drop & sink.valid & sink.last, drop.eq(0)),
-            If(go,
-                If(final, beat.eq(0), fill.eq(0)).Else(beat.eq(beat + 1)),
-                If(~fill & sink.last & ~final, fill.eq(1)),
-                If(~fill & ~sink.last & final, drop.eq(1)),
-                If(beat == 0, hdr.eq(hdr_now), key.eq(key_now)),
-                If(at_start, length.eq(Cat(by[(L2_LENGTH_OFFSET + 1) % P], by[L2_LENGTH_OFFSET % P]))),
-            ),
             If(dec,
                 If(cont,
                     c_age[hit_i].eq(0),
@@ -509,12 +506,14 @@ class L2Reassembler(LiteXModule):
                     s_age[s_free_i].eq(0),
                 ),
             ),
+            If(self.out_beat, If(self.out_last, st[self.out_ctx].eq(FREE))),
         ]
         self.comb += [
-            ev["segments"].eq(go & final),
+            self.lookup_length.eq(c_len[self.lookup]),
+            self.lookup_header.eq(c_hdr[self.lookup]),
+            self.lookup_key.eq(c_key[self.lookup]),
             ev["packets"].eq(dec & alloc),
             ev["bad_length"].eq(dec & bad_len),
-            ev["malformed"].eq(go & ~fill & (sink.last != final)),
             ev["no_context"].eq(dec & no_ctx),
             ev["too_long"].eq(dec & too_long),
             ev["orphans"].eq(dec & skip),
@@ -522,8 +521,42 @@ class L2Reassembler(LiteXModule):
             ev["timeouts"].eq(expire),
         ]
 
-        # Packet memory: context | segment | word; one write port (segment bodies), one read port (output).
-        mem = Memory(8 * M, n * S * WPS)
+
+class L2PacketStore(LiteXModule):
+    """The reassembler's packet memory: segment bodies in, whole packets out, in completion order.
+
+    units (sink): one entry a unit, in unit order: ctx, seg (segment index in the context), keep (store
+    the body, else drop it), complete (the packet's last segment). words (sink, always ready): the units'
+    bodies, SEGMENT_BYTES / M words of M bytes each; segment k of context c is stored at (c, k).
+    The words of complete packets are read back to back into a packer that drops the 2-byte length
+    prefix and cuts data_width beats (source: l2_data_layout(data_width) with L2_RX_PARAMS; a packet is
+    read up to a whole number of beats, the bytes past its end masked). `lookup` (out) -> length, header,
+    reply (in): the parameters of the next packet's context. `out_beat` / `out_last` / `out_ctx`: a beat left on
+    source, whether it was its packet's last, and its context.
+    """
+    def __init__(self, data_width, n_sources, slots, word_bytes):
+        W, M = data_width // 8, word_bytes
+        n = n_sources
+        cb = bits_for(n - 1)
+        WPS = SEGMENT_BYTES // M                   # words per segment
+        lw, ls = log2_int(WPS), log2_int(slots)
+        self.units = stream.Endpoint([("ctx", cb), ("seg", max(ls, 1)), ("keep", 1), ("complete", 1)])
+        self.words = words = stream.Endpoint([("data", 8 * M)])
+        self.source = source = stream.Endpoint(stream.EndpointDescription(l2_data_layout(data_width), L2_RX_PARAMS))
+        self.lookup = Signal(cb)
+        self.length = Signal(8 * L2_LENGTH_BYTES)
+        self.header = Signal(L2_HEADER_BITS)
+        self.reply = Signal(L2_HEADER_BITS)
+        self.out_beat = Signal()
+        self.out_last = Signal()
+        self.out_ctx = Signal(cb)
+        self.events = ev = {"delivered": Signal()}
+
+        # # #
+
+        # Writing: one word a cycle at (context, segment, word).
+        self.unit_fifo = units = stream.SyncFIFO(self.units.description, 4)
+        mem = Memory(8 * M, n * slots * WPS)
         wr = mem.get_port(write_capable=True)
         rd = mem.get_port(has_re=True)
         self.specials += mem, wr, rd
@@ -531,17 +564,18 @@ class L2Reassembler(LiteXModule):
         wword = Signal(max(lw, 1))
         unit_end = Signal()
         self.comb += [
-            wp.source.ready.eq(1),
+            self.units.connect(units.sink),
+            words.ready.eq(1),
             unit_end.eq(wword == WPS - 1),
             wr.adr.eq(_cat_fields((wword, lw), (units.source.seg, ls), (units.source.ctx, cb))),
-            wr.dat_w.eq(wp.source.data),
-            wr.we.eq(wp.source.valid & units.source.valid & units.source.keep),
-            units.source.ready.eq(wp.source.valid & unit_end),
-            done.sink.valid.eq(wp.source.valid & unit_end & units.source.valid & units.source.keep &
+            wr.dat_w.eq(words.data),
+            wr.we.eq(words.valid & units.source.valid & units.source.keep),
+            units.source.ready.eq(words.valid & unit_end),
+            done.sink.valid.eq(words.valid & unit_end & units.source.valid & units.source.keep &
                                units.source.complete),
             done.sink.ctx.eq(units.source.ctx),
         ]
-        self.sync += If(wp.source.valid, wword.eq(Mux(unit_end, 0, wword + 1)))
+        self.sync += If(words.valid, wword.eq(Mux(unit_end, 0, wword + 1)))
 
         # Reading: the words of complete packets back to back (the first word of a packet in the cycle its
         # context leaves `done`), into a packer that drops the length prefix and cuts data_width beats.
@@ -559,9 +593,10 @@ class L2Reassembler(LiteXModule):
         pend, pend_first = Signal(), Signal()
         pend_n = Signal(max=M + 1)
         self.comb += [
+            self.lookup.eq(done.source.ctx),
             r_ctx.eq(Mux(f_active, f_ctx, done.source.ctx)),
             r_word.eq(Mux(f_active, f_word, 0)),
-            r_left.eq(Mux(f_active, f_left, ((c_len[done.source.ctx] + W - 1) & ~(W - 1)) + L2_LENGTH_BYTES)),
+            r_left.eq(Mux(f_active, f_left, ((self.length + W - 1) & ~(W - 1)) + L2_LENGTH_BYTES)),
             r_take.eq(Mux(r_left < M, r_left, M)),
             can.eq(f_active | (done.source.valid & params.sink.ready)),
             advance.eq(~pend | op.sink.ready),
@@ -571,9 +606,9 @@ class L2Reassembler(LiteXModule):
             done.source.ready.eq(issue & ~f_active),
             params.sink.valid.eq(issue & ~f_active),
             params.sink.ctx.eq(done.source.ctx),
-            params.sink.length.eq(c_len[done.source.ctx]),
-            params.sink.header.eq(c_hdr[done.source.ctx]),
-            params.sink.reply.eq(c_key[done.source.ctx]),
+            params.sink.length.eq(self.length),
+            params.sink.header.eq(self.header),
+            params.sink.reply.eq(self.reply),
             op.sink.valid.eq(pend),
             op.sink.data.eq(Mux(pend_first, rd.dat_r >> 8 * L2_LENGTH_BYTES, rd.dat_r)),
             op.sink.n.eq(pend_n),
@@ -609,14 +644,111 @@ class L2Reassembler(LiteXModule):
             source.reply.eq(params.source.reply),
             op.source.ready.eq(source.ready & params.source.valid),
             params.source.ready.eq(source.valid & source.ready & source.last),
+            self.out_beat.eq(source.valid & source.ready),
+            self.out_last.eq(source.last),
+            self.out_ctx.eq(params.source.ctx),
             ev["delivered"].eq(params.source.ready),
         ]
         self.sync += If(source.valid & source.ready,
             started.eq(~source.last),
             out_rem.eq(cur - W),
-            If(source.last, st[params.source.ctx].eq(FREE)),
         )
 
-        _add_counters(self, RX_COUNTERS, ev)
+
+class L2Reassembler(LiteXModule):
+    """Layer 2 reassembly per source: Layer 2 packets in (from RIFLEndpoint.source), upper-layer packets out.
+
+    sink: user_layout(frame_bits) with `last`, one L2 packet per Layer 1 packet. source: `data` beats of
+    data_width bits (full except the last), params `length`, `header` (as received in the first segment)
+    and `reply` (its reply route, cores.rifl.common.reply_route, computed in gateware).
+
+    Segments of different sources may arrive interleaved (behind a switch); those of one source arrive in
+    order. `n_sources` contexts (1..L2_RX_CONTEXTS_MAX) are keyed by the reply route of the received
+    header: a segment whose key has an open context continues its packet, any other segment starts one
+    (its length prefix is read) and takes a free context. Each context owns a block-RAM region of
+    max_packet (1..L2_MAX_PACKET_BYTES) bytes rounded up to a power of two of segments, where segment k
+    of a packet is stored at k * SEGMENT_BYTES; a context is freed when its packet has left on source.
+    Complete packets leave whole, in completion order, one after the other (store and forward per packet).
+
+    A first segment finding no free context waits (back-pressure) while a complete packet holds one,
+    since that context frees itself once the packet has left; if every context is still assembling it
+    is dropped (`no_context`), as one longer than max_packet (`too_long`), and its key is entered in one
+    of n_sources skip entries, which drop its continuation segments (`orphans`); with every skip entry
+    busy too the drop is counted in `untracked`. A first segment with length 0 or too large is dropped
+    (`bad_length`). A Layer 1 packet shorter than L2_PACKET_BYTES is completed with zeros, a longer one
+    truncated (`malformed`).
+    Timeout: a context assembling a packet (OPEN) that gets no segment for more than `timeout` cycles
+    (at most (1 + 1/L2_RX_TIMEOUT_STEPS) x `timeout`; cycles with the sink stalled by the reassembler
+    do not count) is freed, its partial packet discarded (`timeouts`), and its key entered in a skip
+    entry for its remaining segments, so late continuations are dropped (`orphans`); a skip entry idle
+    as long frees itself too, so a source silent for 2.5 x `timeout` starts afresh. `timeout`: multiple
+    of L2_RX_TIMEOUT_STEPS in [2 L2_RX_TIMEOUT_STEPS, 2^L2_RX_TIMEOUT_BITS), run-time CSR `timeout` if with_csr.
+    Throughput: one Layer 1 beat a cycle on sink; on source one beat a cycle within a packet and at most
+    one idle cycle between packets (the packet's words are read from the 2-byte length prefix on, up to
+    a whole number of beats), so with data_width >= 8 * payload bytes a segment leaves in no more cycles
+    than its Layer 1 packet took to arrive. Latency: a packet's first beat leaves 5 cycles after its last Layer 1 beat (F = 256).
+    Submodules: parser (L2UnitParser), contexts (L2ContextTable), body_packer (BytePacker), store
+    (L2PacketStore).
+    """
+    def __init__(self, frame_bits=256, data_width=64, n_sources=L2_RX_CONTEXTS, max_packet=L2_MAX_PACKET_BYTES,
+                 timeout=L2_RX_TIMEOUT, with_csr=False):
+        check_frame_bits(frame_bits)
+        check_l2_data_width(data_width)
+        if not isinstance(n_sources, int) or not 1 <= n_sources <= L2_RX_CONTEXTS_MAX:
+            raise ValueError(f"n_sources must be an integer in [1, {L2_RX_CONTEXTS_MAX}], got {n_sources!r}")
+        if not isinstance(max_packet, int) or not 1 <= max_packet <= L2_MAX_PACKET_BYTES:
+            raise ValueError(f"max_packet must be an integer in [1, {L2_MAX_PACKET_BYTES}], got {max_packet!r}")
+        if not isinstance(timeout, int) or timeout % L2_RX_TIMEOUT_STEPS or \
+                not 2 * L2_RX_TIMEOUT_STEPS <= timeout < 2**L2_RX_TIMEOUT_BITS:
+            raise ValueError(f"timeout must be a multiple of {L2_RX_TIMEOUT_STEPS} in [{2 * L2_RX_TIMEOUT_STEPS}, "
+                             f"2**{L2_RX_TIMEOUT_BITS}), got {timeout!r}")
+        W = data_width // 8
+        P = payload_bytes(frame_bits)
+        M = max(W, 1 << (P - 1).bit_length())      # memory word bytes: >= P, divides SEGMENT_BYTES
+        S = 1 << (l2_segments(max_packet) - 1).bit_length()    # segment slots per context
+        self.n_sources, self.max_packet, self.timeout = n_sources, max_packet, timeout
+        self.memory_bytes = n_sources * S * SEGMENT_BYTES
+        self.sink = sink = stream.Endpoint(user_layout(frame_bits))
+        self.source = source = stream.Endpoint(stream.EndpointDescription(l2_data_layout(data_width), L2_RX_PARAMS))
         if with_csr:
-            _add_counter_csrs(self, RX_COUNTERS)
+            self._timeout = CSRStorage(fields=[CSRField("cycles", size=L2_RX_TIMEOUT_BITS, reset=timeout,
+                description="Idle timeout of an assembling context or skip entry, in cycles (a multiple of "
+                            f"{L2_RX_TIMEOUT_STEPS}: the low bits are ignored).")])
+
+        # # #
+
+        # Layer 1 beats -> units; each unit's context decided at its decision beat, before its first body word
+        # leaves the body packer (segment bodies: length prefix, packet, padding, SEGMENT_BYTES each, packed
+        # into M-byte words); the words go to the packet store.
+        self.parser = inp = L2UnitParser(frame_bits)
+        self.contexts = ctxs = L2ContextTable(n_sources, S, max_packet)
+        self.body_packer = wp = BytePacker(P, M)
+        self.store = store = L2PacketStore(data_width, n_sources, S, M)
+        self.comb += [
+            sink.connect(inp.sink),
+            [getattr(ctxs, name).eq(getattr(inp, name))
+             for name in ("key_now", "key", "hdr", "length", "stream_len", "start", "hold")],
+            ctxs.decide.eq(inp.go & inp.at_decision),
+            ctxs.stalled.eq(sink.valid & ~sink.ready),
+            ctxs.timeout_cycles.eq(self._timeout.storage if with_csr else C(timeout, L2_RX_TIMEOUT_BITS)),
+            wp.size.eq(M),
+            wp.sink.data.eq(inp.body_data),
+            wp.sink.n.eq(inp.body_n),
+            wp.sink.valid.eq(inp.valid & (~inp.at_decision | (store.units.ready & ~ctxs.wait))),
+            store.units.valid.eq(inp.valid & inp.at_decision & wp.sink.ready & ~ctxs.wait),
+            store.units.ctx.eq(ctxs.ctx),
+            store.units.seg.eq(ctxs.seg),
+            store.units.keep.eq(ctxs.keep),
+            store.units.complete.eq(ctxs.complete),
+            inp.go.eq(wp.sink.valid & wp.sink.ready),
+            wp.source.connect(store.words),
+            ctxs.lookup.eq(store.lookup),
+            store.length.eq(ctxs.lookup_length),
+            store.header.eq(ctxs.lookup_header),
+            store.reply.eq(ctxs.lookup_key),
+            [getattr(ctxs, name).eq(getattr(store, name)) for name in ("out_beat", "out_last", "out_ctx")],
+            store.source.connect(source),
+        ]
+        add_counters(self, RX_COUNTERS, {**inp.events, **ctxs.events, **store.events})
+        if with_csr:
+            add_counter_csrs(self, RX_COUNTERS)

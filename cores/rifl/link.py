@@ -1,31 +1,49 @@
-"""RIFL Layer 1 endpoint: framer, verification, NACK replay, link bring-up and ON/OFF flow control."""
+"""RIFL Layer 1 endpoint: framer, verification, NACK replay, link bring-up and ON/OFF flow control.
+
+RIFLEndpoint is three submodules: RIFLTransmitter (slot choice, replay buffer, CRC, scrambler), RIFLReceiver
+(checks, decision, receive buffer, flow-control hysteresis; its RIFLLinkState: alignment and link state) and
+RIFLReplayControl (send pointer, RETRANS handling, hold-off, confirmation window).
+"""
 from migen import *
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus, CSRField
 
+from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
-    ALIGN_DOWN_FRAMES, ALIGN_UP_FRAMES, CHECK_BITS, CRC12_POLY, CTRL_FC, CTRL_IDLE, CTRL_LAYOUT,
-    CTRL_PAUSE, CTRL_PAYLOAD_BITS, CTRL_REPLAY, CTRL_RETRANS, FC_OFF_DEN, FC_OFF_NUM, FC_ON_DEN, FC_ON_NUM,
-    LINK_FC_CHANNEL, META_ALL_VALID, META_EOP, SEQ_BITS, SEQ_MASK, SYNC_CTRL, SYNC_DATA, check_frame_bits,
+    ALIGN_DOWN_FRAMES, ALIGN_UP_FRAMES, CHECK_BITS, CRC12_POLY, CTRL_FC, CTRL_HEADER, CTRL_IDLE,
+    CTRL_PAUSE, CTRL_REPLAY, CTRL_RETRANS, FC_OFF_DEN, FC_OFF_NUM, FC_ON_DEN, FC_ON_NUM,
+    LINK_FC_CHANNEL, META_ALL_VALID, META_EOP, SEQ_BITS, SYNC_CTRL, SYNC_DATA, check_frame_bits,
     holdoff_cycles, payload_bytes, replay_log2, rx_depth_for, rx_depth_min, scrambler_mask, user_layout)
 
-COUNTERS = [
+TX_COUNTERS = [
     ("tx_frames", "numbered frames sent (new data and flow control, not replays)"),
     ("tx_replayed", "frames sent again from the replay buffer"),
     ("tx_ctrl", "control frames sent (IDLE, PAUSE, RETRANS)"),
     ("tx_bad", "user beats dropped: nbytes 0 or above the payload size"),
+    ("fc_on_sent", "flow-control ON (pause) frames sent"),
+    ("fc_off_sent", "flow-control OFF (resume) frames sent"),
+]
+RX_COUNTERS = [
     ("rx_frames", "numbered frames accepted in order"),
     ("rx_errors", "verification failures on an up link that started a recovery (check, sequence gap)"),
     ("rx_discarded", "frames dropped on an up link while waiting for a replay"),
     ("rx_overflow", "frames refused because the receive buffer was full (replayed later)"),
-    ("replays", "replay episodes started on a RETRANS request"),
-    ("bad_retrans", "RETRANS requests for a frame outside the replay window (ignored)"),
-    ("fc_on_sent", "flow-control ON (pause) frames sent"),
-    ("fc_off_sent", "flow-control OFF (resume) frames sent"),
     ("fc_on_rcvd", "flow-control ON frames received"),
     ("link_downs", "link up -> down transitions"),
+]
+REPLAY_COUNTERS = [
+    ("replays", "replay episodes started on a RETRANS request"),
+    ("bad_retrans", "RETRANS requests for a frame outside the replay window (ignored)"),
+]
+COUNTERS = TX_COUNTERS + RX_COUNTERS + REPLAY_COUNTERS
+STATUS = [
+    ("link_up", "link up: aligned and the remote hears us"),
+    ("rx_aligned", "receiver sees valid sync headers"),
+    ("remote_up", "remote is not sending PAUSE"),
+    ("recovering", "receiver is waiting for a replay"),
+    ("remote_xoff", "remote asked us to pause (flow control ON)"),
 ]
 
 
@@ -53,87 +71,69 @@ def crc12_bits(body):
 
 
 def _ctrl_payload(pbits, **fields):
-    """Control payload, fields MSB first at the top of the payload (CTRL_LAYOUT)."""
-    parts = [C(0, pbits - CTRL_PAYLOAD_BITS)]
-    for name, bits in reversed(CTRL_LAYOUT):
-        parts.append(fields.get(name, C(0, bits)))
-    return Cat(*parts)
+    """Control payload: the CTRL_HEADER fields at the top of the payload, zeros below."""
+    return Cat(C(0, pbits - CTRL_HEADER.bits), CTRL_HEADER.value(**fields))
+
+
+def _seq_lt(module, a, b, limit):
+    """(b - a) mod 2^SEQ_BITS in (0, limit)."""
+    d = Signal(SEQ_BITS)
+    module.comb += d.eq(b - a)
+    return (d != 0) & (d < limit)
 
 
 def _ctrl_fields(payload):
-    pbits, out, pos = len(payload), {}, len(payload)
-    for name, bits in CTRL_LAYOUT:
-        pos -= bits
-        out[name] = payload[pos:pos + bits]
-    return out
+    """The CTRL_HEADER fields of a control payload."""
+    top = payload[len(payload) - CTRL_HEADER.bits:]
+    return {name: CTRL_HEADER.field(top, name) for name in CTRL_HEADER.order}
 
 
-class RIFLEndpoint(LiteXModule):
-    """One end of a RIFL link: user stream in/out, one F-bit frame to/from the channel every cycle.
+class RIFLTransmitter(LiteXModule):
+    """The transmit half of an endpoint: chooses the frame of each slot, keeps new numbered frames in the
+    replay buffer (2^log2n frames, at tx_seq) and puts body ^ scrambler mask and CRC ^ frame id on tx_frame.
 
-    Parameters: frame_bits F (power of two, 64..2048); rtt = channel round trip in cycles (sum of both
-    channel latencies), which sets the replay hold-off H = rtt + PIPELINE_RTT_CYCLES, the replay buffer
-    (2^replay_log2(rtt) frames) and the receive buffer (rx_depth, default rx_depth_for(rtt) frames).
-    sink/source: user_layout(F) with `last`; one beat = one frame, one beat a cycle at line rate.
-    tx_frame/rx_frame: the frame-aligned parallel line (MSB sent first). Latency: 3 cycles TX, 3 cycles RX
-    plus the receive FIFO.
+    Slot priority: PAUSE (receiver not aligned) > IDLE (remote not up) > RETRANS (receiver recovering, every
+    other slot) > REPLAY marker (marker_pending) > replay (rp != tx_seq) > flow-control frame (fc_want
+    changed; window open) > new data (window open, remote not paused) > IDLE. Inputs: the receiver's state
+    (rx_aligned, remote_up, recovering, remote_xoff, rx_seq, fc_want) and the replay control's (rp, ack,
+    marker_pending). Outputs: tx_seq (id of the next new numbered frame), advance (a numbered frame was sent
+    at rp), marker_sent (a REPLAY marker was sent). sink: user_layout(F), one beat a slot.
+    Latency: 3 cycles (select, replay-buffer read and mux, CRC and scrambler).
     """
-    def __init__(self, frame_bits=256, rtt=16, rx_depth=None, with_csr=False):
-        check_frame_bits(frame_bits)
-        if not isinstance(rtt, int) or rtt < 0:
-            raise ValueError(f"rtt must be a non-negative number of cycles, got {rtt!r}")
-        rx_depth = rx_depth_for(rtt) if rx_depth is None else rx_depth
-        if not isinstance(rx_depth, int) or rx_depth < rx_depth_min(rtt):
-            raise ValueError(f"rx_depth must be at least {rx_depth_min(rtt)} frames for rtt {rtt}, got {rx_depth!r}")
+    def __init__(self, frame_bits, log2n):
         F = frame_bits
         P = payload_bytes(F)
         pbits = 8 * P
         bbits = F - CHECK_BITS                      # CRC-covered body: sync, meta, payload
-        log2n = replay_log2(rtt)
-        H = holdoff_cycles(rtt)
-        self.frame_bits, self.rtt, self.holdoff, self.replay_depth, self.rx_depth = F, rtt, H, 1 << log2n, rx_depth
-
         self.sink = sink = stream.Endpoint(user_layout(F))
-        self.source = source = stream.Endpoint(user_layout(F))
         self.tx_frame = Signal(F)
-        self.rx_frame = Signal(F)
-        self.link_up = Signal()
         self.rx_aligned = Signal()
         self.remote_up = Signal()
         self.recovering = Signal()
         self.remote_xoff = Signal()
-        self.counters = {name: Signal(32, name=name) for name, _ in COUNTERS}
-        cnt = self.counters
+        self.rx_seq = Signal(SEQ_BITS)
+        self.fc_want = Signal()
+        self.rp = rp = Signal(SEQ_BITS)
+        self.ack = ack = Signal(SEQ_BITS)
+        self.marker_pending = Signal()
+        self.tx_seq = tx_seq = Signal(SEQ_BITS)
+        self.advance = Signal()
+        self.marker_sent = Signal()
 
         # # #
 
         mask = scrambler_mask(pbits)
-
-        def inc(name):
-            return cnt[name].eq(cnt[name] + 1)
-
-        def seq_lt(a, b, limit):                     # (b - a) mod 2^12 in (0, limit)
-            d = Signal(SEQ_BITS)
-            self.comb += d.eq(b - a)
-            return (d != 0) & (d < limit)
-
-        # ----- shared state -----
-        tx_seq = Signal(SEQ_BITS)    # id of the next new numbered frame
-        rp = Signal(SEQ_BITS)        # id of the next numbered frame to send (== tx_seq unless replaying)
-        ack = Signal(SEQ_BITS)       # every frame before ack is known to be received
-        rx_seq = Signal(SEQ_BITS)    # id of the next frame expected
         toggle = Signal()
-        fc_want = Signal()           # receive buffer wants the remote paused
         fc_sent = Signal()           # last ON/OFF state sent
         self.sync += toggle.eq(~toggle)
 
-        # ----- replay buffer -----
+        # Replay buffer.
         mem = Memory(bbits, 1 << log2n)
         wport = mem.get_port(write_capable=True)
         rport = mem.get_port()
         self.specials += mem, wport, rport
 
-        # ----- TX: stage 0, choose the slot -----
+        # Stage 0: choose the slot.
         replaying = Signal()
         guard_ok = Signal()
         sink_ok = Signal()
@@ -143,7 +143,6 @@ class RIFLEndpoint(LiteXModule):
             sink_ok.eq((sink.nbytes != 0) & (sink.nbytes <= P)),
         ]
         sel_ctrl, sel_replay, sel_fc, sel_data = Signal(), Signal(), Signal(), Signal()
-        marker_pending = Signal()    # a REPLAY marker must precede the replayed frames
         ctrl_code = Signal(4)
         self.comb += [
             If(~self.rx_aligned,
@@ -152,11 +151,11 @@ class RIFLEndpoint(LiteXModule):
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_IDLE),
             ).Elif(self.recovering & ~toggle,
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_RETRANS),
-            ).Elif(marker_pending,
+            ).Elif(self.marker_pending,
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_REPLAY),
             ).Elif(replaying,
                 sel_replay.eq(1),
-            ).Elif((fc_want != fc_sent) & guard_ok,
+            ).Elif((self.fc_want != fc_sent) & guard_ok,
                 sel_fc.eq(1),
             ).Elif(sink.valid & sink_ok & guard_ok & ~self.remote_xoff,
                 sel_data.eq(1),
@@ -164,6 +163,8 @@ class RIFLEndpoint(LiteXModule):
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_IDLE),
             ),
             sink.ready.eq(sel_data | (sink.valid & ~sink_ok)),
+            self.advance.eq(sel_replay | sel_data | sel_fc),
+            self.marker_sent.eq(sel_ctrl & (ctrl_code == CTRL_REPLAY)),
         ]
         # New data body.
         data_bytes = [sink.data[8 * k:8 * k + 8] for k in range(P)]
@@ -172,11 +173,11 @@ class RIFLEndpoint(LiteXModule):
         data_payload = Cat(Mux(all_valid, data_bytes[P - 1], sink.nbytes), *reversed(data_bytes[:P - 1]))
         data_body = Cat(data_payload, all_valid, sink.last, C(SYNC_DATA, 2))
         fc_body = Cat(_ctrl_payload(pbits, code=C(CTRL_FC, 4), seq=tx_seq,
-                                    fc_on_valid=fc_want, fc_on_channel=C(LINK_FC_CHANNEL, 8),
-                                    fc_off_valid=~fc_want, fc_off_channel=C(LINK_FC_CHANNEL, 8)),
+                                    fc_on_valid=self.fc_want, fc_on_channel=C(LINK_FC_CHANNEL, 8),
+                                    fc_off_valid=~self.fc_want, fc_off_channel=C(LINK_FC_CHANNEL, 8)),
                       C(0, 2), C(SYNC_CTRL, 2))
         ctrl_body = Cat(_ctrl_payload(pbits, code=ctrl_code,
-                                      seq=Mux(ctrl_code == CTRL_RETRANS, rx_seq,
+                                      seq=Mux(ctrl_code == CTRL_RETRANS, self.rx_seq,
                                               Mux(ctrl_code == CTRL_REPLAY, rp, tx_seq)),
                                       recovering=self.recovering),
                         C(0, 2), C(SYNC_CTRL, 2))
@@ -196,17 +197,13 @@ class RIFLEndpoint(LiteXModule):
             s1_replay.eq(sel_replay),
             s1_body.eq(Mux(sel_ctrl, ctrl_body, new_body)),
             s1_id.eq(Mux(sel_ctrl, 0, rp)),
-            If(sel_data | sel_fc,
-                tx_seq.eq(tx_seq + 1), inc("tx_frames"),
-            ),
-            If(sel_fc,
-                fc_sent.eq(fc_want),
-                If(fc_want, inc("fc_on_sent")).Else(inc("fc_off_sent")),
-            ),
-            If(sel_replay, inc("tx_replayed")),
-            If(sel_ctrl, inc("tx_ctrl")),
-            If(sink.valid & ~sink_ok, inc("tx_bad")),
+            If(sel_data | sel_fc, tx_seq.eq(tx_seq + 1)),
+            If(sel_fc, fc_sent.eq(self.fc_want)),
         ]
+        add_counters(self, TX_COUNTERS, {
+            "tx_frames": sel_data | sel_fc, "tx_replayed": sel_replay, "tx_ctrl": sel_ctrl,
+            "tx_bad": sink.valid & ~sink_ok, "fc_on_sent": sel_fc & self.fc_want, "fc_off_sent": sel_fc & ~self.fc_want,
+        })
         # Stage 1: select the replay buffer's output or the new/control body (registered: the block RAM's
         # output delay stays out of the CRC path). Stage 2: CRC XOR frame id, scramble, onto the line.
         s2_body = Signal(bbits)
@@ -218,7 +215,77 @@ class RIFLEndpoint(LiteXModule):
             *[self.tx_frame[k].eq(bit ^ s2_id[k]) for k, bit in enumerate(crc12_bits(s2_body))],
         ]
 
-        # ----- RX: stage A register, stage B descramble + CRC, stage C decide -----
+
+class RIFLLinkState(LiteXModule):
+    """The link state of a receiver. rx_aligned: set by a valid sync header (sync_valid) after ALIGN_UP_FRAMES
+    valid ones in a row, cleared by ALIGN_DOWN_FRAMES invalid ones in a row. remote_up: set by any intact
+    frame (~fail) but PAUSE (pause), cleared by a PAUSE or while not aligned. link_up = rx_aligned & remote_up,
+    one cycle later; `down`: it goes down in this cycle's edge."""
+    def __init__(self):
+        self.sync_valid = Signal()
+        self.pause = Signal()
+        self.fail = Signal()
+        self.rx_aligned = Signal()
+        self.remote_up = Signal()
+        self.link_up = Signal()
+        self.down = Signal()
+
+        # # #
+
+        good = Signal(max=ALIGN_UP_FRAMES + 1)
+        bad = Signal(max=ALIGN_DOWN_FRAMES + 1)
+        self.sync += [
+            If(self.sync_valid,
+                bad.eq(0),
+                If(good == ALIGN_UP_FRAMES, self.rx_aligned.eq(1)).Else(good.eq(good + 1)),
+            ).Else(
+                good.eq(0),
+                If(bad == ALIGN_DOWN_FRAMES - 1, self.rx_aligned.eq(0)).Else(bad.eq(bad + 1)),
+            ),
+            If(~self.rx_aligned | self.pause,
+                self.remote_up.eq(0),
+            ).Elif(~self.fail,
+                self.remote_up.eq(1),
+            ),
+            self.link_up.eq(self.rx_aligned & self.remote_up),
+        ]
+        self.comb += self.down.eq(self.link_up & ~(self.rx_aligned & self.remote_up))
+
+
+class RIFLReceiver(LiteXModule):
+    """The receive half of an endpoint. Stage A registers rx_frame, stage B descrambles and computes the CRC
+    syndrome, stage C decides: a numbered frame whose syndrome is the expected id rx_seq is accepted (data
+    into the receive buffer, flow control into remote_xoff); an intact IDLE/PAUSE/RETRANS/REPLAY frame is
+    processed; anything else, or an IDLE/REPLAY announcing another id, starts a recovery (`recovering`),
+    during which numbered frames are accepted only right after a REPLAY marker for rx_seq.
+
+    Parameters: frame_bits F; rx_depth: receive buffer (frames), with the flow-control hysteresis fc_want
+    (ON above 2/3, OFF below 1/3 of it). Link state (submodule `state`, RIFLLinkState): rx_aligned (sync
+    headers), remote_up (intact non-PAUSE frames), link_up. To the replay control: retrans / retrans_seq (an intact RETRANS and its id) and
+    disturbed (anything that stops the confirmation by time). source: user_layout(F).
+    Latency: 3 cycles plus the receive buffer.
+    """
+    def __init__(self, frame_bits, rx_depth):
+        F = frame_bits
+        P = payload_bytes(F)
+        pbits = 8 * P
+        bbits = F - CHECK_BITS
+        self.rx_frame = Signal(F)
+        self.source = source = stream.Endpoint(user_layout(F))
+        self.link_up = Signal()
+        self.rx_aligned = Signal()
+        self.remote_up = Signal()
+        self.recovering = Signal()
+        self.remote_xoff = Signal()
+        self.rx_seq = rx_seq = Signal(SEQ_BITS)     # id of the next frame expected
+        self.fc_want = Signal()                     # the receive buffer wants the remote paused
+        self.retrans = Signal()
+        self.retrans_seq = Signal(SEQ_BITS)
+        self.disturbed = Signal()
+
+        # # #
+
+        mask = scrambler_mask(pbits)
         ra = Signal(F)
         self.sync += ra.eq(self.rx_frame)
         b_body = Signal(bbits)
@@ -250,6 +317,9 @@ class RIFLEndpoint(LiteXModule):
             ok_retrans.eq(ok_unnum & (f["code"] == CTRL_RETRANS)),
             ok_marker.eq(ok_unnum & (f["code"] == CTRL_REPLAY)),
             fail.eq(~(ok_data | ok_fc | ok_idle | ok_pause | ok_retrans | ok_marker)),
+            self.retrans.eq(ok_retrans),
+            self.retrans_seq.eq(f["seq"]),
+            self.disturbed.eq(fail | ok_retrans | (ok_unnum & f["recovering"]) | self.recovering | ~self.link_up),
         ]
 
         armed = Signal()     # recovering receiver saw the REPLAY marker for its expected id
@@ -273,28 +343,24 @@ class RIFLEndpoint(LiteXModule):
         # id (armed; any failure disarms). Frames that overtook the error could otherwise pass the check
         # when a line error happens to turn their id into the expected one (the id is XOR'd into the CRC).
         self.comb += accept.eq(~self.recovering | armed)
-
-        def start_recovery():
-            return [If(self.link_up, If(~self.recovering, inc("rx_errors")).Else(inc("rx_discarded"))),
-                    self.recovering.eq(1), armed.eq(0)]
-
+        fc_on = f["fc_on_valid"] & (f["fc_on_channel"] == LINK_FC_CHANNEL)
         self.sync += [
             If(fail | gap,
-                *start_recovery(),
+                self.recovering.eq(1), armed.eq(0),
             ).Elif((ok_data | ok_fc) & ~accept,
-                If(self.link_up, inc("rx_discarded")),
+                # not armed: the frame is dropped (counted in rx_discarded)
             ).Elif(ok_data,
                 armed.eq(0),
                 If(fifo.sink.ready,
-                    rx_seq.eq(rx_seq + 1), self.recovering.eq(0), inc("rx_frames"),
+                    rx_seq.eq(rx_seq + 1), self.recovering.eq(0),
                 ).Else(
-                    inc("rx_overflow"), self.recovering.eq(1),
+                    self.recovering.eq(1),
                 ),
             ).Elif(ok_fc,
                 armed.eq(0),
-                rx_seq.eq(rx_seq + 1), self.recovering.eq(0), inc("rx_frames"),
-                If(f["fc_on_valid"] & (f["fc_on_channel"] == LINK_FC_CHANNEL),
-                    self.remote_xoff.eq(1), inc("fc_on_rcvd"),
+                rx_seq.eq(rx_seq + 1), self.recovering.eq(0),
+                If(fc_on,
+                    self.remote_xoff.eq(1),
                 ).Elif(f["fc_off_valid"] & (f["fc_off_channel"] == LINK_FC_CHANNEL),
                     self.remote_xoff.eq(0),
                 ),
@@ -304,35 +370,57 @@ class RIFLEndpoint(LiteXModule):
                 armed.eq(1),
             ),
         ]
+        # A numbered frame with the expected id, right after fail | gap (which it excludes) in the decision.
+        in_order = accept & (ok_data | ok_fc)
 
         # Flow control hysteresis on the receive buffer.
         hi = rx_depth * FC_ON_NUM // FC_ON_DEN
         lo = rx_depth * FC_OFF_NUM // FC_OFF_DEN
-        self.sync += If(fifo.level > hi, fc_want.eq(1)).Elif(fifo.level < lo, fc_want.eq(0))
+        self.sync += If(fifo.level > hi, self.fc_want.eq(1)).Elif(fifo.level < lo, self.fc_want.eq(0))
 
         # Alignment (sync headers) and link state.
-        good = Signal(max=ALIGN_UP_FRAMES + 1)
-        bad = Signal(max=ALIGN_DOWN_FRAMES + 1)
-        self.sync += [
-            If(sync_valid,
-                bad.eq(0),
-                If(good == ALIGN_UP_FRAMES, self.rx_aligned.eq(1)).Else(good.eq(good + 1)),
-            ).Else(
-                good.eq(0),
-                If(bad == ALIGN_DOWN_FRAMES - 1, self.rx_aligned.eq(0)).Else(bad.eq(bad + 1)),
-            ),
-            If(~self.rx_aligned | ok_pause,
-                self.remote_up.eq(0),
-            ).Elif(~fail,
-                self.remote_up.eq(1),
-            ),
-            If(self.link_up & ~(self.rx_aligned & self.remote_up), inc("link_downs")),
-            self.link_up.eq(self.rx_aligned & self.remote_up),
+        self.state = state = RIFLLinkState()
+        self.comb += [
+            state.sync_valid.eq(sync_valid), state.pause.eq(ok_pause), state.fail.eq(fail),
+            self.rx_aligned.eq(state.rx_aligned), self.remote_up.eq(state.remote_up), self.link_up.eq(state.link_up),
         ]
+        add_counters(self, RX_COUNTERS, {
+            "rx_frames": in_order & (ok_fc | fifo.sink.ready),
+            "rx_errors": self.link_up & (fail | gap) & ~self.recovering,
+            "rx_discarded": self.link_up & (((fail | gap) & self.recovering) | ((ok_data | ok_fc) & ~accept)),
+            "rx_overflow": in_order & ok_data & ~fifo.sink.ready,
+            "fc_on_rcvd": in_order & ok_fc & fc_on,
+            "link_downs": state.down,
+        })
 
-        # ----- Replay on RETRANS, hold-off, confirmation window -----
-        s_in_window = Signal()
-        self.comb += s_in_window.eq((f["seq"] - ack)[:SEQ_BITS] <= (tx_seq - ack)[:SEQ_BITS])
+
+class RIFLReplayControl(LiteXModule):
+    """The replay side of an endpoint: the send pointer rp and the confirmation ack (every frame before ack
+    is known to be received).
+
+    Parameters: holdoff H (cycles, holdoff_cycles(rtt)). rp moves on with every numbered frame sent
+    (advance) and is rewound to s by an intact RETRANS(s) (retrans, retrans_seq) inside the window
+    [ack, tx_seq], which also confirms every frame before s; RETRANS(s) for the same s again within H cycles
+    is ignored. A rewind sets marker_pending until the transmitter sends the REPLAY marker (marker_sent).
+    Without RETRANS, H + 1 cycles without `disturbed` confirm every frame sent H cycles ago (a delay line of
+    rp). Latency: rp and ack change in the cycle after their cause.
+    """
+    def __init__(self, holdoff):
+        H = holdoff
+        self.tx_seq = tx_seq = Signal(SEQ_BITS)
+        self.advance = Signal()
+        self.marker_sent = Signal()
+        self.retrans = Signal()
+        self.retrans_seq = seq = Signal(SEQ_BITS)
+        self.disturbed = Signal()
+        self.rp = rp = Signal(SEQ_BITS)
+        self.ack = ack = Signal(SEQ_BITS)
+        self.marker_pending = Signal()   # a REPLAY marker must precede the replayed frames
+
+        # # #
+
+        in_window = Signal()
+        self.comb += in_window.eq((seq - ack)[:SEQ_BITS] <= (tx_seq - ack)[:SEQ_BITS])
         holdoff = Signal(max=H + 1)
         base = Signal(SEQ_BITS)
         # Sent pointer history: rp of H cycles ago (an asynchronous-read delay line).
@@ -343,46 +431,83 @@ class RIFLEndpoint(LiteXModule):
         self.comb += [hport.adr.eq(hptr), hport.dat_w.eq(rp), hport.we.eq(1)]
         self.sync += If(hptr == H, hptr.eq(0)).Else(hptr.eq(hptr + 1))
         quiet = Signal(max=H + 2)
-        disturb = Signal()
-        self.comb += disturb.eq(fail | ok_retrans | (ok_unnum & f["recovering"]) | self.recovering |
-                                ~self.link_up)
+        fresh = Signal()     # not a repeated request for the replay of the last hold-off
+        self.comb += fresh.eq((holdoff == 0) | (seq != base))
         self.sync += [
             If(holdoff != 0, holdoff.eq(holdoff - 1)),
-            If(sel_replay | sel_data | sel_fc, rp.eq(rp + 1)),
-            If(sel_ctrl & (ctrl_code == CTRL_REPLAY), marker_pending.eq(0)),
-            If(ok_retrans,
-                If(~s_in_window,
-                    inc("bad_retrans"),
-                ).Else(
-                    If(seq_lt(ack, f["seq"], 1 << (SEQ_BITS - 1)), ack.eq(f["seq"])),
-                    If((holdoff == 0) | (f["seq"] != base),
-                        rp.eq(f["seq"]), base.eq(f["seq"]), holdoff.eq(H), marker_pending.eq(1), inc("replays"),
+            If(self.advance, rp.eq(rp + 1)),
+            If(self.marker_sent, self.marker_pending.eq(0)),
+            If(self.retrans,
+                If(in_window,
+                    If(_seq_lt(self, ack, seq, 1 << (SEQ_BITS - 1)), ack.eq(seq)),
+                    If(fresh,
+                        rp.eq(seq), base.eq(seq), holdoff.eq(H), self.marker_pending.eq(1),
                     ),
                 ),
             ),
-            If(disturb,
+            If(self.disturbed,
                 quiet.eq(0),
             ).Elif(quiet != H + 1,
                 quiet.eq(quiet + 1),
-            ).Elif(seq_lt(ack, hport.dat_r, 1 << (SEQ_BITS - 1)),
+            ).Elif(_seq_lt(self, ack, hport.dat_r, 1 << (SEQ_BITS - 1)),
                 ack.eq(hport.dat_r),
             ),
         ]
+        add_counters(self, REPLAY_COUNTERS, {"replays": self.retrans & in_window & fresh,
+                                             "bad_retrans": self.retrans & ~in_window})
+
+
+class RIFLEndpoint(LiteXModule):
+    """One end of a RIFL link: user stream in/out, one F-bit frame to/from the channel every cycle.
+
+    Parameters: frame_bits F (power of two, 64..2048); rtt = channel round trip in cycles (sum of both
+    channel latencies), which sets the replay hold-off H = rtt + PIPELINE_RTT_CYCLES, the replay buffer
+    (2^replay_log2(rtt) frames) and the receive buffer (rx_depth, default rx_depth_for(rtt) frames).
+    sink/source: user_layout(F) with `last`; one beat = one frame, one beat a cycle at line rate.
+    tx_frame/rx_frame: the frame-aligned parallel line (MSB sent first). Submodules: tx (RIFLTransmitter),
+    rx (RIFLReceiver), replay (RIFLReplayControl). Latency: 3 cycles TX, 3 cycles RX plus the receive FIFO.
+    """
+    def __init__(self, frame_bits=256, rtt=16, rx_depth=None, with_csr=False):
+        check_frame_bits(frame_bits)
+        if not isinstance(rtt, int) or rtt < 0:
+            raise ValueError(f"rtt must be a non-negative number of cycles, got {rtt!r}")
+        rx_depth = rx_depth_for(rtt) if rx_depth is None else rx_depth
+        if not isinstance(rx_depth, int) or rx_depth < rx_depth_min(rtt):
+            raise ValueError(f"rx_depth must be at least {rx_depth_min(rtt)} frames for rtt {rtt}, got {rx_depth!r}")
+        F = frame_bits
+        log2n = replay_log2(rtt)
+        H = holdoff_cycles(rtt)
+        self.frame_bits, self.rtt, self.holdoff, self.replay_depth, self.rx_depth = F, rtt, H, 1 << log2n, rx_depth
+
+        self.sink = sink = stream.Endpoint(user_layout(F))
+        self.source = source = stream.Endpoint(user_layout(F))
+        self.tx_frame = Signal(F)
+        self.rx_frame = Signal(F)
+        self.link_up = Signal()
+        self.rx_aligned = Signal()
+        self.remote_up = Signal()
+        self.recovering = Signal()
+        self.remote_xoff = Signal()
+
+        # # #
+
+        self.tx = tx = RIFLTransmitter(F, log2n)
+        self.rx = rx = RIFLReceiver(F, rx_depth)
+        self.replay = replay = RIFLReplayControl(H)
+        self.comb += [
+            sink.connect(tx.sink), self.tx_frame.eq(tx.tx_frame),
+            rx.source.connect(source), rx.rx_frame.eq(self.rx_frame),
+            [getattr(self, name).eq(getattr(rx, name)) for name, _ in STATUS],
+            [getattr(tx, name).eq(getattr(rx, name))
+             for name in ("rx_aligned", "remote_up", "recovering", "remote_xoff", "rx_seq", "fc_want")],
+            [getattr(tx, name).eq(getattr(replay, name)) for name in ("rp", "ack", "marker_pending")],
+            [getattr(replay, name).eq(getattr(tx, name)) for name in ("tx_seq", "advance", "marker_sent")],
+            [getattr(replay, name).eq(getattr(rx, name)) for name in ("retrans", "retrans_seq", "disturbed")],
+        ]
+        parts = {**tx.counters, **rx.counters, **replay.counters}
+        self.counters = {name: parts[name] for name, _ in COUNTERS}
 
         if with_csr:
-            self.add_csr()
-
-    def add_csr(self):
-        self._status = CSRStatus(fields=[
-            CSRField("link_up", size=1, description="link up: aligned and the remote hears us"),
-            CSRField("rx_aligned", size=1, description="receiver sees valid sync headers"),
-            CSRField("remote_up", size=1, description="remote is not sending PAUSE"),
-            CSRField("recovering", size=1, description="receiver is waiting for a replay"),
-            CSRField("remote_xoff", size=1, description="remote asked us to pause (flow control ON)"),
-        ])
-        for name in ("link_up", "rx_aligned", "remote_up", "recovering", "remote_xoff"):
-            self.comb += getattr(self._status.fields, name).eq(getattr(self, name))
-        for name, desc in COUNTERS:
-            csr = CSRStatus(32, name=name, description=desc)
-            setattr(self, "_" + name, csr)
-            self.comb += csr.status.eq(self.counters[name])
+            self._status = CSRStatus(fields=[CSRField(name, size=1, description=desc) for name, desc in STATUS])
+            self.comb += [getattr(self._status.fields, name).eq(getattr(self, name)) for name, _ in STATUS]
+            add_counter_csrs(self, COUNTERS)

@@ -1,37 +1,40 @@
-"""RIFL SoC block: two Layer 1 endpoints looped through two channel models, with on-chip traffic
-generators and checkers in both directions and CSRs for error rates, link state and counters."""
+"""RIFL SoC block: the link bench (two Layer 1 endpoints looped through two channel models) with on-chip
+traffic generators and checkers in both directions and CSRs for error rates, link state and counters."""
 from migen import *
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 
-from cores.rifl.channel import RIFLChannel, xorshift32
+from cores.lib.counters import add_counter_csrs
+from cores.lib.logic import reduce_and, xorshift32
 from cores.rifl.common import payload_bytes, user_layout
-from cores.rifl.link import RIFLEndpoint
+from cores.rifl.link import COUNTERS as EP_ALL_COUNTERS
+from cores.rifl.link_bench import RIFLLinkBench
 
 MAX_PACKET_BEATS = 8          # generated packets have 1..8 beats
 MIN_LAST_BYTES = 4            # the first beat carries the 32-bit packet sequence number
 
-GEN_COUNTERS = ["sent"]
-CHK_COUNTERS = ["delivered", "lost", "duplicated", "out_of_order", "corrupted"]
+CHK_COUNTERS = [
+    ("delivered", "packets delivered intact"),
+    ("lost", "packets missing (the sequence number jumped forward by that many)"),
+    ("duplicated", "packets received again (the previous sequence number)"),
+    ("out_of_order", "packets with any other backward sequence jump"),
+    ("corrupted", "packets whose content, nbytes or last differ"),
+]
 EP_COUNTERS = ["tx_frames", "tx_replayed", "rx_frames", "rx_errors", "rx_discarded", "rx_overflow", "replays",
                "fc_on_sent", "fc_off_sent", "link_downs"]
+# The block's counters: per direction (ab: A -> B, ba: B -> A) and per endpoint (a, b).
+DIR_COUNTERS = [("sent", "packets sent by the generator")] + CHK_COUNTERS + [
+    ("channel_errors", "frames corrupted by the channel")]
+LOOPBACK_COUNTERS = (
+    [(f"{d}_{name}", f"{d}: {desc}") for d in ("ab", "ba") for name, desc in DIR_COUNTERS] +
+    [(f"{e}_{name}", f"endpoint {e.upper()}: {dict(EP_ALL_COUNTERS)[name]}") for e in ("a", "b") for name in EP_COUNTERS])
 
 
 def mix32(module, x):
     """Two xorshift32 rounds of a 32-bit expression (the generator's and checker's content function)."""
-    a, b, c, ops = xorshift32(x)
-    d, e, f, ops2 = xorshift32(c)
-    module.comb += ops + ops2
-    return f
-
-
-def reduce_and(terms):
-    out = terms[0]
-    for t in terms[1:]:
-        out = out & t
-    return out
+    return xorshift32(module, xorshift32(module, x))
 
 
 class PacketShape(LiteXModule):
@@ -101,15 +104,13 @@ class TrafficChecker(LiteXModule):
         P = payload_bytes(frame_bits)
         self.sink = sink = stream.Endpoint(user_layout(frame_bits))
         self.ready_rate = Signal(8)
-        for name in CHK_COUNTERS:
+        for name, _ in CHK_COUNTERS:
             setattr(self, name, Signal(32, name=name))
 
         # # #
 
         rng = Signal(32, reset=seed)
-        _, _, nxt, ops = xorshift32(rng)
-        self.comb += ops
-        self.sync += rng.eq(nxt)
+        self.sync += rng.eq(xorshift32(self, rng))
         self.comb += sink.ready.eq((self.ready_rate == 0) | (rng[:8] < self.ready_rate))
 
         self.shape = shape = PacketShape(frame_bits)
@@ -149,22 +150,14 @@ class TrafficChecker(LiteXModule):
 
 
 class RIFLLoopback(LiteXModule):
-    """Endpoints A and B, channels A->B and B->A (latency cycles each), a generator and a checker per
-    direction. Parameters: frame_bits (F), latency (channel cycles, each way). CSRs: control (enable,
-    down_ab, down_ba, burst), err_ab / err_ba (per-frame error threshold, probability * 2^32), limit
-    (packets per generator, 0 = unlimited), rx_ready (slow-receiver rate, 0 = always ready), cycles,
-    status (link_up_a/b), and counters <dir>_<name> for dir in ab, ba (sent, delivered, lost, duplicated,
-    out_of_order, corrupted, channel errors) and <ep>_<name> for ep in a, b (endpoint counters)."""
+    """The link bench (endpoints A and B, channels A->B and B->A of `latency` cycles each) with a generator
+    and a checker per direction. Parameters: frame_bits (F), latency (channel cycles, each way). CSRs:
+    control (enable, down_ab, down_ba, burst), err_ab / err_ba (per-frame error threshold, probability *
+    2^32), limit (packets per generator, 0 = unlimited), rx_ready (slow-receiver rate, 0 = always ready),
+    cycles, status (link_up_a/b), and the LOOPBACK_COUNTERS (`counters[name]`): <dir>_<name> for dir in ab,
+    ba (sent, delivered, lost, duplicated, out_of_order, corrupted, channel_errors) and <ep>_<name> for ep
+    in a, b (endpoint counters)."""
     def __init__(self, frame_bits=256, latency=8):
-        self.a = RIFLEndpoint(frame_bits, rtt=2 * latency)
-        self.b = RIFLEndpoint(frame_bits, rtt=2 * latency)
-        self.ch_ab = RIFLChannel(frame_bits, latency, seed=0x1D872B41)
-        self.ch_ba = RIFLChannel(frame_bits, latency, seed=0x2F0B3A57)
-        self.gen_ab = TrafficGenerator(frame_bits)
-        self.gen_ba = TrafficGenerator(frame_bits)
-        self.chk_ab = TrafficChecker(frame_bits, seed=0x7F4A7C15)
-        self.chk_ba = TrafficChecker(frame_bits, seed=0x3C6EF372)
-
         self.control = CSRStorage(fields=[
             CSRField("enable", size=1, description="generators run (each ends its current packet on 0)"),
             CSRField("down_ab", size=1, description="channel A->B carries no signal"),
@@ -183,34 +176,34 @@ class RIFLLoopback(LiteXModule):
 
         # # #
 
+        self.link = link = RIFLLinkBench(frame_bits, latency, seeds=(0x1D872B41, 0x2F0B3A57))
+        self.gen_ab = TrafficGenerator(frame_bits)
+        self.gen_ba = TrafficGenerator(frame_bits)
+        self.chk_ab = TrafficChecker(frame_bits, seed=0x7F4A7C15)
+        self.chk_ba = TrafficChecker(frame_bits, seed=0x3C6EF372)
         cycles = Signal(32)
         self.sync += cycles.eq(cycles + 1)
         self.comb += [
             self.cycles.status.eq(cycles),
-            self.status.fields.link_up_a.eq(self.a.link_up),    # a CSRStatus with fields drives .status
-            self.status.fields.link_up_b.eq(self.b.link_up),    # from its field signals: drive those
-            self.ch_ab.sink_frame.eq(self.a.tx_frame), self.b.rx_frame.eq(self.ch_ab.source_frame),
-            self.ch_ba.sink_frame.eq(self.b.tx_frame), self.a.rx_frame.eq(self.ch_ba.source_frame),
-            self.gen_ab.source.connect(self.a.sink), self.b.source.connect(self.chk_ab.sink),
-            self.gen_ba.source.connect(self.b.sink), self.a.source.connect(self.chk_ba.sink),
+            self.status.fields.link_up_a.eq(link.a.link_up),    # a CSRStatus with fields drives .status
+            self.status.fields.link_up_b.eq(link.b.link_up),    # from its field signals: drive those
+            self.gen_ab.source.connect(link.a.sink), link.b.source.connect(self.chk_ab.sink),
+            self.gen_ba.source.connect(link.b.sink), link.a.source.connect(self.chk_ba.sink),
         ]
-        for d, ch, gen, chk, thr in (("ab", self.ch_ab, self.gen_ab, self.chk_ab, self.err_ab),
-                                     ("ba", self.ch_ba, self.gen_ba, self.chk_ba, self.err_ba)):
+        self.counters = {}
+        for d, ch, gen, chk, thr in (("ab", link.ab, self.gen_ab, self.chk_ab, self.err_ab),
+                                     ("ba", link.ba, self.gen_ba, self.chk_ba, self.err_ba)):
             self.comb += [
                 ch.threshold.eq(thr.storage), ch.burst.eq(self.control.storage[8:12]),
                 ch.down.eq(self.control.storage[1 if d == "ab" else 2]),
                 gen.enable.eq(self.control.storage[0]), gen.limit.eq(self.limit.storage),
                 chk.ready_rate.eq(self.rx_ready.storage),
             ]
-            self._add_status(f"{d}_sent", gen.sent)
-            for name in CHK_COUNTERS:
-                self._add_status(f"{d}_{name}", getattr(chk, name))
-            self._add_status(f"{d}_channel_errors", ch.errors)
-        for e, ep in (("a", self.a), ("b", self.b)):
+            self.counters[f"{d}_sent"] = gen.sent
+            for name, _ in CHK_COUNTERS:
+                self.counters[f"{d}_{name}"] = getattr(chk, name)
+            self.counters[f"{d}_channel_errors"] = ch.errors
+        for e, ep in (("a", link.a), ("b", link.b)):
             for name in EP_COUNTERS:
-                self._add_status(f"{e}_{name}", ep.counters[name])
-
-    def _add_status(self, name, signal):
-        csr = CSRStatus(32, name=name)
-        setattr(self, name, csr)
-        self.comb += csr.status.eq(signal)
+                self.counters[f"{e}_{name}"] = ep.counters[name]
+        add_counter_csrs(self, LOOPBACK_COUNTERS)

@@ -1,115 +1,42 @@
-"""RIFL benchmark: goodput relative to the error-free goodput versus bit error rate (Verilator), latency
-over a zero-delay channel and ECP5 figures for F = 256.
+"""RIFL benchmark: goodput relative to the error-free goodput versus bit error rate (Verilated model of the
+SoC block, sim/verilated/rifl.py), latency over a zero-delay channel and ECP5 figures for F = 256.
 
 The SoC block (two endpoints, two channels, generators and checkers in both directions, always-ready
-receivers) runs in Verilator with the round trip of 300 ns at 100 Gb/s expressed in frame slots: the line
-carries one F-bit frame a cycle, so a cycle lasts F / 100 Gb/s and the round trip is 300 ns * 100 Gb/s / F
+receivers) runs as a Verilated model with the round trip of 300 ns at 100 Gb/s expressed in frame slots: the
+line carries one F-bit frame a cycle, so a cycle lasts F / 100 Gb/s and the round trip is 300 ns * 100 Gb/s / F
 frames, split evenly between the two channels. Each BER point runs long enough for about 100+ channel errors
 (both directions together, 1.3 x 100 expected; the table gives the count); goodput = numbered frames
 accepted per cycle (both directions) divided by the same in an error-free run of the same build. The checkers must report zero lost, duplicated, out-of-order
 or corrupted packets at every point.
 """
-import hashlib
 import os
-import subprocess
 import time
 
-from migen import *
-from migen.fhdl.verilog import convert
 from migen.sim import run_simulation
 
 from cores.rifl.common import efficiency, holdoff_cycles, payload_bytes, replay_log2, rx_depth_for
 from cores.rifl.link import RIFLEndpoint
-from cores.rifl.soc_block import CHK_COUNTERS, RIFLLoopback
+from cores.rifl.link_bench import RIFLLinkBench
+from cores.rifl.soc_block import RIFLLoopback
 from sim.bench.ecp5 import synth_ecp5
 from sim.bench.framework import BenchResult, Table, plot_path
+from sim.verilated import rifl as verilated
 from software.rifl.demo import frame_error_threshold
 
-VERILATOR = "/usr/bin/verilator"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.path.join(ROOT, "build", "rifl", "verilator")
 LINE_RATE = 100e9
 RTT_S = 300e-9
 MIN_ERRORS = 100
-MAX_CYCLES = 400_000_000   # cap per point (F=256 runs about 450k cycles/s in Verilator): never reached
+MAX_CYCLES = 400_000_000   # cap per point (F=256 runs about 450k cycles/s as a Verilated model): never reached
 REA_SOURCES = 4             # ECP5 figures of the reassembler: 4 contexts of 4094-byte packets (16 KiB)
 REA_MAX_PACKET = 4094
                            # for BER >= 1e-9 at F >= 256, so every point sees about 100+ channel errors
 
-HARNESS = r"""
-#include "Vrifl_bench.h"
-#include "verilated.h"
-#include <cstdio>
-#include <cstdlib>
-int main(int argc, char **argv) {
-    Verilated::commandArgs(argc, argv);
-    unsigned long long cycles = strtoull(argv[1], 0, 10);
-    unsigned thr = strtoul(argv[2], 0, 10);
-    Vrifl_bench *t = new Vrifl_bench;
-    t->sys_rst = 1; t->sys_clk = 0; t->eval(); t->sys_clk = 1; t->eval(); t->sys_clk = 0; t->sys_rst = 0;
-    t->control_storage = 1 | (1 << 8); t->err_ab_storage = thr; t->err_ba_storage = thr;
-    t->limit_storage = 0; t->rx_ready_storage = 0;
-    unsigned long long a0 = 0, b0 = 0, warm = 2000;
-    for (unsigned long long c = 0; c < cycles + warm; c++) {
-        if (c == warm) { a0 = t->a_rx_frames_status; b0 = t->b_rx_frames_status; }
-        t->sys_clk = 1; t->eval(); t->sys_clk = 0; t->eval();
-    }
-    unsigned long long a1 = t->a_rx_frames_status, b1 = t->b_rx_frames_status;
-    t->control_storage = 1 << 8; t->err_ab_storage = 0; t->err_ba_storage = 0;   // drain
-    for (int c = 0; c < 20000; c++) { t->sys_clk = 1; t->eval(); t->sys_clk = 0; t->eval(); }
-    printf("frames %llu\n", (unsigned long long)((a1 - a0) & 0xffffffffULL) + ((b1 - b0) & 0xffffffffULL));
-    PRINTS
-    delete t;
-    return 0;
-}
-"""
-
-STATUS = ([f"{d}_{k}" for d in ("ab", "ba") for k in ["sent", "channel_errors"] + CHK_COUNTERS] +
-          [f"{e}_{k}" for e in ("a", "b") for k in ("replays", "rx_errors", "tx_replayed", "rx_overflow")])
-
-
-def build(frame_bits, latency):
-    """Verilog + Verilator build of the SoC block; returns the binary path (cached by source hash)."""
-    dut = RIFLLoopback(frame_bits, latency)
-    top = Module()
-    top.submodules.dut = dut
-    ios = set()
-    for name in ("control", "err_ab", "err_ba", "limit", "rx_ready"):        # CSR storages become inputs
-        csr = getattr(dut, name)
-        port = Signal(len(csr.storage), name=name + "_storage")
-        top.comb += csr.storage.eq(port)
-        ios.add(port)
-    for name in STATUS + ["a_rx_frames", "b_rx_frames"]:                    # CSR statuses become outputs
-        port = Signal(32, name=name + "_status")
-        top.comb += port.eq(getattr(dut, name).status)
-        ios.add(port)
-    verilog = str(convert(top, ios=ios, name="rifl_bench"))
-    prints = "\n    ".join(f'printf("{n} %u\\n", (unsigned)t->{n}_status);' for n in STATUS)
-    harness = HARNESS.replace("PRINTS", prints)
-    key = hashlib.sha1((verilog + harness).encode()).hexdigest()[:12]
-    out = os.path.join(BUILD, f"F{frame_bits}_L{latency}_{key}")
-    binary = os.path.join(out, "obj_dir", "Vrifl_bench")
-    if os.path.exists(binary):
-        return binary
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "rifl_bench.v"), "w") as f:
-        f.write(verilog)
-    with open(os.path.join(out, "main.cpp"), "w") as f:
-        f.write(harness)
-    subprocess.run([VERILATOR, "--cc", "--exe", "--build", "-O2", "-Wno-fatal", "-Wno-WIDTH", "--top-module",
-                    "rifl_bench", "rifl_bench.v", "main.cpp", "-CFLAGS", "-O2", "-j", "1"],
-                   cwd=out, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return binary
-
-
-def run_point(binary, cycles, threshold):
-    out = subprocess.run([binary, str(cycles), str(threshold)], check=True, capture_output=True, text=True).stdout
-    return {k: int(v) for k, v in (line.split() for line in out.strip().splitlines())}
-
 
 def run_point_migen(frame_bits, latency, cycles, threshold, warm=60):
-    """The same measurement as the Verilator harness, in Migen's simulator (quick mode, short runs)."""
+    """The same measurement as the Verilated model's, in Migen's simulator (quick mode, short runs)."""
     dut = RIFLLoopback(frame_bits, latency)
+    cnt = dut.counters
     res = {}
 
     def proc():
@@ -118,30 +45,25 @@ def run_point_migen(frame_bits, latency, cycles, threshold, warm=60):
         yield dut.err_ba.storage.eq(threshold)
         for _ in range(warm):
             yield
-        a0, b0 = (yield dut.a_rx_frames.status), (yield dut.b_rx_frames.status)
+        a0, b0 = (yield cnt["a_rx_frames"]), (yield cnt["b_rx_frames"])
         for _ in range(cycles):
             yield
-        res["frames"] = (yield dut.a_rx_frames.status) - a0 + (yield dut.b_rx_frames.status) - b0
+        res["frames"] = (yield cnt["a_rx_frames"]) - a0 + (yield cnt["b_rx_frames"]) - b0
         yield dut.control.storage.eq(1 << 8)
         yield dut.err_ab.storage.eq(0)
         yield dut.err_ba.storage.eq(0)
         for _ in range(warm + 8 * latency):
             yield
-        for name in STATUS:
-            res[name] = yield getattr(dut, name).status
+        for name, sig in cnt.items():
+            res[name] = yield sig
     run_simulation(dut, [proc()])
     return res
 
 
 def measure_latency(frame_bits):
     """Cycles from a beat accepted at A's sink to the same beat valid at B's source, zero-delay channel."""
-    a, b = RIFLEndpoint(frame_bits, rtt=0), RIFLEndpoint(frame_bits, rtt=0)
-
-    class Top(Module):
-        def __init__(self):
-            self.submodules.a, self.submodules.b = a, b
-            self.comb += [b.rx_frame.eq(a.tx_frame), a.rx_frame.eq(b.tx_frame)]
-    top = Top()
+    bench = RIFLLinkBench(frame_bits, latency=0)
+    a, b = bench.a, bench.b
     res = {}
 
     def proc():
@@ -151,10 +73,8 @@ def measure_latency(frame_bits):
         yield a.sink.valid.eq(1)
         yield a.sink.nbytes.eq(payload_bytes(frame_bits))
         yield a.sink.data.eq(0xABCDEF)
-        t = 0
         while not (yield a.sink.ready):
             yield
-            t += 1
         yield
         yield a.sink.valid.eq(0)
         n = 1
@@ -162,12 +82,12 @@ def measure_latency(frame_bits):
             yield
             n += 1
         res["latency"] = n
-    run_simulation(top, [proc()])
+    run_simulation(bench, [proc()])
     return res["latency"]
 
 
 def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCLES):
-    """quick: Migen simulation of a small configuration at high error rates (seconds, no Verilator build).
+    """quick: Migen simulation of a small configuration at high error rates (seconds, no Verilated build).
     frame_sizes / bers: subsets of the full sweep; ecp5: include the synthesis; max_cycles: cap per point."""
     result = BenchResult("rifl")
     frame_sizes = frame_sizes or ([64] if quick else [256, 1024])
@@ -183,8 +103,8 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
         if quick:
             point = lambda cycles, thr: run_point_migen(F, latency, cycles, thr)
         else:
-            binary = build(F, latency)
-            point = lambda cycles, thr: run_point(binary, cycles, thr)
+            model = verilated.loopback(F, latency)
+            point = lambda cycles, thr: verilated.run_point(model, cycles, thr)
         base_cycles = 150 if quick else 400000
         ref = point(base_cycles, 0)
         ref_rate = ref["frames"] / base_cycles

@@ -1,1 +1,1 @@
-"""Host software for RIFL: reference frame encoder/decoder, Layer 2 segmentation/reassembly, demo."""
+"""Host software for RIFL: the reference model (Layer 1 frame codec, Layer 2 segmentation/reassembly) and the SoC demo."""
