@@ -7,6 +7,7 @@ import random
 from migen.sim import run_simulation
 
 from cores.rifl import common as c
+from tests.harness import streams
 
 
 # Independent reference: CRC-12 by polynomial long division, scrambler by its recurrence, frame encoder ----
@@ -74,38 +75,26 @@ def assert_delivered(traffic, got):
             f"{next((i for i, (x, y) in enumerate(zip(rcv, exp)) if x != y), min(len(rcv), len(exp)))}"
 
 
+_USER_FIELDS = ("data", "nbytes", "last")
+
+
 def send_beats(sink, beats, rng, valid_p=1.0, passive=False):
-    """Drive beats (data, nbytes, last) into a user_layout sink in order; before each beat, idle cycles
-    while rng.random() > valid_p. `passive`: the simulation may end before every beat is sent."""
-    if passive:
-        yield "passive"
-    for d, n, l in beats:
-        while rng.random() > valid_p:
-            yield sink.valid.eq(0)
-            yield
-        yield sink.valid.eq(1)
-        yield sink.data.eq(d)
-        yield sink.nbytes.eq(n)
-        yield sink.last.eq(l)
-        yield
-        while not (yield sink.ready):
-            yield
-    yield sink.valid.eq(0)
+    """tests.harness.streams.send of user beats (data, nbytes, last) into a user_layout sink."""
+    yield from streams.send(sink, [dict(zip(_USER_FIELDS, b)) for b in beats], rng, valid_p, passive)
+
+
+class _AsTuples:
+    """A list view that stores each collected beat (a dict) as a (data, nbytes, last) tuple."""
+    def __init__(self, out):
+        self.out = out
+
+    def append(self, beat):
+        self.out.append(tuple(beat[f] for f in _USER_FIELDS))
 
 
 def collect_beats(source, out, rng, ready_p=1.0, times=None):
-    """Passive: every cycle ready with probability ready_p; appends each beat taken as (data, nbytes, last)
-    to `out` and, if given, its cycle to `times`."""
-    yield "passive"
-    t = 0
-    while True:
-        yield source.ready.eq(rng.random() < ready_p)
-        yield
-        t += 1
-        if (yield source.valid) and (yield source.ready):
-            out.append(((yield source.data), (yield source.nbytes), (yield source.last)))
-            if times is not None:
-                times.append(t)
+    """tests.harness.streams.collect of user beats, appended to `out` as (data, nbytes, last)."""
+    yield from streams.collect(source, _AsTuples(out), rng, _USER_FIELDS, ready_p, times)
 
 
 # The link bench --------------------------------------------------------------------------------------------
