@@ -7,11 +7,11 @@ from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 from litex.soc.interconnect.packet import Arbiter
 
-from cores.minisharp.common import DROP_REASONS, MS_CHUNK_ELEMENTS, MSP_TRANSPARENT, port_description
+from cores.lib.counters import add_counter_csrs
+from cores.minisharp.common import (
+    DEFAULT_DST_MAC, DEFAULT_SRC_MAC, MS_CHUNK_ELEMENTS, MSP_TRANSPARENT, counters, port_description,
+)
 from cores.minisharp.core import MiniSharpCore
-
-DEFAULT_DST_MAC = 0xFFFFFFFFFFFF          # COL_RES frames are broadcast unless configured
-DEFAULT_SRC_MAC = 0x024D53000000          # 02:4d:53 ("MS") + port number
 
 
 class _Injector(LiteXModule):
@@ -149,19 +149,7 @@ class MiniSharpSoCBlock(LiteXModule):
             setattr(self, f"port{i}_src_mac", src)
             self.comb += [core.dst_macs[i].eq(dst.storage), core.src_macs[i].eq(src.storage),
                           core.fwd_map[i].eq(getattr(self.fwd_map.fields, f"port{i}"))]
-        for (name, desc), sig in zip(DROP_REASONS, core.drops):
-            csr = CSRStatus(32, name=f"drop_{name}", description=f"Frames dropped: {desc}.")
-            setattr(self, f"drop_{name}", csr)
-            self.comb += csr.status.eq(sig)
-        for kind, desc in (("rx_frames", "frames received"), ("rx_drops", "received frames dropped"),
-                           ("fwd_frames", "received frames forwarded"), ("tx_frames", "frames sent")):
-            for i, sig in enumerate(getattr(core, kind)):
-                csr = CSRStatus(32, name=f"port{i}_{kind}", description=f"Port {i}: {desc}.")
-                setattr(self, f"port{i}_{kind}", csr)
-                self.comb += csr.status.eq(sig)
-        self.setups = CSRStatus(32, description="Contexts installed or replaced.")
-        self.chunks = CSRStatus(32, description="Chunk results emitted.")
-        self.comb += self.setups.status.eq(core.setups), self.chunks.status.eq(core.chunks)
+        add_counter_csrs(self, counters(num_ports), core.counters)
 
         # # #
 

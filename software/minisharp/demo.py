@@ -9,10 +9,6 @@ from cores.minisharp import common as ms
 from software.minisharp import packets as P
 from software.minisharp.reference import reduce_vectors
 
-AM_MAC = "02:00:00:00:00:a0"
-SW_MAC = "02:4d:53:00:00:00"
-
-
 def random_vector(rng, n):
     """FP32 bit patterns of mixed magnitudes, so that float32 summation order would matter."""
     return [struct.unpack(">I", struct.pack(">f", rng.choice([1e-3, 1.0, 1e4, 1e8]) * rng.uniform(-1, 1)))[0]
@@ -23,10 +19,11 @@ def plan(collective_id, ranks, elements, num_ports, chunk_elements, egress=(0, 0
     """Frames of one reduction: (setup frame, [(port, frame)] data frames in shuffled order, expected sums)."""
     rng = random.Random(seed)
     vecs = [random_vector(rng, elements) for _ in range(ranks)]
-    setup = P.setup_frame(SW_MAC, AM_MAC, collective_id,
+    # sent by the host to the switch (port 0's address)
+    setup = P.setup_frame(ms.DEFAULT_SRC_MAC, ms.HOST_MAC, collective_id,
                           P.setup_record(elements, ranks, egress[0], egress[1]))
-    frames = [f for k in range(ranks) for _, f in P.chunk_frames(SW_MAC, AM_MAC, collective_id, k, vecs[k],
-                                                                  chunk_elements)]
+    frames = [f for k in range(ranks)
+              for _, f in P.chunk_frames(ms.DEFAULT_SRC_MAC, ms.HOST_MAC, collective_id, k, vecs[k], chunk_elements)]
     rng.shuffle(frames)
     return setup, [(i % num_ports, f) for i, f in enumerate(frames)], reduce_vectors(vecs)
 

@@ -1,0 +1,1 @@
+"""Per-core Verilated model definitions on sim.verilator"""
