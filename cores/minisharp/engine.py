@@ -160,6 +160,42 @@ class MSSlotTable(LiteXModule):
         ]
 
 
+class MSPortSelect(LiteXModule):
+    """Round-robin choice among `num_ports` descriptor sinks, one descriptor at a time.
+
+    pick: the first port with a valid descriptor after the last one served (combinational); `start()` gives
+    the statements (NextValue, for an FSM state) that register it as `sel` with a one-hot `fetch` that is
+    each port's ready, `stop()` those that end the fetch: a port's ready is a flip-flop, so neither the
+    FSM's state decode nor the selection reaches the descriptor FIFOs' read logic. desc: port sel's
+    descriptor; fetching: high (a flip-flop) in the cycle it is taken; any_valid: some port has one.
+    """
+    def __init__(self, num_ports):
+        pw = bits_for(max(num_ports - 1, 1))
+        self.sinks = [stream.Endpoint(descriptor_layout) for _ in range(num_ports)]
+        self.desc = stream.Endpoint(descriptor_layout)
+        self.sel, self.pick = Signal(pw), Signal(pw)
+        self.fetching, self.any_valid = Signal(), Signal()
+
+        # # #
+
+        self.fetch = fetch = Signal(num_ports)
+        valids = [d.valid for d in self.sinks]
+        self.comb += [
+            Case(self.sel, {last: [If(valids[(last + 1 + k) % num_ports], self.pick.eq((last + 1 + k) % num_ports))
+                                   for k in reversed(range(num_ports))]
+                            for last in range(num_ports)}),
+            [self.sinks[i].ready.eq(fetch[i]) for i in range(num_ports)],
+            Case(self.sel, {i: self.sinks[i].connect(self.desc, omit={"ready"}) for i in range(num_ports)}),
+            self.any_valid.eq(reduce_or(valids)),
+        ]
+
+    def start(self):
+        return [NextValue(self.sel, self.pick), NextValue(self.fetch, 1 << self.pick), NextValue(self.fetching, 1)]
+
+    def stop(self):
+        return [NextValue(self.fetch, 0), NextValue(self.fetching, 0)]
+
+
 class MSValidation(LiteXModule):
     """Validates the descriptors of `num_ports` ingress ports (round robin, one frame after the other).
 
@@ -185,7 +221,6 @@ class MSValidation(LiteXModule):
 
         lce = log2_int(chunk_elements)
         rw = bits_for(max_ranks)
-        pw = bits_for(max(num_ports - 1, 1))
         # Jobs and meta records leave through registered buffers: DECIDE's handshake does not reach the
         # queues' level logic and RAM.
         self.job_in = job_in = stream.Buffer(self.job.description, pipe_valid=True)
@@ -195,20 +230,10 @@ class MSValidation(LiteXModule):
         self.setup_check = check = MSSetupCheck(num_ports, max_ranks, chunk_elements)
         self.contexts = contexts = MSContextTable(n_contexts, num_ports, rw, lce + 1)
         self.slots = slots = MSSlotTable(n_slots, n_contexts, max_ranks)
-
-        # Port selection, round robin. The port to serve is picked in IDLE and registered with a one-hot
-        # `fetch` that is each port's ready in FETCH: a port's ready is a flip-flop, so neither the state
-        # decode nor the selection reaches the descriptor FIFO's read logic.
-        sel, fetch, fetching = Signal(pw), Signal(num_ports), Signal()
-        pick = Signal(pw)
-        valids = [d.valid for d in self.desc_sinks]
-        self.comb += Case(sel, {last: [If(valids[(last + 1 + k) % num_ports], pick.eq((last + 1 + k) % num_ports))
-                                       for k in reversed(range(num_ports))]
-                                for last in range(num_ports)})
-        self.comb += [self.desc_sinks[i].ready.eq(fetch[i]) for i in range(num_ports)]
-        desc = stream.Endpoint(descriptor_layout)
-        self.comb += Case(sel, {i: self.desc_sinks[i].connect(desc, omit={"ready"}) for i in range(num_ports)})
-        self.comb += self.drop_port.eq(sel)
+        self.select = select = MSPortSelect(num_ports)
+        self.comb += [s.connect(d) for s, d in zip(self.desc_sinks, select.sinks)]
+        self.comb += self.drop_port.eq(select.sel)
+        sel, desc = select.sel, select.desc
 
         # Current frame.
         d_kind, d_coll, d_rank, d_chunk = Signal(), Signal(32), Signal(8), Signal(16)
@@ -291,17 +316,15 @@ class MSValidation(LiteXModule):
 
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
-            If(reduce_or(valids),
-                NextValue(sel, pick), NextValue(fetch, 1 << pick), NextValue(fetching, 1),
-                NextState("FETCH"))
+            If(select.any_valid, *select.start(), NextState("FETCH"))
         )
         fsm.act("FETCH",
-            NextValue(fetch, 0), NextValue(fetching, 0),
+            *select.stop(),
             NextState("LOOKUP")
         )
         # The descriptor is captured with `fetching` (a flip-flop, high in FETCH) as its enable, not the state
         # decode: the capture's logic is the port multiplexer only.
-        self.sync += If(fetching,
+        self.sync += If(select.fetching,
             d_kind.eq(desc.kind), d_coll.eq(desc.collective_id), d_rank.eq(desc.rank),
             d_chunk.eq(desc.chunk_index), d_pbytes.eq(desc.payload_bytes), d_record.eq(desc.record),
         )

@@ -70,14 +70,16 @@ def demo(bus, prefix="minisharp", ranks=3, elements=300, collective_id=0x5EED, s
     out_port = num_ports - 1
     setup, frames, expected = plan(collective_id, ranks, elements, num_ports, chunk_elements,
                                    egress=(out_port, out_port), seed=seed)
-    chunks0 = reg("chunks").read()
+    # `chunks` counts a result when its chunk completes, `tx_frames` when its frame has left (and is captured)
+    done = [reg("chunks"), reg(f"port{out_port}_tx_frames")]
+    before = [r.read() for r in done]
     drops0 = {name: reg(f"drop_{name}").read() for name, _ in ms.DROP_REASONS}
     reg("capture_ctrl").write((1 << 8) | out_port)
     t0 = time.time()
     for port, f in [(0, setup)] + frames:
         inject(bus, prefix, port, f)
     n = ms.num_chunks(elements, chunk_elements)
-    while (reg("chunks").read() - chunks0) % 2**32 < n:
+    while any((r.read() - v) % 2**32 < n for r, v in zip(done, before)):
         if time.time() - t0 > timeout:
             raise RuntimeError("minisharp: timeout waiting for chunk results")
         time.sleep(0.01)
