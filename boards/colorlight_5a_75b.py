@@ -7,6 +7,7 @@ from litex_boards.platforms import colorlight_5a_75b
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
+from soc.common import SOC_IP_ADDRESS
 from soc.innet_soc import InnetSoC
 
 DEFAULT_SYS_CLK_FREQ = int(50e6)
@@ -28,7 +29,7 @@ class CRG(LiteXModule):
 
 
 class BoardSoC(InnetSoC):
-    def __init__(self, revision="8.0", sys_clk_freq=DEFAULT_SYS_CLK_FREQ, eth_ip="192.168.1.50", cores=(), **kwargs):
+    def __init__(self, revision="8.0", sys_clk_freq=DEFAULT_SYS_CLK_FREQ, eth_ip=SOC_IP_ADDRESS, cores=(), **kwargs):
         if revision not in ("7.0", "8.0"):
             raise ValueError(f"Colorlight 5A-75B revision must be 7.0 or 8.0, not {revision!r}")
         platform = colorlight_5a_75b.Platform(revision=revision, toolchain="trellis")

@@ -7,6 +7,7 @@ from litex_boards.platforms import lattice_versa_ecp5
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
+from soc.common import SOC_IP_ADDRESS
 from soc.innet_soc import InnetSoC
 
 DEFAULT_SYS_CLK_FREQ = int(60e6)
@@ -33,7 +34,7 @@ class CRG(LiteXModule):
 
 
 class BoardSoC(InnetSoC):
-    def __init__(self, sys_clk_freq=DEFAULT_SYS_CLK_FREQ, eth_ip="192.168.1.50", cores=(), **kwargs):
+    def __init__(self, sys_clk_freq=DEFAULT_SYS_CLK_FREQ, eth_ip=SOC_IP_ADDRESS, cores=(), **kwargs):
         platform = lattice_versa_ecp5.Platform(toolchain="trellis")
         self.crg = CRG(platform, sys_clk_freq)
         InnetSoC.__init__(self, platform, sys_clk_freq, ident="innet SoC on Lattice ECP5 Versa", **kwargs)

@@ -17,7 +17,8 @@ from litex_boards.platforms import xilinx_ac701
 from litepcie.phy.s7pciephy import S7PCIEPHY
 
 from cores.sparsr.pcie import SparsrDMAPort
-from soc.innet_soc import InnetSoC, CORE_NAMES
+from soc.common import CORE_NAMES
+from soc.innet_soc import InnetSoC
 
 DEFAULT_SYS_CLK_FREQ = int(125e6)
 PCIE_DATA_WIDTH = 64          # the 7-series hard block's width for Gen2 x1 at 125 MHz

@@ -7,7 +7,8 @@ import time
 
 from sim import target
 from sim.runner import SimSession, SimulationFailed, _raise_on_sigterm
-from soc.innet_soc import CORE_NAMES, InnetSoC
+from soc.common import CORE_NAMES
+from soc.innet_soc import InnetSoC
 
 
 def available_cores():

@@ -21,7 +21,8 @@ from migen.genlib.io import CRG as SimCRG
 
 from sim import verilator
 from sim.models.tap import GMIIDataPort, TapPHY, TAP_POLL_CYCLES, gmii_pads, tap_pads
-from soc.innet_soc import InnetSoC, SOC_IP_ADDRESS as SOC_IP
+from soc.common import SOC_IP_ADDRESS as SOC_IP
+from soc.innet_soc import InnetSoC
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM_CLK_FREQ = int(1e6)        # nominal; Verilator runs as fast as it can
@@ -91,9 +92,10 @@ def sim_config(cores=(), cpu_type=None):
     return config
 
 
-def config_name(cores, cpu_type=None, trace=False):
+def config_name(cores, cpu_type=None, trace=False, threads=SIM_THREADS):
+    """The build folder's name: a model per SoC configuration, trace setting and thread count."""
     return ("soc" + ("_" + "_".join(sorted(cores)) if cores else "") + (f"_{cpu_type}" if cpu_type else "")
-            + ("_trace" if trace else ""))
+            + ("_trace" if trace else "") + (f"_t{threads}" if threads != SIM_THREADS else ""))
 
 
 def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, threads=SIM_THREADS, trace=False):
@@ -104,7 +106,7 @@ def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, thr
     # Tools installed in the venv (meson/ninja for the BIOS) live beside this Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     build_root = build_root or os.path.join(ROOT, "build", "sim")
-    output_dir = os.path.join(build_root, config_name(cores, cpu_type, trace))
+    output_dir = os.path.join(build_root, config_name(cores, cpu_type, trace, threads))
     gateware_dir = os.path.join(output_dir, "gateware")
     os.makedirs(output_dir, exist_ok=True)
     # One build at a time per configuration; runs of an existing build need no lock.

@@ -27,6 +27,8 @@ import time
 import numpy as np
 from migen import ClockDomain, Signal
 
+from migen.fhdl.verilog import convert as migen_convert
+
 from litex.gen import LiteXModule
 from litex.gen.fhdl.verilog import convert as litex_convert
 
@@ -36,10 +38,13 @@ LITEX_SIM_DIR = os.path.join(ROOT, "sim", "litex_sim")
 
 # Verilator options of every model: -O3 (Verilator's own optimisations), no assertion code, lint warnings off.
 VERILATOR_FLAGS = ["-O3", "--noassert", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-WIDTH"]
-# C++ optimisation of the model's code. verilated.mk compiles the model's fast code with OPT_FAST (-Os by
-# default) after the user CFLAGS, so the level must be given through these make variables to reach it.
-# The PyPI build's verilated.mk leaves CFG_CXXFLAGS_PCH_I (how g++ includes the precompiled header) empty.
-CXX_OPT = {"OPT_FAST": "-O2", "OPT_SLOW": "-O1", "OPT_GLOBAL": "-O2", "CFG_CXXFLAGS_PCH_I": "-include"}
+# C++ optimisation of the model's code, given through verilated.mk's make variables (a -O in CFLAGS may come
+# before or after them depending on the Verilator version). -Os for the code that runs every cycle: the
+# whole SoC's model is over 1 MB of straight-line code, so its speed is set by the instruction caches
+# (measured here: -Os 22k, -O2 17.5k simulated cycles per CPU-second, one thread); -O0 for the code that
+# runs once. The PyPI build's verilated.mk leaves CFG_CXXFLAGS_PCH_I (how g++ includes the precompiled
+# header) empty.
+CXX_OPT = {"OPT_FAST": "-Os", "OPT_SLOW": "-O0", "OPT_GLOBAL": "-Os", "CFG_CXXFLAGS_PCH_I": "-include"}
 JOBS = os.cpu_count() or 1
 
 
@@ -132,7 +137,8 @@ class Model:
             raise ValueError(f"model name {name!r}: letters, digits, '_', '-', '.' only")
         self.name, self.top, self.threads, self.trace = name, top, threads, trace
         flags = self._flags()
-        key = _digest(version(), " ".join(flags), harness, *[f"{k}\n{v}" for k, v in sorted(sources.items())])
+        key = _digest(version(), " ".join(flags), harness,
+                      *[f"{k}\n{_undated(v)}" for k, v in sorted(sources.items())])
         self.dir = os.path.join(BUILD_DIR, f"{name}-{key[:12]}")
         self.exe = os.path.join(self.dir, "obj_dir", f"V{top}")
         self.build_seconds = None
@@ -203,8 +209,9 @@ def flat_ports(module, ports, top):
 
 
 def convert(module, ios, name):
-    """Migen's Verilog conversion of `module` with top-level `ios`; returns (text, namespace)."""
-    conv = litex_convert(module, ios=set(ios), name=name)
+    """Migen's Verilog conversion of `module` with top-level `ios` (a missing `sys` domain is created, on
+    ports sys_clk/sys_rst); returns (text, namespace)."""
+    conv = migen_convert(module, ios=set(ios), name=name)
     return str(conv), conv.ns
 
 
@@ -405,7 +412,7 @@ def litex_sim_core_dir():
 
 def litex_sim_flags(threads, trace=False, trace_fst=False):
     """Every option that decides a litex_sim model (part of its cache key)."""
-    flags = VERILATOR_FLAGS + LITEX_SIM_FLAGS + make_flags() + ["-CFLAGS", "-O2"]
+    flags = VERILATOR_FLAGS + LITEX_SIM_FLAGS + make_flags()
     if threads > 1:
         flags += ["--threads", str(threads)]
     if trace:
@@ -452,16 +459,23 @@ def build_litex_sim(gateware_dir, threads=1, trace=False, trace_fst=False, force
                "-DPRINTF_COND=0", "sim_init.cpp", "innet_veril.cpp", *objs, *flags,
                "-CFLAGS", f"-I{core}", "-LDFLAGS", LITEX_SIM_LIBS, "-o", "Vsim"]
         step(cmd, gateware_dir, "Verilator build of the litex_sim model")
+    seconds = time.monotonic() - t0
     with open(stamp, "w") as f:
         f.write(digest)
-    return vsim, time.monotonic() - t0
+    with open(os.path.join(obj, ".innet_seconds"), "w") as f:
+        f.write(f"{seconds:.1f}")
+    return vsim, seconds
 
 
-_DATE_STAMP = re.compile(rb"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+_DATE_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+
+
+def _undated(text):
+    """`text` without the lines holding a date stamp (LiteX dates every file it generates)."""
+    return "".join(line for line in text.splitlines(True) if not _DATE_STAMP.search(line))
 
 
 def _stable(path):
     """File name and contents without the date lines LiteX stamps into generated files."""
-    with open(path, "rb") as f:
-        body = b"".join(line for line in f if not _DATE_STAMP.search(line))
-    return os.path.basename(path).encode() + b"\0" + body
+    with open(path, errors="surrogateescape") as f:
+        return os.path.basename(path) + "\0" + _undated(f.read())

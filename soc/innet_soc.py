@@ -8,11 +8,8 @@ csr.csv and csr.json by `soc.build.export_csr_map()` / the LiteX Builder.
 from litex.soc.integration.soc import SoCRegion
 from litex.soc.integration.soc_core import SoCCore
 
-ETHERBONE_UDP_PORT = 1234
-# Name of each core's block in the SoC, hence its CSR prefix (Migen reserves `sync`, so the mesh is `syncnet`).
-CORE_NAMES = {"minisharp": "minisharp", "rifl": "rifl", "switch": "switch", "sparsr": "sparsr", "sync": "syncnet"}
-DEFAULT_MAC_ADDRESS = 0x10e2d5000000
-SOC_IP_ADDRESS = "192.168.1.50"
+from soc.common import CORE_NAMES, ETHERBONE_UDP_PORT, SOC_IP_ADDRESS, SOC_MAC_ADDRESS
+
 
 
 class InnetSoC(SoCCore):
@@ -40,8 +37,8 @@ class InnetSoC(SoCCore):
         self.cores = []
 
     def add_management_etherbone(self, phy, phy_cd="eth", data_width=8,
-                                 mac_address=DEFAULT_MAC_ADDRESS, ip_address=SOC_IP_ADDRESS):
-        """Etherbone (Wishbone over UDP, port 1234) on the management Ethernet PHY `phy`."""
+                                 mac_address=SOC_MAC_ADDRESS, ip_address=SOC_IP_ADDRESS):
+        """Etherbone (Wishbone over UDP, port ETHERBONE_UDP_PORT) on the management Ethernet PHY `phy`."""
         self.add_etherbone(phy=phy, phy_cd=phy_cd, data_width=data_width, mac_address=mac_address,
                            ip_address=ip_address, udp_port=ETHERBONE_UDP_PORT)
 

@@ -8,6 +8,7 @@
 import argparse
 import sys
 
+from soc.common import ETHERBONE_UDP_PORT, SOC_IP_ADDRESS
 from software.client import InnetClient, TargetUnreachable
 
 
@@ -18,8 +19,8 @@ def _parse_int(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="innet", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", default="192.168.1.50", help="SoC IP address")
-    parser.add_argument("--port", type=int, default=1234, help="Etherbone UDP port")
+    parser.add_argument("--host", default=SOC_IP_ADDRESS, help="SoC IP address")
+    parser.add_argument("--port", type=int, default=ETHERBONE_UDP_PORT, help="Etherbone UDP port")
     parser.add_argument("--csr-csv", default=None, help="the SoC's csr.csv (needed for CSR names)")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds before giving up")
     sub = parser.add_subparsers(dest="cmd", required=True)

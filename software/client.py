@@ -13,7 +13,8 @@ import time
 from litex.tools.remote.comm_udp import CommUDP
 from litex.tools.remote.etherbone import EtherbonePacket, EtherboneReads, EtherboneRecord
 
-ETHERBONE_PORT = 1234
+from soc.common import ETHERBONE_UDP_PORT, SOC_IP_ADDRESS
+
 MAX_BURST_WORDS = 16      # words per Etherbone record: the SoC's Etherbone buffer holds 16 (add_etherbone buffer_depth)
 IDENT_MAX_BYTES = 256
 
@@ -25,7 +26,7 @@ class TargetUnreachable(RuntimeError):
 class InnetClient(CommUDP):
     """Etherbone/UDP client. host: SoC IP; csr_csv: the SoC's csr.csv (needed for names);
     timeout: seconds before TargetUnreachable; bind_address: local address (tests bind a loopback one)."""
-    def __init__(self, host="192.168.1.50", port=ETHERBONE_PORT, csr_csv=None, timeout=2.0, retries=4,
+    def __init__(self, host=SOC_IP_ADDRESS, port=ETHERBONE_UDP_PORT, csr_csv=None, timeout=2.0, retries=4,
                  bind_address=""):
         if timeout <= 0 or retries < 1:
             raise ValueError("timeout must be > 0 and retries >= 1")

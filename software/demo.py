@@ -10,7 +10,7 @@ import random
 import sys
 import time
 
-from soc.innet_soc import CORE_NAMES
+from soc.common import CORE_NAMES, SOC_IP_ADDRESS
 from software.client import InnetClient
 from software.minisharp import tap_demo
 
@@ -42,7 +42,7 @@ def cycles_per_second(bus, seconds=2.0):
 
 
 def main():
-    bus = InnetClient(os.environ.get("INNET_SOC_IP", "192.168.1.50"), csr_csv=os.environ["INNET_CSR_CSV"],
+    bus = InnetClient(os.environ.get("INNET_SOC_IP", SOC_IP_ADDRESS), csr_csv=os.environ["INNET_CSR_CSV"],
                       timeout=5.0).open()
     result = {}
     result["ident"] = bus.ident()

@@ -18,9 +18,13 @@ def test_table_and_result_files(tmp_path):
 
 
 @pytest.mark.sim
-def test_bench_soc_smoke():
-    from sim.bench import bench_soc
-    res = bench_soc.run(quick=True)
-    assert res.data["csr_reads_per_s"] > 10
-    assert res.data["cycles_per_s_idle"] > 1000
-    assert len(res.tables) == 2
+def test_bench_sim_smoke():
+    """Quick mode of `make bench BENCH=sim`: the base SoC built, run and measured; sim.json written."""
+    from sim.bench import bench_sim
+    from sim.bench.framework import BENCH_DIR
+    res = bench_sim.run(quick=True)
+    base = json.load(open(f"{BENCH_DIR}/sim.json"))["base_soc"]
+    assert base == res.data["base_soc"]
+    assert base["cycles_per_s"] > 1000 and base["etherbone_reads_per_s"] > 10 and base["compile_s"] > 0
+    (table,) = res.tables
+    assert [row[:2] for row in table.rows] == [["base_soc", "innet, 1 thread"]]

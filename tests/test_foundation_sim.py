@@ -39,7 +39,7 @@ def _processes(pattern):
 
 @pytest.fixture(scope="module")
 def gateware():
-    return target.build(())
+    return target.build((), threads=1)      # tests share the cores: one Verilator thread (docs/CORE_CONTRACT.md)
 
 
 def test_identifier_and_1000_scratch_pairs(gateware, tmp_path):

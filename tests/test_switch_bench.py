@@ -1,5 +1,6 @@
 """Smoke test of the switch benchmark (quick mode): the Verilated RTL scheduler runs and equals the Python iSLIP."""
 from sim.bench import bench_switch
+from software.switch.traffic import FIXED_LATENCY_CELLS
 
 
 def test_bench_switch_quick():
@@ -13,4 +14,4 @@ def test_bench_switch_quick():
         r = dict(zip(cols, row))
         assert 0 < r["iSLIP util"] <= r["load"] + 0.05
         assert r["SAFC util"] >= r["FIFO util"] - 0.02           # output queueing is never worse than FIFO
-        assert r["iSLIP mean lat"] >= 17                        # the spec's fixed 17 cell times are included
+        assert r["iSLIP mean lat"] >= FIXED_LATENCY_CELLS       # the spec's fixed latency is included

@@ -1,11 +1,11 @@
-"""iSLIP scheduler RTL against the Python reference (software/switch/islip.py), decision by decision."""
+"""iSLIP scheduler RTL against the Python reference (software/switch/reference.py ISLIP), decision by decision."""
 import random
 
 import pytest
 from migen.sim import run_simulation
 
 from cores.switch.islip import ISLIPScheduler
-from software.switch.islip import ISLIP
+from software.switch.reference import ISLIP
 
 
 def run_decisions(n, iterations, request_seq, idle_gaps=None, pipelined=False):

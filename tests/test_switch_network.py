@@ -5,11 +5,10 @@ import random
 
 import numpy as np
 import pytest
-from migen import Module, Signal
 from migen.sim import run_simulation
 
 from cores.switch.batcher_banyan import BatcherBanyan
-from software.switch.vsim import run_vectors
+from sim.verilated.switch import run_network
 
 
 def partial_permutations(n):
@@ -104,23 +103,9 @@ def test_network_counts_collisions():
     assert sum(v is not None for v in got[0]) == 1 and sum(v is not None for v in got[2]) == 1
 
 
-class PackedNetwork(Module):
-    """BatcherBanyan with packed ports for Verilator: per input 4 bits (valid, dst), data = input index."""
-    def __init__(self, n):
-        w = (n - 1).bit_length()
-        self.submodules.net = net = BatcherBanyan(n, w, pipeline=True)
-        self.vin = Signal(n * (1 + w))
-        self.vout = Signal(n * (1 + w))
-        self.collisions = net.collisions
-        for i in range(n):
-            base = i * (1 + w)
-            self.comb += [net.in_valid[i].eq(self.vin[base]), net.in_dst[i].eq(self.vin[base + 1:base + 1 + w]),
-                          net.in_data[i].eq(i),
-                          self.vout[base].eq(net.out_valid[i]), self.vout[base + 1:base + 1 + w].eq(net.out_data[i])]
-
-
-def test_network_exhaustive_n8_verilator():
-    """All 1,441,729 partial permutations of 8 ports, one per cycle, in Verilator."""
+def test_network_exhaustive_n8_verilated():
+    """All 1,441,729 partial permutations of 8 ports, one per cycle, in the Verilated model
+    (sim.verilated.switch.PackedNetwork)."""
     n, w = 8, 3
     perms = np.array(list(itertools.permutations(range(n))), dtype=np.uint64)       # 40320 x 8
     masks = np.arange(1 << n, dtype=np.uint64)
@@ -138,9 +123,6 @@ def test_network_exhaustive_n8_verilator():
         valid = field & np.uint64(1)
         dst = field >> np.uint64(1)
         expect |= (valid | np.uint64(i << 1)) * valid << (dst * np.uint64(1 + w))
-    dut = PackedNetwork(n)
-    lat = dut.net.latency
-    vectors = np.concatenate([codes, np.zeros(lat + 1, dtype=np.uint64)])[:, None]
-    out = run_vectors(dut, [dut.vin], [dut.vout, dut.collisions], vectors, "network_n8")
-    assert np.array_equal(out[lat:lat + len(codes), 0], expect)
-    assert out[-1, 1] == 0
+    out, collisions = run_network(n, codes)
+    assert np.array_equal(out, expect)
+    assert collisions == 0

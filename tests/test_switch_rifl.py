@@ -9,6 +9,7 @@ from migen.sim import run_simulation, passive
 from cores.rifl.common import (l2_header_pack, l2_header_unpack, l2_forward, reply_route, dst_port, port_loops)
 from cores.switch.common import downstream_channel
 from cores.switch.switch import RIFLSwitch
+from tests.harness.streams import collect, packets
 
 W = 512                  # 4 beats a cell and one iSLIP iteration: keeps the Migen simulation short
 N = 4
@@ -20,9 +21,17 @@ class Endpoint:
     def __init__(self, eid, rng, gap=0.3, ready=1.0, honour_fc=True, width=W):
         self.eid, self.rng, self.gap, self.ready, self.honour_fc, self.width = eid, rng, gap, ready, honour_fc, width
         self.tx = []                 # (header, [beats]) to send
-        self.rx = []                 # (header, [beats]) received
+        self.beats = []              # beats received ({header, data, last})
         self.paused = set()
         self.fc_frames = 0
+
+    @property
+    def rx(self):
+        """(header, [beats]) of every cell received."""
+        cells = packets(self.beats)
+        for cell in cells:
+            assert len(set(b["header"] for b in cell)) == 1, "header changed inside a cell"
+        return [(cell[0]["header"], [b["data"] for b in cell]) for cell in cells]
 
     def cell(self, header, seq, beats):
         data = [(self.rng.getrandbits(self.width - 32) << 32) | (seq << 16) | self.eid for _ in range(beats)]
@@ -56,26 +65,15 @@ class Endpoint:
                 beat, idx = 0, idx + 1
         yield sink.valid.eq(0)
 
-    @passive
     def receiver(self, source):
-        cur = []
-        while True:
-            r = self.rng.random() < self.ready
-            yield source.ready.eq(r)
-            yield
-            if r and (yield source.valid):
-                cur.append(((yield source.header), (yield source.data)))
-                if (yield source.last):
-                    assert len(set(h for h, _ in cur)) == 1, "header changed inside a cell"
-                    self.rx.append((cur[0][0], [d for _, d in cur]))
-                    cur = []
+        return collect(source, self.beats, self.rng, ["header", "data", "last"], self.ready)
 
 
 def drain(switches, endpoints, expected, cap, then=None):
     """Run until `expected` cells have been received (or `cap` cycles), then a few cell times, then `then`."""
     def gen():
         for _ in range(cap):
-            if sum(len(e.rx) for e in endpoints) >= expected:
+            if sum(b["last"] for e in endpoints for b in e.beats) >= expected:
                 break
             yield
         for _ in range(4 * switches[0].beats):
@@ -292,7 +290,7 @@ def test_chain_routes_and_replies(count):
 
     # Replies: every endpoint answers each cell it got using reply_route(); the answers reach the senders.
     for ep in eps.values():
-        ep.tx, received, ep.rx = [], ep.rx, []
+        ep.tx, received, ep.beats = [], ep.rx, []
         for k, (header, data) in enumerate(received):
             total, remain, _ = l2_header_unpack(header)
             assert remain == 0

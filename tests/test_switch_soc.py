@@ -1,78 +1,21 @@
-"""Switch SoC block driven through its CSR signals: load points, line rate, counters, restart."""
-from migen import Module
-from migen.sim import run_simulation
-
+"""Switch SoC block through LiteX's CSR bank (tests.harness.csr): load points, line rate, counters, restart,
+and the host demo."""
 from cores.switch.soc_block import SwitchBlock
-from software.switch.demo import demo, summarise
+from software.switch.demo import demo, run_point, summarise
 from tests.harness.csr import run_demo
 
 
-class CSRHarness(Module):
-    """The block with its CSRs finalised on a 32-bit bus, so tests drive the same simple CSR words
-    (`r`/`re` to write, `w` to read) that the CSR bank drives in the SoC."""
-    def __init__(self, block):
-        self.submodules.block = block
-        self.csrs = {}
-        for csr in block.get_csrs():
-            csr.finalize(32, "big")
-            self.submodules += csr
-            self.csrs[csr.name] = csr
-
-
-def write(h, name, value):
-    words = h.csrs[name].simple_csrs                       # most significant word first
-    for k, sc in enumerate(reversed(words)):
-        yield sc.r.eq((value >> (32 * k)) & 0xFFFFFFFF)
-        yield sc.re.eq(1)
-    yield
-    for sc in words:
-        yield sc.re.eq(0)
-
-
-def read(h, name):
-    value = 0
-    for sc in h.csrs[name].simple_csrs:
-        value = (value << 32) | (yield sc.w)
-    return value
-
-
-def read_all(h):
-    out = {}
-    for name in ("cycles", "tx_cells", "rx_cells", "lat_sum", "lat_max", "errors", "drops", "collisions"):
-        out[name] = yield from read(h, name)
-    return out
-
-
-def run_point(h, threshold, offset, duration, results, cap=20000):
-    yield from write(h, "load", threshold)
-    yield from write(h, "pattern", offset)
-    yield from write(h, "duration", duration)
-    yield from write(h, "control", 1)                 # start (pulse field)
-    while not (yield from read(h, "status")) & 2:     # running
-        yield
-    for _ in range(cap):
-        if (yield from read(h, "status")) & 1:
-            break
-        yield
-    assert (yield from read(h, "status")) & 1
-    results.append((yield from read_all(h)))
-
-
 def test_soc_block_load_points():
-    b = SwitchBlock(n=4, data_width=512, voq_cells=8, iterations=1)
-    h = CSRHarness(b)
-    beats = b.switch.beats
-    duration = 200
+    block = SwitchBlock(n=4, data_width=512, voq_cells=8, iterations=1)
+    beats, duration = block.switch.beats, 200
     slots = duration // beats
-    results = []
 
-    def gen():
-        yield from run_point(h, 1 << 16, 1, duration, results)       # full load, a permutation: line rate
-        yield from run_point(h, 1 << 15, 0, duration, results)       # half load, uniform destinations
-        yield from run_point(h, 0, 0, duration, results)             # nothing offered
-    run_simulation(h, gen())
-    full, half, none = results
-    for r in results:
+    def host(bus):
+        return [run_point(bus, 1.0, 1, duration),              # full load, a permutation: line rate
+                run_point(bus, 0.5, 0, duration),              # half load, uniform destinations
+                run_point(bus, 0.0, 0, duration)]              # nothing offered
+    (full, half, none), _ = run_demo(block, "switch", host)
+    for r in (full, half, none):
         assert r["errors"] == 0 and r["drops"] == 0 and r["collisions"] == 0
         assert r["rx_cells"] == r["tx_cells"]
     # Full load through a permutation: every input sends in every cell time of the run.
@@ -91,3 +34,12 @@ def test_demo_through_csr_bank():
                           lambda bus: demo(bus, cell_times=20))
     assert len(lines) == 4 and "4 ports" in lines[0]
     assert bus.accesses > 0
+
+
+def test_csr_map():
+    """The CSRs the host sees, in bank order, with their widths (lat_sum is 64 bits)."""
+    csrs = SwitchBlock().get_csrs()
+    assert [(c.name, c.size) for c in csrs] == [
+        ("control", 1), ("load", 17), ("pattern", 8), ("duration", 32), ("status", 2), ("info", 24),
+        ("cycles", 32), ("tx_cells", 32), ("rx_cells", 32), ("lat_sum", 64), ("lat_max", 32), ("errors", 32),
+        ("drops", 32), ("collisions", 32)]

@@ -9,7 +9,7 @@ from cores.sync.common import (DIRS, MODE_MAX, MODE_OR, MAX_IDENTS, OPPOSITE, VE
                                MODE_BITS, n_flits, pack, unpack, deps, min_hop_latency)
 from cores.sync.grid import SyncGrid
 from cores.sync.node import SyncNode
-from software.sync.model import (LAMLET, reduce_values, participants, coverage, expected_messages,
+from software.sync.reference import (LAMLET, reduce_values, participants, coverage, expected_messages,
                                  random_schedules, check_completions)
 
 

@@ -1,77 +1,55 @@
 """Sync SoC block through its CSR signals (direct and via the host demo), and the benchmark smoke test."""
 import random
 
-from migen.sim import run_simulation
-
-from cores.sync.common import (MODE_UMIN, MODE_AND, TRIG_CTRL_FIELDS, CPL_STATUS_FIELDS, CPL_INFO_FIELDS,
-                               fields_pack, fields_unpack)
+from cores.sync.common import MODE_UMIN, MODE_AND, TRIG_CTRL, CPL_STATUS, CPL_INFO
 from cores.sync.soc_block import SyncBlock
 from software.sync.demo import demo
-from software.sync.model import reduce_values
+from software.sync.reference import reduce_values
 from tests.harness.csr import run_demo
 
 
-def with_csrs(block):
-    """Claim the compound CSRs as submodules, as the SoC's CSR bank does, so their field logic simulates."""
-    for c in block.get_csrs():
-        c.finalize(32, "little")
-        block.submodules += c
-    return block
-
-
-def write(csr, value):
-    yield csr.storage.eq(value)
-    yield csr.re.eq(1)
-    yield
-    yield csr.re.eq(0)
-
-
 def test_soc_block_csr_triggers_and_latency():
-    """2x2 + lamlet: two idents triggered by CSR in random node order, popped from the completion FIFO with
-    their latency; then a bad node index and a go while busy are counted, not taken."""
-    b = with_csrs(SyncBlock(2, 2, n_idents=2, value_width=16, hop_latency=5))
+    """2x2 + lamlet through its CSR bank: two idents triggered in random node order, popped from the
+    completion FIFO with their latency; then a bad node index and a go while busy are counted, not taken."""
     rng = random.Random(5)
     n = 5
     vals = {(p, i): rng.getrandbits(16) for p in range(n) for i in range(2)}
     modes = {0: MODE_UMIN, 1: MODE_AND}
-    out = {"cpl": []}
 
-    def gen():
+    def host(bus):
+        r = lambda name: getattr(bus.regs, "syncnet_" + name)
         order = [(p, i) for p in range(n) for i in range(2)]
         rng.shuffle(order)
         for p, i in order:
-            yield from write(b.trig_value, vals[(p, i)])
-            yield from write(b.trig_ctrl, fields_pack(TRIG_CTRL_FIELDS, node=p, ident=i, mode=modes[i], go=1))
-            yield                                          # go reaches trig_status.busy a cycle later
-            while (yield b.trig_status.fields.busy):       # the node takes the trigger when its merge is free
-                yield
-        for _ in range(40):
-            yield
-        while fields_unpack(CPL_STATUS_FIELDS, (yield b.cpl_status.status))["valid"]:
-            c = fields_unpack(CPL_INFO_FIELDS, (yield b.cpl_info.status))
-            c["value"], c["latency"] = (yield b.cpl_value.status), (yield b.cpl_latency.status)
-            out["cpl"].append(c)
-            yield from write(b.cpl_pop, 1)
-            yield
-        yield from write(b.trig_ctrl, fields_pack(TRIG_CTRL_FIELDS, node=9, ident=0, go=1))
-        yield from write(b.trig_ctrl, fields_pack(TRIG_CTRL_FIELDS, node=0, ident=0, mode=7, go=1))
-        yield from write(b.trig_ctrl, fields_pack(TRIG_CTRL_FIELDS, node=0, ident=0, mode=7, go=1))
-        for _ in range(5):
-            yield
-        out["drops"] = (yield b.trigger_drops.status)
-        out["completions"] = (yield b.completions.status)
+            r("trig_value").write(vals[(p, i)])
+            r("trig_ctrl").write(TRIG_CTRL.pack(node=p, ident=i, mode=modes[i], go=1))
+            while r("trig_status").read():                 # the node takes the trigger when its merge is free
+                pass
+        for _ in range(20):                                  # every completion queued (each read: 2 cycles)
+            r("cpl_status").read()
+        cpl = []
+        while CPL_STATUS.unpack(r("cpl_status").read())["valid"]:
+            c = CPL_INFO.unpack(r("cpl_info").read())
+            c["value"], c["latency"] = r("cpl_value").read(), r("cpl_latency").read()
+            cpl.append(c)
+            r("cpl_pop").write(1)
+        r("trig_ctrl").write(TRIG_CTRL.pack(node=9, ident=0, go=1))
+        r("trig_ctrl").write(TRIG_CTRL.pack(node=0, ident=0, mode=7, go=1))
+        r("trig_ctrl").write(TRIG_CTRL.pack(node=0, ident=0, mode=7, go=1))
+        return cpl, r("trigger_drops").read(), r("completions").read()
 
-    run_simulation(b, gen())
-    assert sorted((c["node"], c["ident"]) for c in out["cpl"]) == [(p, i) for p in range(n) for i in range(2)]
-    for c in out["cpl"]:
+    (cpl, drops, completions), _ = run_demo(SyncBlock(2, 2, n_idents=2, value_width=16, hop_latency=5),
+                                            "syncnet", host)
+    assert sorted((c["node"], c["ident"]) for c in cpl) == [(p, i) for p in range(n) for i in range(2)]
+    for c in cpl:
         assert c["value"] == reduce_values(modes[c["ident"]], [vals[(p, c["ident"])] for p in range(n)], 16)
         assert c["mode"] == modes[c["ident"]] and c["error"] == 0
         # at most 2 hops ((1,1) -> (0,0) -> lamlet) of 5 cycles, plus one packet of the other ident ahead on
         # a link (4 flits)
         assert 0 <= c["latency"] <= 2 * 5 + 4
-    assert out["completions"] == 2 * n
+    assert completions == 2 * n
     # node 9 does not exist; node 0 drops the mode-7 trigger; the back-to-back second go finds the block busy
-    assert out["drops"] == 3
+    assert drops == 3
 
 
 def test_demo_through_csr_bank():

@@ -1,4 +1,4 @@
-"""Synchronizer grid in Verilator (software.sync.vsim: the SyncNode RTL wired like SyncGrid) against the
+"""Synchronizer grid in Verilator (sim.verilated.sync: the SyncNode RTL wired like SyncGrid) against the
 reference model: every ident in flight with random orders, gaps, modes, values and completion back-pressure;
 back-to-back ident reuse; mode mismatch; latency against the hop model. One build, shared with the
 benchmark's quick mode."""
@@ -6,8 +6,8 @@ import random
 
 from cores.sync.common import MAX_IDENTS, MODE_OR
 from sim.bench.bench_sync import QUICK_GRID, analytic, measure
-from software.sync.model import LAMLET, random_schedules, check_completions
-from software.sync.vsim import GridSim, Trigger
+from software.sync.reference import LAMLET, random_schedules, check_completions
+from sim.verilated.sync import GridSim, Trigger
 
 import pytest
 

@@ -43,6 +43,8 @@ def add_counter_csrs(module, spec, values=None):
     out = []
     for name, desc in spec:
         csr = CSRStatus(len(values[name]), name=name, description=desc)
+        for sig in ("status", "we", "re"):          # readable Verilog names (else csrstatus<n>_status)
+            getattr(csr, sig).name_override = f"{name}_{sig}"
         setattr(module, "_" + name, csr)
         module.comb += csr.status.eq(values[name])
         out.append(csr)

@@ -14,7 +14,8 @@ Three ways to describe the fields, one type:
 
 * `from_bytes`: (name, byte offset, bytes) of a byte-oriented header, multi-byte fields big-endian.
 * `from_msb_layout`: (name, bits) listed from the most significant bit down (RIFL's diagrams).
-* `from_bits`: name -> (lsb, width) inside a word (Sparsr tags, CSR words).
+* `from_bits`: name -> (lsb, width) inside a word (Sparsr tags); `from_lsb_layout`: (name, bits) from bit 0
+  up (CSR words; `csr_fields` makes their LiteX CSRFields).
 """
 from migen import C, Cat
 
@@ -61,6 +62,15 @@ class Header(LiteXHeader):
     def from_bits(cls, fields, length=4):
         """name -> (lsb, width) inside a `length`-byte word."""
         return cls({n: HeaderField(lsb // 8, lsb % 8, w) for n, (lsb, w) in fields.items()}, length)
+
+    @classmethod
+    def from_lsb_layout(cls, layout, length=4):
+        """Fields listed LSB first as (name, bits), packed from bit 0 (LiteX CSRField order)."""
+        fields, pos = {}, 0
+        for name, bits in layout:
+            fields[name] = (pos, bits)
+            pos += bits
+        return cls.from_bits(fields, length)
 
     # Field geometry ---------------------------------------------------------------------------------
     def lsb(self, name):
@@ -141,6 +151,14 @@ class Header(LiteXHeader):
     def from_wire(self, data):
         """The integer value of the first `length` bytes of `data` as received."""
         return int.from_bytes(bytes(data[:self.length]), "little" if self.wire == "lsb" else "big")
+
+
+def csr_fields(header, descriptions, pulse=()):
+    """LiteX CSRFields of a register laid out as `header` (a word): one per field, at its offset, with
+    descriptions[name]; the fields named in `pulse` are pulses (CSRStorage)."""
+    from litex.soc.interconnect.csr import CSRField
+    return [CSRField(n, size=header.width(n), offset=header.lsb(n), pulse=n in pulse, description=descriptions[n])
+            for n in sorted(header.fields, key=header.lsb)]
 
 
 def _zeros(n):

@@ -3,7 +3,8 @@ from migen import Signal, Cat, Constant, Mux, If
 
 from litex.gen import LiteXModule
 
-from cores.switch.common import check_ports, log2
+from cores.lib.logic import index_bits
+from cores.switch.common import check_ports
 
 
 class BatcherBanyan(LiteXModule):
@@ -25,7 +26,7 @@ class BatcherBanyan(LiteXModule):
             raise ValueError(f"data_width must be a positive int, got {data_width!r}")
         self.n = n
         self.data_width = data_width
-        w = log2(n)
+        w = index_bits(n)
         m = w if n > 1 else 0
         sorter_stages = m * (m + 1) // 2
         self.latency = (sorter_stages + m) if pipeline else 0

@@ -1,32 +1,20 @@
-"""Switch ABI: scheduler/network limits, evaluation constants and the stream layouts of the RIFL switch.
+"""Switch ABI: scheduler/network limits, the stream layouts of the RIFL switch and the SoC block's CSRs.
 
 The RIFL Layer 2 header, the segment size, the relative-address rule and the flow-control frame fields are
 RIFL's and come from `cores.rifl.common`; this module only adds what belongs to the switch itself.
 """
-from cores.rifl.common import L2_HEADER_BITS, L2_HEADER_LAYOUT, LINK_FC_CHANNEL, SEGMENT_BYTES, l2_header_unpack
+from cores.rifl.common import L2_HEADER_BITS, LINK_FC_CHANNEL, SEGMENT_BYTES, l2_header_unpack
 
 # Scheduler / network limits: iSLIP is O(N^2) and the spec stops at 64 ports; ports are a power of two so
 # that the Batcher-Banyan network and the round-robin pointers are plain binary.
 MAX_PORTS = 64
 MAX_ITERATIONS = 8
 
-# Evaluation method of the spec (Section on RTL simulation).
-FIXED_LATENCY_CELLS = 17          # latency of everything except the VOQ and the scheduler, in cell times
-BURST_MEAN_BYTES = 1024           # mean burst length per port under bursty traffic
-FLOW_BYTES = 2_500_000            # data sent from every input to every output in the spec's runs
-VARIABLE_SIZE_MIN = 64            # variable-size packets: uniform in [64, 2048] bytes
-VARIABLE_SIZE_MAX = 2048
-
 
 def check_ports(n):
     """Raise ValueError unless `n` is a power of two in [2, MAX_PORTS]."""
     if not isinstance(n, int) or n < 2 or n > MAX_PORTS or n & (n - 1):
         raise ValueError(f"port count must be a power of two in [2, {MAX_PORTS}], got {n!r}")
-
-
-def log2(n):
-    """Bits of a port index for an n-port switch (n a power of two)."""
-    return max(1, (n - 1).bit_length())
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -49,16 +37,6 @@ def cell_beats(data_width):
     return CELL_BYTES * 8 // data_width
 
 
-def l2_field(header, name):
-    """Slice of a Layer 2 header signal (L2_HEADER_LAYOUT is MSB first) holding field `name`."""
-    top = L2_HEADER_BITS
-    for field, bits in L2_HEADER_LAYOUT:
-        if field == name:
-            return header[top - bits:top]
-        top -= bits
-    raise KeyError(name)
-
-
 def fc_channel(port, out_port, n):
     """Flow-control channel id of the VOQ of input `port` holding cells for `out_port`: the Dst Port 1
     value (mod n) the upstream sender writes to reach that output, so a sender can act on it without
@@ -74,3 +52,39 @@ def downstream_channel(header, down_ports):
     check_ports(down_ports)
     _, remain, ports = l2_header_unpack(header)
     return LINK_FC_CHANNEL if remain == 0 else ports[0] % down_ports
+
+
+# ---------------------------------------------------------------------------------------------------
+# Counters and their CSRs (cores.lib.counters: CSR `name`, 32 bits, read-only)
+# ---------------------------------------------------------------------------------------------------
+VOQ_COUNTERS = ["cells_in", "drop_hops", "drop_loop", "drop_full", "drop_malformed"]    # of each VOQInput
+# RIFLSwitch(with_csr=True), in the CSR bank's order: the VOQ counters summed over the inputs, the switch's own
+# (cells_out, out_overflow, fc_hold, fc_bad) and the network's (collisions).
+SWITCH_CSRS = [
+    ("cells_in", "Cells accepted into the VOQs (all inputs)."),
+    ("cells_out", "Cells delivered by the outputs."),
+    ("drop_hops", "Cells dropped: Remain Hops was already 0."),
+    ("drop_loop", "Cells dropped: Dst Port 1 = 0 mod N would loop back."),
+    ("drop_full", "Cells dropped: their VOQ was full (sender ignored flow control)."),
+    ("drop_malformed", "Cells dropped: `last` not on the final beat."),
+    ("collisions", "Batcher-Banyan contention events (0 unless the scheduler failed)."),
+    ("out_overflow", "Beats that found a full output FIFO (0 by construction)."),
+    ("fc_hold", "Cycles outputs held a cell whose downstream queue was paused."),
+    ("fc_bad", "Downstream flow-control channels out of range (ignored)."),
+]
+
+
+# ---------------------------------------------------------------------------------------------------
+# SoC block (cores.switch.soc_block.SwitchBlock) and its host (software.switch.demo)
+# ---------------------------------------------------------------------------------------------------
+LOAD_ONE = 1 << 16          # `load` threshold of one cell per cell time on every input
+BLOCK_RESULTS = [           # result CSRs of a run, read by the host once `status.done` is set
+    ("cycles", "Cycles since start (frozen when done)."),
+    ("tx_cells", "Cells sent by the generators."),
+    ("rx_cells", "Cells received by the checkers."),
+    ("lat_sum", "Sum of cell latencies in cycles."),
+    ("lat_max", "Largest cell latency in cycles."),
+    ("errors", "Cells delivered with a wrong header or to a wrong port."),
+    ("drops", "Cells dropped by the switch (all reasons)."),
+    ("collisions", "Batcher-Banyan contention events."),
+]

@@ -1,37 +1,10 @@
 """iSLIP scheduler (McKeown, IEEE/ACM ToN 1999) for an N x N input-queued switch."""
-from migen import Signal, Array, If, Cat, Mux, Replicate
+from migen import Signal, Array, If, Cat, Replicate
 
 from litex.gen import LiteXModule
 
-from cores.switch.common import MAX_ITERATIONS, check_ports, log2
-
-
-def round_robin_pick(module, req, ptr, n):
-    """Combinational round-robin pick: the first set bit of `req` at or after index `ptr`, wrapping.
-
-    Returns (valid, index, onehot) signals added to `module`'s comb domain.
-    """
-    w = log2(n)
-    above = Signal(n)          # bits at or after the pointer
-    hi, hi_oh, lo_oh, onehot = Signal(n), Signal(n), Signal(n), Signal(n)
-    index, valid = Signal(w), Signal()
-    module.comb += [
-        above.eq(Cat(*[ptr <= b for b in range(n)])),
-        hi.eq(req & above),
-        hi_oh.eq(hi & (~hi + 1)),
-        lo_oh.eq(req & (~req + 1)),
-        onehot.eq(Mux(hi != 0, hi_oh, lo_oh)),
-        valid.eq(req != 0),
-        index.eq(Cat(*[_or_bits(onehot, [b for b in range(n) if (b >> k) & 1]) for k in range(w)])),
-    ]
-    return valid, index, onehot
-
-
-def _or_bits(sig, bits):
-    out = 0
-    for b in bits:
-        out = out | sig[b]
-    return out
+from cores.lib.logic import index_bits, reduce_or, round_robin_pick
+from cores.switch.common import MAX_ITERATIONS, check_ports
 
 
 class ISLIPScheduler(LiteXModule):
@@ -57,7 +30,7 @@ class ISLIPScheduler(LiteXModule):
         self.iterations = iterations
         self.pipelined = bool(pipelined)
         self.latency = (3 if pipelined else 2) * iterations + 1
-        w = log2(n)
+        w = index_bits(n)
         self.req = Signal(n * n)
         self.start = Signal()
         self.busy = Signal()
@@ -127,7 +100,7 @@ class ISLIPScheduler(LiteXModule):
                 If(iteration == 0, self.accept_ptr[i].eq(a_index[i] + 1)),
             ))
         for j in range(n):
-            taken = _or_bits(Cat(*[a_onehot[i][j] for i in range(n)]), range(n))
+            taken = reduce_or([a_onehot[i][j] for i in range(n)])
             commit.append(If(taken,
                 out_matched[j].eq(1),
                 If(iteration == 0, self.grant_ptr[j].eq(g_index[j] + 1)),

@@ -4,31 +4,15 @@ from migen import Signal, If, Cat, Constant, Mux
 from litex.gen import LiteXModule
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 
-from cores.rifl.common import L2_HEADER_LAYOUT
-from cores.switch.common import check_ports, l2_field, log2
+from cores.lib.counters import add_counter_csrs
+from cores.lib.logic import index_bits, xorshift32
+from cores.rifl.common import L2_HEADER
+from cores.switch.common import BLOCK_RESULTS, LOAD_ONE, check_ports
 from cores.switch.switch import RIFLSwitch
 
 TS_BITS = 32            # generation timestamp carried in the first data beat
 SRC_BITS = 8
 SEQ_BITS = 24
-
-
-def xorshift32(module, state):
-    """Next xorshift32 value of `state` (comb)."""
-    a, b, c = Signal(32), Signal(32), Signal(32)
-    module.comb += [a.eq(state ^ (state << 13)), b.eq(a ^ (a >> 17)), c.eq(b ^ (b << 5))]
-    return c
-
-
-def one_hop_header(dst_port1):
-    """Layer 2 header of a one-hop packet (total = remain = 1) with Dst Port 1 = dst_port1 (a signal)."""
-    parts = []
-    for name, bits in reversed(L2_HEADER_LAYOUT):                  # Cat is LSB first, the layout MSB first
-        if name == "dst_port1":
-            parts.append(dst_port1[:bits])
-        else:
-            parts.append(Constant(1 if name in ("total_hops", "remain_hops") else 0, bits))
-    return Cat(*parts)
 
 
 def generator_seed(port):
@@ -42,7 +26,7 @@ class SwitchGenerator(LiteXModule):
     per-VOQ flow-control frames of its switch port (a paused cell waits; its latency keeps counting)."""
     def __init__(self, sw, port, seed, now, tick, enable, threshold, offset):
         n, beats = sw.n, sw.beats
-        w = log2(n)
+        w = index_bits(n)
         sink, fc = sw.sinks[port], sw.fcs[port]
         self.cells = Signal(32)
         self.busy = busy = Signal()
@@ -75,7 +59,7 @@ class SwitchGenerator(LiteXModule):
             go.eq(busy & ((beat != 0) | ~(paused >> j[:w])[0])),
             sink.valid.eq(go),
             sink.last.eq(beat == beats - 1),
-            sink.header.eq(one_hop_header(j)),
+            sink.header.eq(L2_HEADER.value(total_hops=1, remain_hops=1, dst_port1=j)),
             sink.data.eq(Mux(beat == 0, Cat(ts, Constant(port, SRC_BITS), seq), Cat(seq, Constant(port, SRC_BITS)))),
         ]
         finishing = go & (beat == beats - 1)
@@ -96,7 +80,7 @@ class SwitchChecker(LiteXModule):
     ((src + original Dst Port 1) mod N must equal this port), measures generation-to-delivery latency."""
     def __init__(self, sw, port, now):
         n = sw.n
-        w = log2(n)
+        w = index_bits(n)
         src = sw.sources[port]
         self.cells = Signal(32)
         self.errors = Signal(32)
@@ -110,11 +94,11 @@ class SwitchChecker(LiteXModule):
         ts = Signal(TS_BITS)
         lat = Signal(32)
         from_port = src.data[TS_BITS:TS_BITS + SRC_BITS]
-        hop = l2_field(src.header, "dst_port5")          # Dst Port 1 of the hop just made, rotated to the end
+        hop = L2_HEADER.field(src.header, "dst_port5")          # Dst Port 1 of the hop just made, rotated to the end
         bad = Signal()
         self.comb += [
             src.ready.eq(1),
-            bad.eq((l2_field(src.header, "remain_hops") != 0) | ((from_port + hop)[:w] != port)),
+            bad.eq((L2_HEADER.field(src.header, "remain_hops") != 0) | ((from_port + hop)[:w] != port)),
             lat.eq(now - ts),
         ]
         self.sync += [
@@ -146,7 +130,7 @@ class SwitchBlock(LiteXModule):
             CSRField("start", size=1, pulse=True, description="Clear the counters and start a run."),
         ])
         self.load = CSRStorage(fields=[
-            CSRField("threshold", size=17, reset=1 << 15,
+            CSRField("threshold", size=LOAD_ONE.bit_length(), reset=LOAD_ONE // 2,
                      description="Offered load per input: cells per cell time x 65536 (65536 = every cell time)."),
         ])
         self.pattern = CSRStorage(fields=[
@@ -165,14 +149,6 @@ class SwitchBlock(LiteXModule):
             CSRField("beats", size=8, description="Cycles per cell time."),
             CSRField("iterations", size=8, description="iSLIP iterations."),
         ])
-        self.cycles = CSRStatus(32, description="Cycles since start (frozen when done).")
-        self.tx_cells = CSRStatus(32, description="Cells sent by the generators.")
-        self.rx_cells = CSRStatus(32, description="Cells received by the checkers.")
-        self.lat_sum = CSRStatus(64, description="Sum of cell latencies in cycles.")
-        self.lat_max = CSRStatus(32, description="Largest cell latency in cycles.")
-        self.errors = CSRStatus(32, description="Cells delivered with a wrong header or to a wrong port.")
-        self.drops = CSRStatus(32, description="Cells dropped by the switch (all reasons).")
-        self.collisions = CSRStatus(32, description="Batcher-Banyan contention events.")
 
         # # #
 
@@ -181,13 +157,14 @@ class SwitchBlock(LiteXModule):
         tick = Signal()
         running, done = Signal(), Signal()
         left = Signal(32)
+        cycles = Signal(32)
         start = self.control.fields.start
         self.sync += [
             now.eq(now + 1),
             If(tick_ct == sw.beats - 1, tick_ct.eq(0)).Else(tick_ct.eq(tick_ct + 1)),
-            If(start, running.eq(1), done.eq(0), left.eq(self.duration.fields.cycles), self.cycles.status.eq(0)),
+            If(start, running.eq(1), done.eq(0), left.eq(self.duration.fields.cycles), cycles.eq(0)),
             If(running, left.eq(left - 1), If(left <= 1, running.eq(0))),
-            If(~done & ~start, self.cycles.status.eq(self.cycles.status + 1)),
+            If(~done & ~start, cycles.eq(cycles + 1)),
         ]
         self.comb += tick.eq(tick_ct == 0)
         gens, chks = [], []
@@ -221,14 +198,17 @@ class SwitchBlock(LiteXModule):
             self.info.fields.ports.eq(n),
             self.info.fields.beats.eq(sw.beats),
             self.info.fields.iterations.eq(iterations),
-            self.tx_cells.status.eq(tx),
-            self.rx_cells.status.eq(rx),
-            self.lat_sum.status.eq(sum(c.lat_sum for c in chks)),
-            self.lat_max.status.eq(max_of(self, [c.lat_max for c in chks])),
-            self.errors.status.eq(sum(c.errors for c in chks)),
-            self.drops.status.eq(drops),
-            self.collisions.status.eq(sw.collisions),
         ]
+
+        def word(value, width=32):
+            sig = Signal(width)
+            self.comb += sig.eq(value)
+            return sig
+        add_counter_csrs(self, BLOCK_RESULTS, {
+            "cycles": cycles, "tx_cells": word(tx), "rx_cells": word(rx),
+            "lat_sum": word(sum(c.lat_sum for c in chks), 64), "lat_max": max_of(self, [c.lat_max for c in chks]),
+            "errors": word(sum(c.errors for c in chks)), "drops": drops, "collisions": sw.collisions,
+        })
 
 
 def max_of(module, values):

@@ -3,11 +3,12 @@ from migen import Signal, Cat, If
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
-from litex.soc.interconnect.csr import CSRStatus, CSRField
 
+from cores.lib.counters import add_counter_csrs
+from cores.lib.logic import index_bits
 from cores.rifl.common import FC_LAYOUT, L2_HEADER_BITS, LINK_FC_CHANNEL
 from cores.switch.batcher_banyan import BatcherBanyan
-from cores.switch.common import cell_beats, cell_layout, check_ports, log2
+from cores.switch.common import SWITCH_CSRS, VOQ_COUNTERS, cell_beats, cell_layout, check_ports
 from cores.switch.islip import ISLIPScheduler
 from cores.switch.voq import VOQInput, cell_channel
 
@@ -55,7 +56,6 @@ class RIFLSwitch(LiteXModule):
         if out_cells is not None and (not isinstance(out_cells, int) or out_cells < 1):
             raise ValueError(f"out_cells must be a positive int, got {out_cells!r}")
         self.n, self.beats, self.data_width = n, beats, data_width
-        w = log2(n)
         self.sinks = [stream.Endpoint(cell_layout(data_width)) for _ in range(n)]
         self.sources = [stream.Endpoint(cell_layout(data_width)) for _ in range(n)]
         self.fcs = [stream.Endpoint(FC_LAYOUT) for _ in range(n)]
@@ -159,21 +159,12 @@ class RIFLSwitch(LiteXModule):
             self.add_csr()
 
     def add_csr(self):
-        def total(attr):
-            return sum(getattr(inp, attr) for inp in self.inputs)
-        stats = [
-            ("cells_in", total("cells_in"), "Cells accepted into the VOQs (all inputs)."),
-            ("cells_out", self.cells_out, "Cells delivered by the outputs."),
-            ("drop_hops", total("drop_hops"), "Cells dropped: Remain Hops was already 0."),
-            ("drop_loop", total("drop_loop"), "Cells dropped: Dst Port 1 = 0 mod N would loop back."),
-            ("drop_full", total("drop_full"), "Cells dropped: their VOQ was full (sender ignored flow control)."),
-            ("drop_malformed", total("drop_malformed"), "Cells dropped: `last` not on the final beat."),
-            ("collisions", self.collisions, "Batcher-Banyan contention events (0 unless the scheduler failed)."),
-            ("out_overflow", self.out_overflow, "Beats that found a full output FIFO (0 by construction)."),
-            ("fc_hold", self.fc_hold, "Cycles outputs held a cell whose downstream queue was paused."),
-            ("fc_bad", self.fc_bad, "Downstream flow-control channels out of range (ignored)."),
-        ]
-        for name, value, desc in stats:
-            csr = CSRStatus(fields=[CSRField("value", size=32, description=desc)], name=name)
-            setattr(self, f"_{name}", csr)
-            self.comb += csr.fields.value.eq(value)
+        """One 32-bit CSR per counter of cores.switch.common.SWITCH_CSRS; those of the inputs are summed."""
+        values = {}
+        for name, _ in SWITCH_CSRS:
+            if name in VOQ_COUNTERS:
+                values[name] = Signal(32, name=f"total_{name}")
+                self.comb += values[name].eq(sum(getattr(inp, name) for inp in self.inputs))
+            else:
+                values[name] = getattr(self, name)
+        add_counter_csrs(self, SWITCH_CSRS, values)

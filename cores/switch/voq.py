@@ -4,25 +4,27 @@ from migen import Signal, Array, If, Cat, Constant, Memory, Mux
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.rifl.common import FC_LAYOUT, HOPS_BITS, LINK_FC_CHANNEL
-from cores.switch.common import cell_beats, cell_layout, check_ports, l2_field, log2
-from cores.switch.islip import round_robin_pick
+from cores.lib.logic import index_bits, round_robin_pick
+from cores.rifl.common import FC_LAYOUT, HOPS_BITS, L2_HEADER, LINK_FC_CHANNEL
+from cores.switch.common import cell_beats, cell_layout, check_ports
 
 
 def forwarded_header(header):
     """The Layer 2 header as it enters the fabric (cores.rifl.common.l2_forward): Remain Hops - 1, the five
     Dst Port fields rotated one byte left (Dst Port 1 moves to Dst Port 5)."""
-    ports = [l2_field(header, f"dst_port{k}") for k in range(1, 6)]
-    remain = l2_field(header, "remain_hops")
-    return Cat(ports[0], ports[4], ports[3], ports[2], ports[1], (remain - 1)[:HOPS_BITS],
-               l2_field(header, "total_hops"))
+    def field(name):
+        return L2_HEADER.field(header, name)
+    return L2_HEADER.value(
+        total_hops=field("total_hops"), remain_hops=(field("remain_hops") - 1)[:HOPS_BITS],
+        dst_port1=field("dst_port2"), dst_port2=field("dst_port3"), dst_port3=field("dst_port4"),
+        dst_port4=field("dst_port5"), dst_port5=field("dst_port1"))
 
 
 def cell_channel(header, down_ports):
     """RTL of cores.switch.common.downstream_channel: the next device's flow-control channel of a cell whose
     forwarded Layer 2 header is `header` (log2(down_ports) bits)."""
-    return Mux(l2_field(header, "remain_hops") == 0, LINK_FC_CHANNEL,
-               l2_field(header, "dst_port1")[:log2(down_ports)])
+    return Mux(L2_HEADER.field(header, "remain_hops") == 0, LINK_FC_CHANNEL,
+               L2_HEADER.field(header, "dst_port1")[:index_bits(down_ports)])
 
 
 class VOQInput(LiteXModule):
@@ -33,7 +35,8 @@ class VOQInput(LiteXModule):
     stalled: upstream is paced by flow control). On the first beat the destination is
     d = (port + Dst Port 1) mod n (cores.rifl.common.dst_port) and the header is rewritten as the
     packet enters the fabric. Cells with Remain Hops 0, with Dst Port 1 = 0 mod n (loop back), for a
-    full VOQ, or with a misplaced `last` are dropped and counted. A cell is requested (`requests[d]`)
+    full VOQ, or with a misplaced `last` are dropped and counted (the counters of
+    cores.switch.common.VOQ_COUNTERS, attributes of the same names). A cell is requested (`requests[d]`)
     only once it is complete. `grant`/`grant_port` reserve the head cell of a VOQ; the next `tx_start`
     streams it on tx_* (one beat per cycle, one cycle after the memory read); the switch never
     raises `grant` and `tx_start` in the same cycle.
@@ -58,8 +61,8 @@ class VOQInput(LiteXModule):
         if not 0 <= port < n:
             raise ValueError(f"port {port} out of range for {n} ports")
         self.on_threshold, self.off_threshold = on, off
-        w = log2(n)
-        qw = log2(voq_cells)
+        w = index_bits(n)
+        qw = index_bits(voq_cells)
         bw = max(1, (beats - 1).bit_length())
         self.sink = stream.Endpoint(cell_layout(data_width))
         self.fc = stream.Endpoint(FC_LAYOUT)
@@ -74,7 +77,7 @@ class VOQInput(LiteXModule):
         self.tx_data = Signal(data_width)
         self.occupancy = [Signal(max=voq_cells + 1, name=f"occupancy{d}") for d in range(n)]
         self.paused = Signal(n)
-        self.head_channel = [Signal(log2(down_ports), name=f"head_channel{d}") for d in range(n)]
+        self.head_channel = [Signal(index_bits(down_ports), name=f"head_channel{d}") for d in range(n)]
         self.cells_in = Signal(32)
         self.drop_hops = Signal(32)
         self.drop_loop = Signal(32)
@@ -100,7 +103,7 @@ class VOQInput(LiteXModule):
         keep, reason = Signal(), Signal(2)                       # reason: 0 hops, 1 loop, 2 full
         wv, wslot = Signal(w), Signal(qw)
         first = Signal()
-        j = l2_field(self.sink.header, "dst_port1")
+        j = L2_HEADER.field(self.sink.header, "dst_port1")
         new_v = Signal(w)
         new_hops0, new_loop, new_full = Signal(), Signal(), Signal()
         cur_keep, cur_reason = Signal(), Signal(2)
@@ -111,7 +114,7 @@ class VOQInput(LiteXModule):
             self.sink.ready.eq(1),
             first.eq(wbeat == 0),
             new_v.eq(port + j[:w]),
-            new_hops0.eq(l2_field(self.sink.header, "remain_hops") == 0),
+            new_hops0.eq(L2_HEADER.field(self.sink.header, "remain_hops") == 0),
             new_loop.eq(j[:w] == 0),
             new_full.eq(occ[new_v] == voq_cells),
             cur_keep.eq(Mux(first, ~(new_hops0 | new_loop | new_full), keep)),
@@ -129,7 +132,7 @@ class VOQInput(LiteXModule):
             hwr.we.eq(self.sink.valid & ~discard & cur_keep & first),
         ]
         # Downstream channel of every stored cell, in registers so that every VOQ's head is visible at once.
-        chans = [Array(Signal(log2(down_ports), name=f"chan{d}_{s}") for s in range(voq_cells)) for d in range(n)]
+        chans = [Array(Signal(index_bits(down_ports), name=f"chan{d}_{s}") for s in range(voq_cells)) for d in range(n)]
         self.comb += [self.head_channel[d].eq(chans[d][rd_ptr[d]]) for d in range(n)]
         self.sync += [If(hwr.we & (cur_v == d), chans[d][cur_slot].eq(cell_channel(hwr.dat_w, down_ports)))
                       for d in range(n)]

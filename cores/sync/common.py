@@ -9,6 +9,8 @@ The lamlet (control core) synchronizer is one more node, attached to the south-w
 """
 from migen import log2_int
 
+from cores.lib.header import Header
+
 # Directions --------------------------------------------------------------------------------------
 N, S, E, W, NE, NW, SE, SW = range(8)
 DIRS = (N, S, E, W, NE, NW, SE, SW)
@@ -82,10 +84,16 @@ def min_hop_latency(value_width, link_width=LINK_WIDTH):
     return n_flits(value_width, link_width) + 1
 
 
+def packet_header(value_width):
+    """The packet's fields (ident | mode | error | value, LSB first) as a descriptor."""
+    return Header.from_bits({"ident": (PKT_IDENT_LSB, IDENT_BITS), "mode": (PKT_MODE_LSB, MODE_BITS),
+                             "error": (PKT_ERROR_LSB, 1), "value": (PKT_VALUE_LSB, value_width)},
+                            length=(packet_bits(value_width) + 7) // 8)
+
+
 def pack(ident, mode, error, value, value_width):
-    """Packet fields -> list of flits (ints)."""
-    bits = (ident << PKT_IDENT_LSB) | (mode << PKT_MODE_LSB) | (error << PKT_ERROR_LSB) | \
-           ((value & ((1 << value_width) - 1)) << PKT_VALUE_LSB)
+    """Packet fields -> list of flits (ints); bad idents/modes are sent as given (tests use them)."""
+    bits = packet_header(value_width).pack(check=False, ident=ident, mode=mode, error=error, value=value)
     mask = (1 << LINK_WIDTH) - 1
     return [(bits >> (LINK_WIDTH * i)) & mask for i in range(n_flits(value_width))]
 
@@ -95,8 +103,8 @@ def unpack(flits, value_width):
     bits = 0
     for i, f in enumerate(flits):
         bits |= f << (LINK_WIDTH * i)
-    return ((bits >> PKT_IDENT_LSB) & (MAX_IDENTS - 1), (bits >> PKT_MODE_LSB) & ((1 << MODE_BITS) - 1),
-            (bits >> PKT_ERROR_LSB) & 1, (bits >> PKT_VALUE_LSB) & ((1 << value_width) - 1))
+    f = packet_header(value_width).unpack(bits)
+    return f["ident"], f["mode"], f["error"], f["value"]
 
 
 # Stream layouts ----------------------------------------------------------------------------------
@@ -113,34 +121,19 @@ def link_layout():
     return [("data", LINK_WIDTH), ("valid", 1)]
 
 
-# SoC block CSR fields (name, bits), LSB first ---------------------------------------------------
+# SoC block CSR words, fields LSB first -----------------------------------------------------------
 NODE_BITS = 16          # participant index: grid node y * width + x, the lamlet is width * height
-TRIG_CTRL_FIELDS = [("node", NODE_BITS), ("ident", IDENT_BITS), ("mode", MODE_BITS), ("go", 1)]
-CPL_STATUS_FIELDS = [("valid", 1), ("level", 16)]
-CPL_INFO_FIELDS = [("node", NODE_BITS), ("ident", IDENT_BITS), ("mode", MODE_BITS), ("error", 1)]
-INFO_FIELDS = [("width", 6), ("height", 6), ("n_idents", 4), ("value_width", 6), ("lamlet", 1),
-               ("hop_latency", 8)]
+TRIG_CTRL = Header.from_lsb_layout([("node", NODE_BITS), ("ident", IDENT_BITS), ("mode", MODE_BITS), ("go", 1)])
+CPL_STATUS = Header.from_lsb_layout([("valid", 1), ("level", 16)])
+CPL_INFO = Header.from_lsb_layout([("node", NODE_BITS), ("ident", IDENT_BITS), ("mode", MODE_BITS), ("error", 1)])
+INFO = Header.from_lsb_layout([("width", 6), ("height", 6), ("n_idents", 4), ("value_width", 6), ("lamlet", 1),
+                               ("hop_latency", 8)])
 LATENCY_BITS = 32
 
-
-def fields_pack(fields, **values):
-    """Word from field values (missing fields are 0)."""
-    word, off = 0, 0
-    for name, bits in fields:
-        v = values.pop(name, 0)
-        if v >> bits:
-            raise ValueError(f"{name}={v} does not fit {bits} bits")
-        word |= v << off
-        off += bits
-    if values:
-        raise ValueError(f"unknown fields {sorted(values)}")
-    return word
-
-
-def fields_unpack(fields, word):
-    """Dict of field values from a word."""
-    out, off = {}, 0
-    for name, bits in fields:
-        out[name] = (word >> off) & ((1 << bits) - 1)
-        off += bits
-    return out
+# Counters of the SoC block (CSR names)
+BLOCK_COUNTERS = [
+    ("trigger_drops", "Triggers dropped (bad node/ident/mode, ident in flight, or go while busy)."),
+    ("rx_drops", "Link packets dropped (bad fields or overflow)."),
+    ("mismatches", "Merges of contributions with different modes."),
+    ("completions", "Completions queued."),
+]

@@ -9,11 +9,12 @@ from migen.genlib.record import layout_len
 from litex.gen import LiteXModule
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 
+from cores.lib.counters import add_counter_csrs, add_counters
+from cores.lib.header import csr_fields
+from cores.lib.logic import round_robin
 from cores.sync.common import (MAX_IDENTS, IDENT_BITS, MODE_BITS, DEFAULT_VALUE_WIDTH, DEFAULT_HOP_LATENCY,
-                               NODE_BITS, LATENCY_BITS,
-                               TRIG_CTRL_FIELDS, CPL_STATUS_FIELDS, CPL_INFO_FIELDS, INFO_FIELDS)
+                               NODE_BITS, LATENCY_BITS, BLOCK_COUNTERS, TRIG_CTRL, CPL_STATUS, CPL_INFO, INFO)
 from cores.sync.grid import SyncGrid
-from cores.sync.node import round_robin
 
 _DESCRIPTIONS = {
     "node": "Participant: y * width + x; the lamlet is width * height.",
@@ -27,10 +28,6 @@ _DESCRIPTIONS = {
     "value_width": "Value width (bits).", "lamlet": "The lamlet participant is present.",
     "hop_latency": "Modelled cycles per hop.",
 }
-
-
-def _fields(spec, pulse=()):
-    return [CSRField(name, bits, pulse=name in pulse, description=_DESCRIPTIONS[name]) for name, bits in spec]
 
 
 class SyncBlock(LiteXModule):
@@ -53,28 +50,23 @@ class SyncBlock(LiteXModule):
                                     hop_latency=hop_latency, with_lamlet=with_lamlet)
         parts = grid.participants
         n = len(parts)
-        limits = dict(INFO_FIELDS)
         for name, v in (("width", width), ("height", height), ("hop_latency", hop_latency)):
-            if v >> limits[name]:
-                raise ValueError(f"{name}={v} does not fit the {limits[name]}-bit info field")
+            if v >> INFO.width(name):
+                raise ValueError(f"{name}={v} does not fit the {INFO.width(name)}-bit info field")
         fifo_depth = 1 << (n * n_idents).bit_length()     # room for every node's completion of every ident
 
         self.trig_value = CSRStorage(value_width, description="Value of the next trigger.")
-        self.info = CSRStatus(fields=_fields(INFO_FIELDS))
-        self.trig_ctrl = CSRStorage(fields=_fields(TRIG_CTRL_FIELDS, pulse=("go",)))
+        self.info = CSRStatus(fields=csr_fields(INFO, _DESCRIPTIONS))
+        self.trig_ctrl = CSRStorage(fields=csr_fields(TRIG_CTRL, _DESCRIPTIONS, pulse=("go",)))
         self.trig_status = CSRStatus(fields=[
             CSRField("busy", 1, description="A trigger is waiting for its node."),
         ])
-        self.cpl_status = CSRStatus(fields=_fields(CPL_STATUS_FIELDS))
-        self.cpl_info = CSRStatus(fields=_fields(CPL_INFO_FIELDS))
+        self.cpl_status = CSRStatus(fields=csr_fields(CPL_STATUS, _DESCRIPTIONS))
+        self.cpl_info = CSRStatus(fields=csr_fields(CPL_INFO, _DESCRIPTIONS))
         self.cpl_value = CSRStatus(value_width, description="Reduction result.")
         self.cpl_latency = CSRStatus(LATENCY_BITS, description="Cycles from the ident's last trigger to "
                                                                 "this completion.")
         self.cpl_pop = CSRStorage(fields=[CSRField("pop", 1, pulse=True, description="Drop the head.")])
-        self.trigger_drops = CSRStatus(32, description="Triggers dropped.")
-        self.rx_drops = CSRStatus(32, description="Link packets dropped (bad fields or overflow).")
-        self.mismatches = CSRStatus(32, description="Merges of contributions with different modes.")
-        self.completions = CSRStatus(32, description="Completions queued.")
 
         # # #
 
@@ -116,9 +108,8 @@ class SyncBlock(LiteXModule):
                   ("value", value_width), ("latency", LATENCY_BITS)]
         self.fifo = fifo = SyncFIFOBuffered(layout_len(layout), fifo_depth)
         req = Signal(n)
-        grant = Signal(max=max(n, 2))
         self.comb += [req[i].eq(p.source.valid) for i, p in enumerate(parts)]
-        round_robin(self, req, grant)
+        _, grant, _ = round_robin(self, req, n)
         # A completion's time is the cycle its node first presents it (not when the FIFO takes it).
         held = Array(Signal() for _ in parts)
         stamp = Array(Signal(LATENCY_BITS) for _ in parts)
@@ -145,10 +136,10 @@ class SyncBlock(LiteXModule):
         ]
 
         # Counters.
-        self.sync += [
-            self.trigger_drops.status.eq(self.trigger_drops.status + (go & (busy | bad_node)) +
-                                         reduce(add, [p.ev_trigger_drop for p in parts])),
-            self.rx_drops.status.eq(self.rx_drops.status + reduce(add, [p.ev_rx_drop for p in parts])),
-            self.mismatches.status.eq(self.mismatches.status + reduce(add, [p.ev_mismatch for p in parts])),
-            self.completions.status.eq(self.completions.status + (fifo.we & fifo.writable)),
-        ]
+        add_counters(self, BLOCK_COUNTERS, {
+            "trigger_drops": (go & (busy | bad_node)) + reduce(add, [p.ev_trigger_drop for p in parts]),
+            "rx_drops": reduce(add, [p.ev_rx_drop for p in parts]),
+            "mismatches": reduce(add, [p.ev_mismatch for p in parts]),
+            "completions": fifo.we & fifo.writable,
+        })
+        add_counter_csrs(self, BLOCK_COUNTERS)

@@ -1,7 +1,7 @@
 """Sync benchmark: completion latency versus grid size (2x2 .. 16x16) against the analytic hop model, random
 synchronizations checked against the reference model, all idents at once, and ECP5 area / Fmax.
 
-Everything runs in Verilator (`software.sync.vsim.GridSim`: the same `SyncNode` RTL, wired like `SyncGrid`),
+Everything runs in Verilator (`sim.verilated.sync.GridSim`: the same `SyncNode` RTL, wired like `SyncGrid`),
 one build per grid with the full 8 idents and 32-bit values.
 
 Latency run: every participant except one triggers at cycle 0; once everything that can propagate has
@@ -14,7 +14,7 @@ and when it triggers last its own completion needs the 2 hops to (0, 0) and back
 
 Random run: every participant works through 2 rounds of all 8 idents in its own random order with random
 gaps, random modes and values (and corner values) and completion back-pressure (ready 70% of cycles);
-`software.sync.model.check_completions` checks every completion against the reference model.
+`software.sync.reference.check_completions` checks every completion against the reference model.
 """
 import argparse
 import random
@@ -25,8 +25,8 @@ from cores.sync.common import DEFAULT_HOP_LATENCY, MODE_UMAX, DIRS, MAX_IDENTS
 from cores.sync.grid import SyncGrid
 from cores.sync.node import SyncNode
 from sim.bench.framework import BenchResult, Table
-from software.sync.model import LAMLET, participants, random_schedules, check_completions
-from software.sync.vsim import GridSim, Trigger
+from software.sync.reference import LAMLET, participants, random_schedules, check_completions
+from sim.verilated.sync import GridSim, Trigger
 
 VALUE_WIDTH = 32
 FMAX_TARGET_MHZ = 100          # synthesis goal (nextpnr reports the achieved Fmax when it is missed)

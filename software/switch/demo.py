@@ -1,7 +1,7 @@
 """Host side of the switch SoC block (cores.switch.soc_block.SwitchBlock): load points and results."""
 import time
 
-LOAD_ONE = 1 << 16          # `load` threshold meaning one cell per cell time on every input
+from cores.switch.common import BLOCK_RESULTS, LOAD_ONE
 
 
 def summarise(r, ports, beats, duration=None):
@@ -30,8 +30,7 @@ def run_point(bus, load, offset=0, duration=20000, prefix="switch", timeout=60.0
         if time.time() - t0 > timeout:
             raise RuntimeError(f"switch run at load {load} did not finish within {timeout} s")
         time.sleep(0.01)
-    return {name: reg(name).read() for name in
-            ("cycles", "tx_cells", "rx_cells", "lat_sum", "lat_max", "errors", "drops", "collisions")}
+    return {name: reg(name).read() for name, _ in BLOCK_RESULTS}
 
 
 def demo(bus, prefix="switch", cell_times=200):

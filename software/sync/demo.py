@@ -2,16 +2,15 @@
 import random
 import time
 
-from cores.sync.common import (MODES, MODE_NAMES, TRIG_CTRL_FIELDS, CPL_STATUS_FIELDS, CPL_INFO_FIELDS,
-                               INFO_FIELDS, fields_pack, fields_unpack)
-from software.sync.model import expected_result
+from cores.sync.common import MODES, MODE_NAMES, TRIG_CTRL, CPL_STATUS, CPL_INFO, INFO
+from software.sync.reference import expected_result
 
 
 class SyncHost:
     """CSR access to one SyncBlock (`prefix` is the block's name in the SoC)."""
     def __init__(self, bus, prefix="syncnet"):
         self.bus, self.prefix = bus, prefix
-        self.info = fields_unpack(INFO_FIELDS, self.reg("info").read())
+        self.info = INFO.unpack(self.reg("info").read())
         self.n_participants = self.info["width"] * self.info["height"] + self.info["lamlet"]
 
     def reg(self, name):
@@ -23,18 +22,18 @@ class SyncHost:
             if time.time() - t0 > timeout:
                 raise RuntimeError(f"sync: node {node} did not take its trigger within {timeout} s")
         self.reg("trig_value").write(value)
-        self.reg("trig_ctrl").write(fields_pack(TRIG_CTRL_FIELDS, node=node, ident=ident, mode=mode, go=1))
+        self.reg("trig_ctrl").write(TRIG_CTRL.pack(node=node, ident=ident, mode=mode, go=1))
 
     def completions(self, count, timeout=10.0):
         """Pop `count` completions: list of dicts (node, ident, mode, error, value, latency); raises after
         `timeout` seconds without a new one."""
         out, t0 = [], time.time()
         while len(out) < count:
-            if not fields_unpack(CPL_STATUS_FIELDS, self.reg("cpl_status").read())["valid"]:
+            if not CPL_STATUS.unpack(self.reg("cpl_status").read())["valid"]:
                 if time.time() - t0 > timeout:
                     raise RuntimeError(f"sync: {len(out)} of {count} completions after {timeout} s")
                 continue
-            c = fields_unpack(CPL_INFO_FIELDS, self.reg("cpl_info").read())
+            c = CPL_INFO.unpack(self.reg("cpl_info").read())
             c["value"] = self.reg("cpl_value").read()
             c["latency"] = self.reg("cpl_latency").read()
             self.reg("cpl_pop").write(1)

@@ -39,7 +39,8 @@ class BankedBlock(LiteXModule):
 
 class SimBus:
     """`bus.regs.<name>.read()/write(value)` served by `serve()` inside the simulation; `accesses` counts
-    CSR-bus transactions (each takes two cycles)."""
+    CSR-bus transactions (a read takes two cycles, a write three: its effects, pulses included, are
+    visible to the next access)."""
     def __init__(self, addrs, timeout=600):
         self.requests, self.replies = queue.Queue(), queue.Queue()
         self.timeout = timeout
@@ -86,6 +87,10 @@ class SimBus:
                 yield bus.we.eq(1)
                 yield
                 yield bus.we.eq(0)
+                # the bank registers the write, then a pulse field acts a cycle later: the next access must
+                # see its effect, as every access over Etherbone does
+                yield
+                yield
                 self.replies.put(None)
 
 

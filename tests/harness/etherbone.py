@@ -5,9 +5,11 @@ import threading
 
 from litex.tools.remote.etherbone import EtherbonePacket, EtherboneRecord, EtherboneWrites, unpack_uint32_from
 
+from soc.common import ETHERBONE_UDP_PORT
+
 
 class FakeEtherboneTarget:
-    def __init__(self, address="127.0.0.2", port=1234, client_address="127.0.0.1", memory=None, answer=True):
+    def __init__(self, address="127.0.0.2", port=ETHERBONE_UDP_PORT, client_address="127.0.0.1", memory=None, answer=True):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((address, port))
         self.sock.settimeout(0.1)

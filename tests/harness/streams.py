@@ -40,7 +40,10 @@ def collect(source, out, rng, fields, ready_p=1.0, times=None):
         yield
         t += 1
         if (yield source.valid) and (yield source.ready):
-            out.append({f: (yield getattr(source, f)) for f in fields})
+            beat = {}
+            for f in fields:
+                beat[f] = yield getattr(source, f)
+            out.append(beat)
             if times is not None:
                 times.append(t)
 

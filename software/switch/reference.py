@@ -1,20 +1,64 @@
-"""Reference switch models at cell-time granularity, driven by a trace from software.switch.traffic.
+"""Reference models of the switch, independent of the RTL: the Python iSLIP (`ISLIP`, written from McKeown's
+paper: the cycle-exact reference of cores.switch.islip.ISLIPScheduler) and switch models at cell-time
+granularity driven by a trace from software.switch.traffic.
 
-Every model returns the departure cell time of each cell of the trace (-1 when it has not left by the end
+Every switch model returns the departure cell time of each cell of the trace (-1 when it has not left by the end
 of the run). A cell that has fully arrived at time t may leave at time t at the earliest (zero queueing);
 one cell per input and per output per cell time.
   safc:  ideal output queueing (statically allocated, fully connected: one queue per input-output pair,
          every output serves its cells oldest first) - the upper bound the spec compares against;
   fifo:  input queueing with one FIFO per input; each output picks one head-of-line cell at random
          (the classic 58.6% saturation model);
-  islip: VOQs scheduled by the Python iSLIP (software.switch.islip), the reference for the RTL harness.
+  islip: VOQs scheduled by `ISLIP`, the reference for the Verilated scheduler (sim.verilated.switch).
 """
 import numpy as np
 
-from cores.switch.common import FIXED_LATENCY_CELLS
-from software.switch.islip import ISLIP
 
-QUANTILES = [100 * (1 - 10 ** (-e / 20)) for e in range(0, 81)]     # 0 .. 99.99 %, log-spaced tail
+class ISLIP:
+    """iSLIP over `n` ports with `iterations` iterations; `schedule(requests)` makes one decision.
+
+    `requests[i][j]` is true when input i has a cell for output j. Returns `match`, a list with the
+    output matched to each input (or None). Pointers (`grant_ptr[j]`, `accept_ptr[i]`) move to one past
+    the granted input / accepted output, and only for grants accepted in the first iteration.
+    """
+    def __init__(self, n, iterations=1):
+        self.n = n
+        self.iterations = iterations
+        self.grant_ptr = [0] * n
+        self.accept_ptr = [0] * n
+
+    @staticmethod
+    def _pick(candidates, ptr, n):
+        for k in range(n):
+            c = (ptr + k) % n
+            if c in candidates:
+                return c
+        return None
+
+    def schedule(self, requests):
+        n = self.n
+        match = [None] * n
+        out_taken = [False] * n
+        for it in range(self.iterations):
+            grants = {}                      # output -> input
+            for j in range(n):
+                if out_taken[j]:
+                    continue
+                cands = {i for i in range(n) if match[i] is None and requests[i][j]}
+                g = self._pick(cands, self.grant_ptr[j], n)
+                if g is not None:
+                    grants[j] = g
+            for i in range(n):
+                offers = {j for j, g in grants.items() if g == i}
+                a = self._pick(offers, self.accept_ptr[i], n)
+                if a is None:
+                    continue
+                match[i] = a
+                out_taken[a] = True
+                if it == 0:
+                    self.accept_ptr[i] = (a + 1) % n
+                    self.grant_ptr[a] = (i + 1) % n
+        return match
 
 
 def safc(trace, n):
@@ -72,39 +116,3 @@ def islip(trace, n, iterations, horizon):
         if nxt == total and not any(voq[i][j] for i in range(n) for j in range(n)):
             break
     return dep
-
-
-def stats(trace, dep, n, cell_times, warmup):
-    """Utilisation over [warmup, cell_times) and packet latency (cell times) for packets arriving after warmup.
-
-    Packet latency = departure of its last cell - arrival of its first cell + 1 (its own cell time)
-    + FIXED_LATENCY_CELLS (Layer 1, cables, transceivers: the spec's fixed 17 cell times).
-    """
-    window = cell_times - warmup
-    departed = (dep >= warmup) & (dep < cell_times)
-    util = float(np.count_nonzero(departed)) / (n * window)
-    offered = float(np.count_nonzero((trace["time"] >= warmup) & (trace["time"] < cell_times))) / (n * window)
-    pk = trace["packet"]
-    npk = int(pk.max()) + 1 if len(pk) else 0
-    first = np.full(npk, np.iinfo(np.int64).max)
-    np.minimum.at(first, pk, trace["time"])
-    last = np.full(npk, -1)
-    np.maximum.at(last, pk, np.where(dep < 0, np.iinfo(np.int64).max // 2, dep))
-    measured = (first >= warmup) & (first < cell_times)
-    done = measured & (last < np.iinfo(np.int64).max // 2)
-    lat = (last - first + 1 + FIXED_LATENCY_CELLS)[done]
-
-    qs = np.percentile(lat, QUANTILES + [50, 99, 99.9]).tolist() if len(lat) else [float("nan")] * (len(QUANTILES) + 3)
-    return {
-        "offered": offered,
-        "utilisation": util,
-        "packets": int(np.count_nonzero(measured)),
-        "undelivered": int(np.count_nonzero(measured & ~done)),
-        "mean_latency": float(lat.mean()) if len(lat) else float("nan"),
-        "p50_latency": qs[-3],
-        "p99_latency": qs[-2],
-        "p999_latency": qs[-1],
-        "max_latency": float(lat.max()) if len(lat) else float("nan"),
-        "quantiles": qs[:len(QUANTILES)],                # the latency distribution, for CCDF plots
-    }
-

@@ -1,10 +1,9 @@
-"""Verilator simulation of a whole synchronizer grid, for grids too large for Migen's simulator (16x16).
+"""A whole synchronizer grid as a Verilated model, for grids too large for Migen's simulator (16x16).
 
 `GridSim(width, height, ...)` writes the Verilog of each distinct `SyncNode` configuration once (Migen
-`convert`, marked no-inline so Verilator compiles it once), a `sync_grid` top that instantiates one node per
-participant and wires them exactly as `cores.sync.grid.grid_links` says (with the same hop_latency -
-min_hop_latency register stages on every wire as `SyncGrid`), and a C++ harness; it builds with
-`verilator --cc --exe --build -O2` under build/sync/vsim/<name>/ (rebuilt only when the sources change).
+`convert`, marked no-inline so that Verilator compiles it once), a `sync_grid` top that instantiates one node
+per participant and wires them exactly as `cores.sync.grid.grid_links` says (with the same hop_latency -
+min_hop_latency register stages on every wire as `SyncGrid`), and a C++ harness, built by `sim.verilator`.
 
 `GridSim.run(schedules, ...)` drives it like `tests/test_sync_grid.py` drives the Migen grid: every
 participant works through its own schedule of triggers, and triggers the next round of an ident only after
@@ -12,19 +11,13 @@ it has presented its own completion of the previous round; `gap` idle cycles bef
 `not_before` (a cycle) holds a trigger back, `raw` entries are sent without waiting and are not rounds (bad
 input). Completion back-pressure: `source.ready` is 1 with probability `ready_prob` each cycle.
 """
-import hashlib
 import os
-import subprocess
 from collections import namedtuple
-
-from migen.fhdl.verilog import convert
 
 from cores.sync.common import DIR_NAMES, OPPOSITE, min_hop_latency
 from cores.sync.grid import grid_nodes, grid_links
 from cores.sync.node import SyncNode
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VERILATOR = "/usr/bin/verilator"
+from sim.verilator import Model, convert
 
 Trigger = namedtuple("Trigger", "ident mode value gap not_before raw", defaults=(0, 0, False))
 
@@ -142,10 +135,9 @@ class GridSim:
         self.width, self.height, self.with_lamlet = width, height, with_lamlet
         self.n_idents, self.value_width, self.hop_latency = n_idents, value_width, hop_latency
         self.name = f"{width}x{height}_i{n_idents}_v{value_width}_h{hop_latency}{'_lamlet' if with_lamlet else ''}"
-        self.outdir = os.path.join(ROOT, "build", "sync", "vsim", self.name)
-        self.exe = os.path.join(self.outdir, "obj", "Vsync_grid")
-        self.build_seconds = None
-        self._build()
+        verilog, self.n_participants = self._verilog()
+        self.model = Model(f"sync_grid_{self.name}", {"grid.v": verilog}, "sync_grid", self._cpp(self.n_participants))
+        self.build_seconds = self.model.build_seconds
 
     def _verilog(self):
         nodes = grid_nodes(self.width, self.height, self.with_lamlet)
@@ -159,12 +151,11 @@ class GridSim:
                 for kind in ("tx", "rx"):
                     for f in ("valid", "data"):
                         sigs[f"{kind}_{DIR_NAMES[d]}_{f}"] = getattr(getattr(node, kind)[d], f)
-            conv = convert(node, ios=set(sigs.values()), name=name)
-            v = str(conv)
+            v, ns = convert(node, ios=sigs.values(), name=name)
             head_end = v.index(");", v.index(f"module {name}(")) + 2
             modules.append(v[:head_end] + "\n/*verilator no_inline_module*/" + v[head_end:])
             mod_names[cfg] = name
-            ports[cfg] = {pn: (conv.ns.get_name(s), len(s)) for pn, s in sigs.items()}
+            ports[cfg] = {pn: (ns.get_name(s), len(s)) for pn, s in sigs.items()}
         n = len(nodes)
         width_of = ports[nodes[0]]
         decl = ["input sys_clk", "input sys_rst"]
@@ -203,32 +194,6 @@ class GridSim:
             tables.append(f"    T({pn}) *{var}[N] = {{" + ", ".join(f"&t->p{i}_{pn}" for i in range(n)) + "};")
         return HARNESS % {"n": n, "tables": "\n".join(tables)}
 
-    def _build(self):
-        import time
-        verilog, n = self._verilog()
-        self.n_participants = n
-        cpp = self._cpp(n)
-        digest = hashlib.sha1((verilog + cpp).encode()).hexdigest()
-        stamp = os.path.join(self.outdir, "stamp")
-        if os.path.exists(self.exe) and os.path.exists(stamp) and open(stamp).read() == digest:
-            return
-        os.makedirs(self.outdir, exist_ok=True)
-        with open(os.path.join(self.outdir, "grid.v"), "w") as f:
-            f.write(verilog)
-        with open(os.path.join(self.outdir, "harness.cpp"), "w") as f:
-            f.write(cpp)
-        t0 = time.monotonic()
-        r = subprocess.run(["nice", "-n", "10", VERILATOR, "--cc", "--exe", "--build", "-O2", "-j", "1",
-                            "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", "sync_grid",
-                            "-MAKEFLAGS", "OPT_FAST=-O0", "-MAKEFLAGS", "OPT_SLOW=-O0", "-MAKEFLAGS", "OPT_GLOBAL=-O0",
-                            "-Mdir", "obj", "-o", "Vsync_grid", "grid.v", "harness.cpp"],
-                           cwd=self.outdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if r.returncode:
-            raise RuntimeError(f"verilator build of {self.name} failed:\n{r.stderr[-3000:]}")
-        self.build_seconds = time.monotonic() - t0
-        with open(stamp, "w") as f:
-            f.write(digest)
-
     def run(self, schedules, max_cycles, ready_prob=1.0, seed=1, tail=None):
         """schedules[p]: list of `Trigger`s (or tuples in its field order) of participant p.
         Returns (accepts, completions, events, cycles): accepts[(p, ident, round)] = cycle the trigger was
@@ -242,11 +207,11 @@ class GridSim:
             es = [Trigger(*e) for e in sch]
             lines.append(" ".join([str(len(es))] + [f"{e.ident} {e.mode} {e.value} {e.gap} {e.not_before} "
                                                      f"{int(bool(e.raw))}" for e in es]))
-        path = os.path.join(self.outdir, f"in_{os.getpid()}.txt")
+        path = os.path.join(self.model.dir, f"in_{os.getpid()}_{id(self)}.txt")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
         try:
-            out = subprocess.run([self.exe, path], check=True, capture_output=True, text=True).stdout
+            out = self.model.run([path])
         finally:
             os.remove(path)
         accepts, completions, events, cycles = {}, {p: [] for p in range(self.n_participants)}, {}, None
