@@ -11,7 +11,7 @@ OTHER = bytes.fromhex("02000000000102000000000208004500") + bytes(range(44))   #
 
 
 def read_capture(bus, start, end):
-    """Capture entries start..end-1 (byte | frame end << 8)."""
+    """Capture entries start..end-1 (capture_data values)."""
     entries = []
     for a in range(start, end):
         bus.regs.minisharp_capture_addr.write(a)
@@ -34,7 +34,7 @@ def test_soc_block_reduce_and_forward_over_the_csr_bus():
         bus.regs.minisharp_port1_dst_mac.write(ms.HOST_MAC)
         lines = D.demo(bus, ranks=2, elements=6, collective_id=0x77, seed=3, timeout=900)
         level = bus.regs.minisharp_capture_level.read()
-        macs = bytes(e & 0xFF for e in read_capture(bus, 0, 12))        # the first COL_RES frame's MACs
+        macs = bytes(ms.CAPTURE_DATA_CSR.get(e, "byte") for e in read_capture(bus, 0, 12))  # 1st frame's MACs
         D.inject(bus, "minisharp", 0, OTHER)
         while bus.regs.minisharp_capture_level.read() < level + len(OTHER):
             pass

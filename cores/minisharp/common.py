@@ -127,6 +127,15 @@ def payload_word(lanes):
     return Header.from_bytes([(f"e{i}", FP32_BYTES * i, FP32_BYTES) for i in range(lanes)], FP32_BYTES * lanes)
 
 
+# MiniSharpSoCBlock's CSR words (fields from bit 0 up), for the block and the host code ----------------
+
+CONFIG_CSR        = Header.from_lsb_layout([("num_ports", 8), ("max_ranks", 9), ("n_contexts", 7), ("n_slots", 8)])
+INJECT_CTRL_CSR   = Header.from_lsb_layout([("length", 16), ("port", 8), ("go", 1)])
+INJECT_STATUS_CSR = Header.from_lsb_layout([("busy", 1)])
+CAPTURE_CTRL_CSR  = Header.from_lsb_layout([("port", 8), ("arm", 1)])
+CAPTURE_DATA_CSR  = Header.from_lsb_layout([("byte", 8), ("last", 1)])
+
+
 # MAC addresses ----------------------------------------------------------------------------------
 
 BROADCAST_MAC   = 0xFFFFFFFFFFFF

@@ -29,11 +29,11 @@ def plan(collective_id, ranks, elements, num_ports, chunk_elements, egress=(0, 0
 
 
 def split_capture(entries):
-    """Capture entries (byte | last << 8) -> list of frames."""
+    """Capture entries (capture_data values) -> list of frames."""
     frames, cur = [], bytearray()
     for e in entries:
-        cur.append(e & 0xFF)
-        if e >> 8:
+        cur.append(ms.CAPTURE_DATA_CSR.get(e, "byte"))
+        if ms.CAPTURE_DATA_CSR.get(e, "last"):
             frames.append(bytes(cur))
             cur = bytearray()
     return frames
@@ -62,8 +62,8 @@ def demo(bus, prefix="minisharp", ranks=3, elements=300, collective_id=0x5EED, s
     def reg(name):
         return getattr(bus.regs, f"{prefix}_{name}")
 
-    cfg = reg("config").read()
-    num_ports, max_ranks = cfg & 0xFF, (cfg >> 8) & 0x1FF
+    cfg = ms.CONFIG_CSR.unpack(reg("config").read())
+    num_ports, max_ranks = cfg["num_ports"], cfg["max_ranks"]
     chunk_elements = reg("chunk_elements").read()
     if ranks > max_ranks:
         raise ValueError(f"ranks {ranks} > max_ranks {max_ranks} of this build")
@@ -74,7 +74,7 @@ def demo(bus, prefix="minisharp", ranks=3, elements=300, collective_id=0x5EED, s
     done = [reg("chunks"), reg(f"port{out_port}_tx_frames")]
     before = [r.read() for r in done]
     drops0 = {name: reg(f"drop_{name}").read() for name, _ in ms.DROP_REASONS}
-    reg("capture_ctrl").write((1 << 8) | out_port)
+    reg("capture_ctrl").write(ms.CAPTURE_CTRL_CSR.pack(port=out_port, arm=1))
     t0 = time.time()
     for port, f in [(0, setup)] + frames:
         inject(bus, prefix, port, f)
@@ -99,9 +99,9 @@ def demo(bus, prefix="minisharp", ranks=3, elements=300, collective_id=0x5EED, s
 
 def inject(bus, prefix, port, frame):
     """Send one frame into input `port` through the injector CSRs."""
-    while getattr(bus.regs, f"{prefix}_inject_status").read() & 1:
+    while ms.INJECT_STATUS_CSR.get(getattr(bus.regs, f"{prefix}_inject_status").read(), "busy"):
         pass
     data = bytes(frame) + bytes(-len(frame) % 4)
     for i in range(0, len(data), 4):
         getattr(bus.regs, f"{prefix}_inject_data").write(int.from_bytes(data[i:i + 4], "big"))
-    getattr(bus.regs, f"{prefix}_inject_ctrl").write(len(frame) | (port << 16) | (1 << 24))
+    getattr(bus.regs, f"{prefix}_inject_ctrl").write(ms.INJECT_CTRL_CSR.pack(length=len(frame), port=port, go=1))

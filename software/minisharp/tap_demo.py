@@ -34,7 +34,7 @@ def tap_demo(bus, prefix="minisharp", iface_in="ms0", iface_out="ms1", ranks=4, 
     tx, rx = RawSocketTransport(iface_in), RawSocketTransport(iface_out)
     transport = SplitTransport(tx, rx)
     try:
-        num_ports = bus.regs.d[f"{prefix}_config"].read() & 0xff
+        num_ports = ms.CONFIG_CSR.get(bus.regs.d[f"{prefix}_config"].read(), "num_ports")
         out_port = num_ports - 1
         vectors = [random_vector(rng, elements) for _ in range(ranks)]
         before = _counters(bus, prefix)
