@@ -194,7 +194,8 @@ def test_validation_decisions():
     def feed():
         for port, desc, _, _, _ in steps:
             yield from send(dut.desc_sinks[port], [desc], rng)
-        yield from until(lambda: len(jobs) + len(metas) >= 17)
+        yield from until(lambda: len(jobs) + len(metas) >= sum((j is not None) + (m is not None)
+                                                               for _, _, j, m, _ in steps))
 
     def monitor():
         yield "passive"
