@@ -7,6 +7,7 @@ import random
 from migen import run_simulation
 
 from cores.lib.commit_fifo import CommitFIFO
+from tests.harness.streams import collect
 
 
 def _run(seed, n_cycles, ready_p, frame_p):
@@ -42,16 +43,13 @@ def _run(seed, n_cycles, ready_p, frame_p):
         yield dut.commit.eq(0)
         yield dut.abort.eq(0)
 
-    def reader():
-        for _ in range(n_cycles + 200):
-            ready = rng.random() < ready_p
-            yield dut.source.ready.eq(ready)
+    def drain():
+        yield from writer()
+        for _ in range(200):
             yield
-            if (yield dut.source.valid) and ready:
-                got.append((yield dut.source.data))
 
-    run_simulation(dut, [writer(), reader()])
-    return published, got
+    run_simulation(dut, [drain(), collect(dut.source, got, rng, ["data"], ready_p)])
+    return published, [g["data"] for g in got]
 
 
 def test_commit_abort_random_backpressure():

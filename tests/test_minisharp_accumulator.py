@@ -8,6 +8,7 @@ from migen import run_simulation
 from cores.minisharp.accumulator import MSAccumulatorBank, ACC_OP_ADD, ACC_OP_READ
 from cores.minisharp.common import FP32_QNAN, FP32_PINF, FP32_NINF
 from software.minisharp.reference import exact_sum_fp32, fraction_to_fp32, fp32_to_fraction
+from tests.harness.streams import collect, send
 
 FLT_MAX = 0x7F7FFFFF
 NEG = 0x80000000
@@ -29,42 +30,18 @@ def run_bank(columns, lanes=1, max_ranks=256, seed=0, ready_p=1.0, carry_limbs=N
     depth = max(2, len(columns))
     dut = MSAccumulatorBank(lanes=lanes, depth=depth, max_ranks=max_ranks, out_depth=8, carry_limbs=carry_limbs)
     rng = random.Random(seed)
+    ops = [dict(op=ACC_OP_ADD, addr=a, init=r == 0, data=sum(w << (32 * ln) for ln, w in enumerate(col[r])))
+           for r in range(max(len(c) for c in columns)) for a, col in enumerate(columns) if r < len(col)]
+    ops += [dict(op=ACC_OP_READ, addr=a) for a in range(len(columns))]
     out = []
-    rounds = max(len(c) for c in columns)
 
-    def gen():
-        for r in range(rounds):
-            for a, col in enumerate(columns):
-                if r >= len(col):
-                    continue
-                yield dut.sink.valid.eq(1)
-                yield dut.sink.op.eq(ACC_OP_ADD)
-                yield dut.sink.addr.eq(a)
-                yield dut.sink.init.eq(r == 0)
-                yield dut.sink.data.eq(sum(w << (32 * ln) for ln, w in enumerate(col[r])))
-                yield
-                while not (yield dut.sink.ready):
-                    yield
-        for a in range(len(columns)):
-            yield dut.sink.valid.eq(1)
-            yield dut.sink.op.eq(ACC_OP_READ)
-            yield dut.sink.addr.eq(a)
-            yield
-            while not (yield dut.sink.ready):
-                yield
-        yield dut.sink.valid.eq(0)
-
-    def mon():
+    def feed():
+        yield from send(dut.sink, ops, rng)
         while len(out) < len(columns):
-            ready = rng.random() < ready_p
-            yield dut.source.ready.eq(ready)
             yield
-            if ready and (yield dut.source.valid):
-                d = yield dut.source.data
-                out.append([(d >> (32 * ln)) & 0xFFFFFFFF for ln in range(lanes)])
 
-    run_simulation(dut, [gen(), mon()])
-    return out
+    run_simulation(dut, [feed(), collect(dut.source, out, rng, ["data"], ready_p)])
+    return [[(o["data"] >> (32 * ln)) & 0xFFFFFFFF for ln in range(lanes)] for o in out]
 
 
 def check(columns, **kw):
@@ -187,10 +164,10 @@ def test_add_with_emit_returns_running_sums_in_op_order():
     dut = MSAccumulatorBank(lanes=1, depth=depth, max_ranks=64, out_depth=4)
     ops, expected, contrib = [], [], [[] for _ in range(depth)]
     for _ in range(300):
-        a = rng.randrange(depth) if rng.random() < 0.7 else (ops[-1][1] if ops else 0)
+        a = rng.randrange(depth) if rng.random() < 0.7 else (ops[-1]["addr"] if ops else 0)
         kind = rng.random()
         if kind < 0.15 and contrib[a]:
-            ops.append((ACC_OP_READ, a, 0, 0, 0))
+            ops.append(dict(op=ACC_OP_READ, addr=a))
             expected.append(exact_sum_fp32(contrib[a]))
             continue
         init = not contrib[a] or len(contrib[a]) >= 60 or rng.random() < 0.05
@@ -199,32 +176,18 @@ def test_add_with_emit_returns_running_sums_in_op_order():
         v = rand_finite(rng)
         contrib[a].append(v)
         emit = rng.random() < 0.5
-        ops.append((ACC_OP_ADD, a, int(init), int(emit), v))
+        ops.append(dict(op=ACC_OP_ADD, addr=a, init=int(init), emit=int(emit), data=v))
         if emit:
             expected.append(exact_sum_fp32(contrib[a]))
     out = []
 
-    def gen():
-        for op, a, init, emit, v in ops:
-            yield dut.sink.valid.eq(1)
-            yield dut.sink.op.eq(op)
-            yield dut.sink.addr.eq(a)
-            yield dut.sink.init.eq(init)
-            yield dut.sink.emit.eq(emit)
-            yield dut.sink.data.eq(v)
+    def feed():
+        yield from send(dut.sink, ops, rng)
+        while len(out) < len(expected):
             yield
-            while not (yield dut.sink.ready):
-                yield
-        yield dut.sink.valid.eq(0)
-
-    def mon():
-        for _ in range(3000):
-            ready = rng.random() < 0.6
-            yield dut.source.ready.eq(ready)
+        for _ in range(100):                  # and any extra result
             yield
-            if ready and (yield dut.source.valid):
-                out.append((yield dut.source.data))
 
-    run_simulation(dut, [gen(), mon()])
+    run_simulation(dut, [feed(), collect(dut.source, out, rng, ["data"], ready_p=0.6)])
     assert len(expected) > 100
-    assert out == expected
+    assert [o["data"] for o in out] == expected

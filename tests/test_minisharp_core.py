@@ -1,7 +1,7 @@
-"""MiniSharpCore end to end (Verilator model): reductions, every drop rule, forwarding, back-pressure.
+"""MiniSharpCore end to end (its Verilated model): reductions, every drop rule, forwarding, back-pressure.
 
-The Migen simulator needs ~0.1 s a cycle for the whole core, so these scenario tests run the same RTL
-through Verilator (cores/minisharp/vsim.py; compiled once per configuration under build/minisharp).
+The Migen simulator needs ~0.1 s a cycle for the whole core, so these scenario tests run the same RTL as a
+Verilated model (sim/verilated/minisharp.py; built once per configuration, then cached).
 Every result is checked against the Fraction reference model, every drop against its counter.
 """
 import random
@@ -9,13 +9,13 @@ import random
 import pytest
 
 from cores.minisharp import common as ms
-from cores.minisharp.vsim import VerilatedMiniSharp, verilator_available
 from software.minisharp import packets as P
+from sim.verilated.minisharp import VerilatedMiniSharp, available
 from software.minisharp.reference import exact_sum_fp32
 
-pytestmark = pytest.mark.skipif(not verilator_available(), reason="verilator not installed")
+pytestmark = pytest.mark.skipif(not available(), reason="no Verilated models on this machine")
 
-HOST, SW = "02:00:00:00:00:aa", "02:00:00:00:00:55"
+HOST, SW = ms.HOST_MAC, ms.DEFAULT_SRC_MAC      # frames from the host to the switch
 CE = 8                 # small chunks keep frames short; the ABI default is exercised by the benchmark
 MAX_RANKS = 8
 NAN_BITS = 0x7FC00000
@@ -28,7 +28,9 @@ def port_macs(n):
 _models = {}
 
 
-def model(**kw):
+def verilated_core(**kw):
+    """The Verilated MiniSharpCore of these tests (3 x 8-bit ports, CE-element chunks unless `kw` says
+    otherwise), built once per configuration."""
     params = dict(num_ports=3, dw=8, chunk_elements=CE, max_ranks=MAX_RANKS, n_slots=4)
     params.update(kw)
     key = tuple(sorted(params.items()))
@@ -70,7 +72,7 @@ def check_results(run, port, coll, element_count, vectors, n_ports):
 
 
 def test_reduce_out_of_order_chunks_random_backpressure():
-    vm = model()
+    vm = verilated_core()
     rng = random.Random(11)
     n, r = 29, 4                                      # 4 chunks, the last one 5 elements
     vecs = [[rand_value(rng, 0.01) for _ in range(n)] for _ in range(r)]
@@ -82,13 +84,13 @@ def test_reduce_out_of_order_chunks_random_backpressure():
     run = vm.run(inputs, macs=port_macs(3), ready_p=0.5, seed=3)
     for o in range(3):
         assert sorted(check_results(run, o, 0xC0FFEE, n, vecs, 3)) == [0, 1, 2, 3]
-        assert run.counters[f"tx_frames{o}"] == 4
+        assert run.counters[f"port{o}_tx_frames"] == 4
     assert run.counters["setups"] == 1 and run.counters["chunks"] == 4
     assert all(v == 0 for k, v in run.counters.items() if k.startswith("drop_"))
 
 
 def test_interleaved_collectives():
-    vm = model()
+    vm = verilated_core()
     rng = random.Random(12)
     colls = [(1, 17, 3, 0, 0), (0xABCDEF01, 8, 2, 1, 2), (77, 40, 5, 0, 2)]   # id, elements, ranks, egress
     data, levels = {}, {}
@@ -116,7 +118,7 @@ def test_interleaved_collectives():
 
 
 def test_every_invalid_rule_is_dropped_counted_and_leaves_state_unchanged():
-    vm = model()
+    vm = verilated_core()
     rng = random.Random(13)
     cid, n, r = 5, 12, 2                                # chunks: 8 + 4 elements
     vecs = [[rand_value(rng) for _ in range(n)] for _ in range(r)]
@@ -178,14 +180,14 @@ def test_every_invalid_rule_is_dropped_counted_and_leaves_state_unchanged():
         want[reason] = want.get(reason, 0) + 1
     for name, _ in ms.DROP_REASONS:
         assert run.counters[f"drop_{name}"] == want.get(name, 0), name
-    assert run.counters["rx_drops0"] == len(bad) and run.counters["rx_frames0"] == len(seq)
+    assert run.counters["port0_rx_drops"] == len(bad) and run.counters["port0_rx_frames"] == len(seq)
     assert sorted(check_results(run, 0, cid, n, vecs, 3)) == [0, 1]
     assert run.counters["setups"] == 1 and run.counters["chunks"] == 2
     assert run.outputs[1] == [] and run.outputs[2] == []
 
 
 def test_context_table_full_and_replace():
-    vm = model()
+    vm = verilated_core()
     rng = random.Random(14)
     frames = [P.setup_frame(SW, HOST, 100 + k, P.setup_record(8, 1, 1, 1)) for k in range(9)]  # 9th: full
     vec = [rand_value(rng) for _ in range(8)]
@@ -200,7 +202,7 @@ def test_context_table_full_and_replace():
 
 
 def test_no_free_chunk_slot():
-    vm = model()
+    vm = verilated_core()
     rng = random.Random(15)
     n = 6 * CE
     vecs = [[rand_value(rng) for _ in range(n)] for _ in range(2)]
@@ -215,7 +217,7 @@ def test_no_free_chunk_slot():
 
 
 def test_forwarding_and_outer_policy():
-    vm = model()
+    vm = verilated_core()
     other = [bytes.fromhex("ffffffffffff02000000000108060001") + bytes(range(50)),
              bytes.fromhex("02000000000202000000000186dd") + bytes(range(100, 180))]
     res = P.res_frame(HOST, SW, 3, 0, [1, 2, 3])
@@ -223,14 +225,14 @@ def test_forwarding_and_outer_policy():
     fwd = [2, 0, 1]
     run = vm.run(inputs, macs=port_macs(3), fwd_map=fwd, policy=ms.MSP_TRANSPARENT, seed=8, ready_p=0.7)
     assert run.outputs[2] == [other[0], res] and run.outputs[0] == [other[1]] and run.outputs[1] == [other[0]]
-    assert [run.counters[f"fwd_frames{i}"] for i in range(3)] == [2, 1, 1]
+    assert [run.counters[f"port{i}_fwd_frames"] for i in range(3)] == [2, 1, 1]
     run = vm.run(inputs, macs=port_macs(3), fwd_map=fwd, policy=ms.MSP_MINISHARP_ONLY, seed=8)
     assert run.outputs[2] == [res] and run.outputs[0] == [] and run.outputs[1] == []
     assert run.counters["drop_not_minisharp"] == 3
 
 
 def test_stalled_port_does_not_corrupt_others():
-    vm = model()
+    vm = verilated_core()
     rng = random.Random(16)
     n, r = 24, 2
     vecs = [[rand_value(rng) for _ in range(n)] for _ in range(r)]
@@ -242,7 +244,7 @@ def test_stalled_port_does_not_corrupt_others():
 
 
 def test_wide_64bit_ports():
-    vm = model(num_ports=2, dw=64, lanes=2)
+    vm = verilated_core(num_ports=2, dw=64, lanes=2)
     rng = random.Random(17)
     n, r = 21, 3                                      # last chunk: 5 elements -> half a 64-bit beat
     vecs = [[rand_value(rng) for _ in range(n)] for _ in range(r)]
@@ -259,7 +261,7 @@ def test_wide_64bit_ports():
 
 def test_100k_values_end_to_end_and_order_independent():
     """100,000+ values through the whole datapath, in two different arrival orders: identical bits."""
-    vm = model()
+    vm = verilated_core()
     rng = random.Random(18)
     n, r = 12_504, 8
     vecs = [[rand_value(rng, 0.0005) for _ in range(n)] for _ in range(r)]
@@ -286,7 +288,7 @@ def test_frame_length_boundaries_at_every_length(dw):
     """Frames of every length 1..72 bytes: a setup frame cut or zero-padded to that length, and a
     non-MiniSharp frame. The ingress compares the length against the thresholds 14, 24, 40 and 60 from
     its byte counter and the last beat's byte count; at 64 bits a threshold falls inside a beat."""
-    vm = model(num_ports=2, dw=64, lanes=2) if dw == 64 else model()
+    vm = verilated_core(num_ports=2, dw=64, lanes=2) if dw == 64 else verilated_core()
     full = P.setup_frame(SW, HOST, 9, P.setup_record(16, 1, 0, 0), pad=False)      # 40 bytes
     other = P.frame(SW, HOST, 0, ethertype=0x0800, pad=False) + bytes(64)
 
@@ -310,7 +312,7 @@ def test_frame_length_boundaries_at_every_length(dw):
     assert run.counters["drop_runt"] == want_runt
     assert run.counters["drop_bad_length"] == sum(expected(n) == "bad_length" for n in lengths)
     assert run.counters["setups"] == sum(expected(n) is None for n in lengths)
-    assert run.counters["fwd_frames0"] == sum(n >= ms.ETH_HEADER_BYTES for n in lengths)
+    assert run.counters["port0_fwd_frames"] == sum(n >= ms.ETH_HEADER_BYTES for n in lengths)
     assert run.outputs[1] == [other[:n] for n in lengths if n >= ms.ETH_HEADER_BYTES]
     drops = sum(v for k, v in run.counters.items() if k.startswith("drop_"))
     assert drops == run.counters["drop_runt"] + run.counters["drop_bad_length"]      # no other reason

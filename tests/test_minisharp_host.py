@@ -7,6 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 from scapy.layers.l2 import Ether
+from scapy.utils import str2mac
 
 from cores.minisharp import common as ms
 from software.minisharp import packets as P
@@ -15,6 +16,8 @@ from software.minisharp.dissector import lua_source
 from software.minisharp.host import reduce
 from software.minisharp.reference import exact_sum_fp32, reduce_vectors
 from software.minisharp.scapy_layers import MSData, MSRes, MSSetup, MiniSharp
+
+SW, HOST = ms.DEFAULT_SRC_MAC, ms.HOST_MAC
 
 
 def test_reference_matches_ieee_addition_of_two_values():
@@ -35,32 +38,32 @@ def test_reference_matches_ieee_addition_of_two_values():
 
 def test_packets_round_trip_and_chunking():
     vals = list(range(1, 601))
-    frames = P.chunk_frames("02:00:00:00:00:01", "02:00:00:00:00:02", 0xDEADBEEF, 5, vals)
+    frames = P.chunk_frames(SW, HOST, 0xDEADBEEF, 5, vals)
     assert [c for c, _ in frames] == [0, 1, 2]
     assert [len(f) for _, f in frames] == [ms.MS_HEADER_BYTES + 4 * n for n in (256, 256, 88)]
     back = [v for _, f in frames for v in P.parse(f, 600)["values"]]
     assert back == vals
     p = P.parse(frames[1][1])
     assert (p["rank"], p["collective_id"], p["chunk_index"], p["opcode"]) == (5, 0xDEADBEEF, 1, ms.MS_OP_COL_DATA)
-    s = P.parse(P.setup_frame(1, 2, 7, P.setup_record(1000, 3, 0, 1)))
+    s = P.parse(P.setup_frame(SW, HOST, 7, P.setup_record(1000, 3, 0, 1)))
     assert s["record"]["element_count"] == 1000 and s["record"]["expected_local"] == 3
-    assert len(P.setup_frame(1, 2, 7, P.setup_record(1, 1))) == ms.ETH_MIN_FRAME
+    assert len(P.setup_frame(SW, HOST, 7, P.setup_record(1, 1))) == ms.ETH_MIN_FRAME
     assert ms.MS_CHUNK_PAYLOAD_BYTES == 1024 and ms.MS_CHUNK_PAYLOAD_MAX == 1490
 
 
 def test_scapy_layers_agree_with_builder():
-    f = P.data_frame("02:00:00:00:00:01", "02:00:00:00:00:02", 0x1234, 3, 7, [1, 2, 0x3F800000])
+    f = P.data_frame(SW, HOST, 0x1234, 3, 7, [1, 2, 0x3F800000])
     pkt = Ether(f)
     assert pkt[MiniSharp].opcode == ms.MS_OP_COL_DATA and pkt[MiniSharp].minor == ms.VERSION_MINOR
     assert (pkt[MSData].rank, pkt[MSData].collective_id, pkt[MSData].chunk_index) == (3, 0x1234, 7)
     assert pkt[MSData].values[:3] == [1, 2, 0x3F800000]
-    built = bytes(Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:02") / MiniSharp(opcode=ms.MS_OP_COL_DATA) /
+    built = bytes(Ether(dst=str2mac(SW.to_bytes(6, "big")), src=str2mac(HOST.to_bytes(6, "big"))) /
+                  MiniSharp(opcode=ms.MS_OP_COL_DATA) /
                   MSData(rank=3, collective_id=0x1234, chunk_index=7, values=[1, 2, 0x3F800000]))
-    assert built == P.data_frame("02:00:00:00:00:01", "02:00:00:00:00:02", 0x1234, 3, 7, [1, 2, 0x3F800000],
-                                 pad=False)
-    s = Ether(P.setup_frame(1, 2, 9, P.setup_record(100, 4, 0, 1)))
+    assert built == P.data_frame(SW, HOST, 0x1234, 3, 7, [1, 2, 0x3F800000], pad=False)
+    s = Ether(P.setup_frame(SW, HOST, 9, P.setup_record(100, 4, 0, 1)))
     assert (s[MSSetup].collective_id, s[MSSetup].element_count, s[MSSetup].expected_local) == (9, 100, 4)
-    r = Ether(P.res_frame(1, 2, 9, 2, [5]))
+    r = Ether(P.res_frame(SW, HOST, 9, 2, [5]))
     assert (r[MSRes].collective_id, r[MSRes].chunk_index, r[MSRes].values[0]) == (9, 2, 5)
 
 
@@ -82,9 +85,9 @@ def test_lua_dissector_in_tshark(tmp_path):
     lua.write_text(lua_source())
     pcap = tmp_path / "ms.pcap"
     vals = [0x3F800000, 0xC0200000, 0x50DF8476, 0x3E000000] * 4        # 1, -2.5, 3e10, 0.125
-    frames = [P.setup_frame(1, 2, 0xC0FFEE, P.setup_record(1000, 4, 0, 1)),
-              P.data_frame(1, 2, 0x1234, 3, 7, vals),
-              P.res_frame(1, 2, 0xABCDEF01, 9, [0x40D00000] * 16)]     # 6.5
+    frames = [P.setup_frame(SW, HOST, 0xC0FFEE, P.setup_record(1000, 4, 0, 1)),
+              P.data_frame(SW, HOST, 0x1234, 3, 7, vals),
+              P.res_frame(SW, HOST, 0xABCDEF01, 9, [0x40D00000] * 16)]     # 6.5
     wrpcap(str(pcap), [Ether(f) for f in frames])
     fields = ["minisharp.opcode", "minisharp.major", "minisharp.minor", "minisharp.setup.collective_id",
               "minisharp.rec.element_count", "minisharp.rec.expected_local", "minisharp.rec.egress_last",
@@ -115,7 +118,7 @@ class LossySwitch:
     def __init__(self, seed):
         self.rng = random.Random(seed)
         self.ctx, self.slots, self.out = None, {}, []
-        self.mac = b"\x02\x00\x00\x00\x00\x01"
+        self.mac = HOST
 
     def send(self, frame):
         p = P.parse(frame)
@@ -129,7 +132,7 @@ class LossySwitch:
         slot = self.slots.setdefault(c, {})
         slot[p["rank"]] = P.parse(frame, n)["values"]
         if len(slot) == self.ctx["expected_local"]:
-            self.out.append(P.res_frame(1, 2, p["collective_id"], c, reduce_vectors(list(slot.values()))))
+            self.out.append(P.res_frame(HOST, SW, p["collective_id"], c, reduce_vectors(list(slot.values()))))
             self.slots[c] = {}
 
     def recv(self, timeout):

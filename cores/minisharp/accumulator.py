@@ -255,6 +255,11 @@ class _Round(Module):
         ]
 
 
+def acc_op_layout(lanes, depth):
+    """The bank's op stream: op (ACC_OP_*), addr, init, emit, data (`lanes` FP32)."""
+    return [("op", 1), ("addr", bits_for(depth - 1)), ("init", 1), ("emit", 1), ("data", 32 * lanes)]
+
+
 class MSAccumulatorBank(LiteXModule):
     """A RAM of `depth` words of `lanes` exact FP32 accumulators (MS_ACC_EXACT_FP32_MAG277).
 
@@ -284,8 +289,8 @@ class MSAccumulatorBank(LiteXModule):
             raise ValueError(f"depth must be >= 2, got {depth}")
         if not 1 <= max_ranks <= 1024:
             raise ValueError(f"max_ranks must be in 1..1024 (288-bit window), got {max_ranks}")
-        aw = bits_for(depth - 1)
-        self.sink = stream.Endpoint([("op", 1), ("addr", aw), ("init", 1), ("emit", 1), ("data", 32 * lanes)])
+        self.sink = stream.Endpoint(acc_op_layout(lanes, depth))
+        aw = len(self.sink.addr)
         self.source = stream.Endpoint([("data", 32 * lanes)])
         self.lanes, self.depth = lanes, depth
         sw = acc_state_bits(max_ranks)

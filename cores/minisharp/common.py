@@ -9,9 +9,9 @@ IEEE-754 binary32, big-endian. On a W-bit port stream byte i of a beat is data[8
 """
 import math
 
-from migen import Cat
-
 from litex.soc.interconnect.stream import EndpointDescription
+
+from cores.lib.header import Header
 
 # Ethernet / version -------------------------------------------------------------------------------
 
@@ -72,17 +72,41 @@ def chunk_length(element_count, chunk_index, chunk_elements=MS_CHUNK_ELEMENTS):
     return max(0, min(chunk_elements, element_count - start))
 
 
-# Header layouts: (name, byte offset in the frame, bytes) -------------------------------------------
+# Headers (cores.lib.header.Header: byte k of a header in bits 8k..8k+7, fields big-endian) ---------
+# Every frame starts with the Ethernet header, the control bytes (version: Major << 4 | Minor; opcode)
+# and the 64-bit operation header of its opcode; a COL_SETUP payload starts with the setup record.
 
-ETH_FIELDS = [("dst_mac", 0, 6), ("src_mac", 6, 6), ("ethertype", 12, 2)]
-CONTROL_OFFSET = 14          # byte 14 = Major << 4 | Minor, byte 15 = Opcode
-OP_OFFSET = 16
-SETUP_OP_FIELDS = [("collective_id", 16, 4), ("reserved", 20, 4)]
-DATA_OP_FIELDS  = [("rank", 16, 1), ("collective_id", 17, 4), ("chunk_index", 21, 2), ("reserved", 23, 1)]
-RES_OP_FIELDS   = [("reserved0", 16, 1), ("collective_id", 17, 4), ("chunk_index", 21, 2), ("reserved1", 23, 1)]
+_ETH = [("dst_mac", 0, 6), ("src_mac", 6, 6), ("ethertype", 12, 2)]
+_CONTROL = [("version", 14, 1), ("opcode", 15, 1)]
+OP_OFFSET = 16               # the operation header's first byte
+ETH_HEADER = Header.from_bytes(_ETH, ETH_HEADER_BYTES)
 
-# Setup record (16 bytes at the start of the COL_SETUP payload): (name, offset in record, bytes).
-SETUP_RECORD_FIELDS = [
+
+def _ms_header(op_fields):
+    return Header.from_bytes(_ETH + _CONTROL + op_fields, MS_HEADER_BYTES)
+
+
+MS_HEADER    = _ms_header([("op_header", OP_OFFSET, OP_HEADER_BYTES)])     # any opcode: the op header as one field
+SETUP_HEADER = _ms_header([("collective_id", 16, 4), ("reserved", 20, 4)])
+DATA_HEADER  = _ms_header([("rank", 16, 1), ("collective_id", 17, 4), ("chunk_index", 21, 2), ("reserved", 23, 1)])
+RES_HEADER   = _ms_header([("reserved0", 16, 1), ("collective_id", 17, 4), ("chunk_index", 21, 2),
+                           ("reserved1", 23, 1)])
+OP_HEADERS = {MS_OP_COL_SETUP: SETUP_HEADER, MS_OP_COL_DATA: DATA_HEADER, MS_OP_COL_RES: RES_HEADER}
+VERSION_MAJOR_SHIFT = 4      # Major in the version byte's high nibble, Minor in the low one
+
+
+def version_byte(major=VERSION_MAJOR, minor=VERSION_MINOR):
+    return (major << VERSION_MAJOR_SHIFT) | minor
+
+
+def split_version(version):
+    """(major, minor) of a version byte."""
+    return version >> VERSION_MAJOR_SHIFT, version & ((1 << VERSION_MAJOR_SHIFT) - 1)
+
+
+# Setup record (16 bytes at the start of the COL_SETUP payload).
+SETUP_RECORD_BYTES = 16
+SETUP_RECORD = Header.from_bytes([
     ("collective",        0, 1),
     ("reduce_op",         1, 1),
     ("input_fmt",         2, 1),
@@ -94,8 +118,30 @@ SETUP_RECORD_FIELDS = [
     ("expected_local",    8, 2),
     ("element_count",    10, 4),
     ("reserved1",        14, 2),
-]
-SETUP_RECORD_BYTES = 16
+], SETUP_RECORD_BYTES)
+
+
+def payload_word(lanes):
+    """A payload word of `lanes` FP32 elements as they arrive (element i, big-endian, at bytes 4i..4i+3);
+    field `e<i>` is element i's value."""
+    return Header.from_bytes([(f"e{i}", FP32_BYTES * i, FP32_BYTES) for i in range(lanes)], FP32_BYTES * lanes)
+
+
+# MiniSharpSoCBlock's CSR words (fields from bit 0 up), for the block and the host code ----------------
+
+CONFIG_CSR        = Header.from_lsb_layout([("num_ports", 8), ("max_ranks", 9), ("n_contexts", 7), ("n_slots", 8)])
+INJECT_CTRL_CSR   = Header.from_lsb_layout([("length", 16), ("port", 8), ("go", 1)])
+INJECT_STATUS_CSR = Header.from_lsb_layout([("busy", 1)])
+CAPTURE_CTRL_CSR  = Header.from_lsb_layout([("port", 8), ("arm", 1)])
+CAPTURE_DATA_CSR  = Header.from_lsb_layout([("byte", 8), ("last", 1)])
+
+
+# MAC addresses ----------------------------------------------------------------------------------
+
+BROADCAST_MAC   = 0xFFFFFFFFFFFF
+DEFAULT_DST_MAC = BROADCAST_MAC   # port<i>_dst_mac reset: COL_RES frames are broadcast unless configured
+DEFAULT_SRC_MAC = 0x024D53000000  # port<i>_src_mac reset: 02:4d:53 ("MS") + port number i
+HOST_MAC        = 0x0200000000AA  # the Aggregation Manager and the ranks in the demos, tests and benchmark
 
 # Drop reasons (one counter each) -------------------------------------------------------------------
 
@@ -117,6 +163,21 @@ DROP_REASONS = [
     ("phy_error",      "the PHY flagged an error in the frame"),
 ]
 DROP = {name: i for i, (name, _) in enumerate(DROP_REASONS)}
+PORT_COUNTERS = [
+    ("rx_frames",  "frames received"),
+    ("rx_drops",   "received frames dropped"),
+    ("fwd_frames", "received frames forwarded"),
+    ("tx_frames",  "frames sent"),
+]
+
+
+def counters(num_ports):
+    """MiniSharpCore's counters (cores.lib.counters spec): drop_<reason>, port<i>_<kind> and the engine's
+    setups and chunks; MiniSharpSoCBlock's CSRs have these names."""
+    return ([(f"drop_{name}", f"Frames dropped: {desc}.") for name, desc in DROP_REASONS] +
+            [(f"port{i}_{kind}", f"Port {i}: {desc}.") for kind, desc in PORT_COUNTERS for i in range(num_ports)] +
+            [("setups", "Contexts installed or replaced."), ("chunks", "Chunk results emitted.")])
+
 
 # Exact accumulator (MS_ACC_EXACT_FP32_MAG277) ----------------------------------------------------
 # Finite FP32 values have bit weights 2^-149 .. 2^127: 277 magnitude bits. A sum of R of them needs
@@ -172,17 +233,4 @@ result_meta_layout = [
     ("chunk_index",   16),
     ("n_elements",    16),
 ]
-
-
-def record_field(record, name):
-    """Slice of a big-endian setup record Signal/Value (byte 0 in bits 0..7) for field `name`."""
-    for fname, off, n in SETUP_RECORD_FIELDS:
-        if fname == name:
-            return be_bytes(record, off, n)
-    raise KeyError(name)
-
-
-def be_bytes(value, offset, n):
-    """Big-endian n-byte field at byte `offset` of a byte-vector Value (byte i in bits 8i..8i+7)."""
-    return Cat(*[value[8 * (offset + n - 1 - i):8 * (offset + n - i)] for i in range(n)])
 

@@ -5,12 +5,13 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.packet import Arbiter, Dispatcher
 
+from cores.lib.buffers import RegisteredBuffer, SkidBuffer
 from cores.lib.commit_fifo import CommitFIFO
-from cores.minisharp.common import DROP_REASONS, MS_CHUNK_ELEMENTS, port_description, result_meta_layout
+from cores.lib.counters import add_counters
+from cores.minisharp.common import DROP_REASONS, MS_CHUNK_ELEMENTS, counters, port_description, result_meta_layout
 from cores.minisharp.egress import MSResultFanout, MSResultSerializer
 from cores.minisharp.engine import MSCollectiveEngine
 from cores.minisharp.ingress import MSPortIngress
-from cores.lib.buffers import RegisteredBuffer, SkidBuffer
 
 
 class MiniSharpCore(LiteXModule):
@@ -21,8 +22,9 @@ class MiniSharpCore(LiteXModule):
     MACs, and a packet arbiter between results and forwarded frames. One collective engine of `lanes`
     FP32 lanes serves all ports (round robin per frame).
     Config inputs: policy (MSP_*), dst_macs[i]/src_macs[i] (COL_RES headers), fwd_map[i] (output port of
-    frames forwarded from input i). Counters (32-bit, wrap): drops[reason], rx_frames[i], rx_drops[i],
-    fwd_frames[i], tx_frames[i], setups, chunks.
+    frames forwarded from input i). Counters (cores.lib.counters, 32-bit, wrap): counters[name] for each name of
+    common.counters(num_ports): drop_<reason>, port<i>_rx_frames / _rx_drops / _fwd_frames / _tx_frames,
+    setups, chunks.
     Parameters: num_ports >= 2, dw in (8, 16, 32, 64), lanes (power of two, lanes*32 multiple of dw;
     default max(1, dw/32)), chunk_elements (ABI: MS_CHUNK_ELEMENTS), n_contexts >= 8, n_slots >= 1,
     max_ranks <= 256.
@@ -42,13 +44,6 @@ class MiniSharpCore(LiteXModule):
         self.dst_macs = [Signal(48) for _ in range(num_ports)]
         self.src_macs = [Signal(48) for _ in range(num_ports)]
         self.fwd_map = [Signal(max=num_ports) for _ in range(num_ports)]
-        self.drops = [Signal(32, name=f"drop_{name}") for name, _ in DROP_REASONS]
-        self.rx_frames = [Signal(32) for _ in range(num_ports)]
-        self.rx_drops = [Signal(32) for _ in range(num_ports)]
-        self.fwd_frames = [Signal(32) for _ in range(num_ports)]
-        self.tx_frames = [Signal(32) for _ in range(num_ports)]
-        self.setups = Signal(32)
-        self.chunks = Signal(32)
 
         # # #
 
@@ -106,29 +101,26 @@ class MiniSharpCore(LiteXModule):
                 ser.dst_mac.eq(self.dst_macs[o]), ser.src_mac.eq(self.src_macs[o]),
             ]
 
-        # Counters, from registered event pulses.
+        # Counters, one cycle after their events; the drop events are registered and their sums registered
+        # again before the counters' adders (timing).
         def reg(sig):
             r = Signal.like(sig)
             self.sync += r.eq(sig)
             return r
-        ev = [(reg(ing.drop), reg(ing.drop_reason), reg(ing.frame), reg(ing.fwd_frame)) for ing in self.ingress]
-        e_drop, e_reason, e_port = reg(engine.drop), reg(engine.drop_reason), reg(engine.drop_port)
 
-        def count(cnt, events):
-            # the events' sum is registered before the counter's adder
-            inc = Signal(max=len(events) + 1)
-            self.sync += inc.eq(sum(events)), cnt.eq(cnt + inc)
-        for r, cnt in enumerate(self.drops):
-            count(cnt, [d & (rs == r) for d, rs, _, _ in ev] + [e_drop & (e_reason == r)])
-        for i, (d, _, fr, fw) in enumerate(ev):
+        def total(events):
+            s = Signal(max=len(events) + 1)
+            self.comb += s.eq(sum(events))
+            return s
+        ev = [(reg(ing.drop), reg(ing.drop_reason)) for ing in self.ingress]
+        e_drop, e_reason, e_port = reg(engine.drop), reg(engine.drop_reason), reg(engine.drop_port)
+        events = {f"drop_{name}": total([d & (rs == r) for d, rs in ev] + [e_drop & (e_reason == r)])
+                  for r, (name, _) in enumerate(DROP_REASONS)}
+        for i, ing in enumerate(self.ingress):
             src = self.sources[i]
-            count(self.rx_drops[i], [d, e_drop & (e_port == i)])
-            self.sync += [
-                self.rx_frames[i].eq(self.rx_frames[i] + fr),
-                self.fwd_frames[i].eq(self.fwd_frames[i] + fw),
-                self.tx_frames[i].eq(self.tx_frames[i] + reg(src.valid & src.ready & src.last)),
-            ]
-        self.sync += [
-            self.setups.eq(self.setups + reg(engine.setup_done)),
-            self.chunks.eq(self.chunks + reg(engine.chunk_done)),
-        ]
+            events.update({
+                f"port{i}_rx_frames": ing.frame, f"port{i}_rx_drops": total([ev[i][0], e_drop & (e_port == i)]),
+                f"port{i}_fwd_frames": ing.fwd_frame, f"port{i}_tx_frames": src.valid & src.ready & src.last,
+            })
+        events.update(setups=engine.setup_done, chunks=engine.chunk_done)
+        add_counters(self, counters(num_ports), events, register=True)

@@ -5,8 +5,8 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from cores.minisharp.common import (
-    ETHERTYPE, VERSION_MAJOR, VERSION_MINOR, MS_OP_COL_RES, MS_HEADER_BYTES, FP32_BYTES,
-    result_meta_layout, port_description,
+    ETHERTYPE, MS_OP_COL_RES, MS_HEADER_BYTES, FP32_BYTES, RES_HEADER, result_meta_layout, port_description,
+    version_byte,
 )
 from cores.minisharp.engine import engine_meta_layout
 from cores.minisharp.ingress import lane_byteswap
@@ -90,13 +90,9 @@ class MSResultSerializer(LiteXModule):
         # # #
 
         hdr = Signal(8 * MS_HEADER_BYTES)
-        hbytes = ([self.dst_mac[8 * (5 - i):8 * (6 - i)] for i in range(6)] +
-                  [self.src_mac[8 * (5 - i):8 * (6 - i)] for i in range(6)] +
-                  [C(ETHERTYPE >> 8, 8), C(ETHERTYPE & 0xFF, 8),
-                   C((VERSION_MAJOR << 4) | VERSION_MINOR, 8), C(MS_OP_COL_RES, 8), C(0, 8)] +
-                  [self.meta.collective_id[8 * (3 - i):8 * (4 - i)] for i in range(4)] +
-                  [self.meta.chunk_index[8:16], self.meta.chunk_index[0:8], C(0, 8)])
-        self.comb += hdr.eq(Cat(*hbytes))
+        self.comb += hdr.eq(RES_HEADER.value(
+            dst_mac=self.dst_mac, src_mac=self.src_mac, ethertype=ETHERTYPE, version=version_byte(),
+            opcode=MS_OP_COL_RES, collective_id=self.meta.collective_id, chunk_index=self.meta.chunk_index))
         k = 32 * lanes // dw
         wbytes = Signal(32 * lanes)
         self.comb += wbytes.eq(lane_byteswap(self.words.data, lanes))

@@ -1,15 +1,17 @@
-"""MiniSharp collective engine: setup path, context table, chunk slots and the exact accumulator bank."""
+"""MiniSharp collective engine: validation (setup checks, context table, chunk slots), payload stage and the
+exact accumulator bank."""
 from migen import *
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.minisharp.accumulator import MSAccumulatorBank, ACC_OP_ADD
-from cores.minisharp.common import (
-    KIND_SETUP, DROP, descriptor_layout, result_meta_layout, record_field, MS_HEADER_BYTES, ETH_MIN_FRAME,
-    MS_COL_REDUCE, MS_RED_SUM, MS_FMT_FP32, MS_ACC_EXACT_FP32_MAG277, FP32_BYTES,
-)
 from cores.lib.buffers import RegisteredBuffer, SkidBuffer
+from cores.lib.logic import first_set, reduce_or
+from cores.minisharp.accumulator import MSAccumulatorBank, ACC_OP_ADD, acc_op_layout
+from cores.minisharp.common import (
+    KIND_SETUP, DROP, SETUP_RECORD, SETUP_RECORD_BYTES, descriptor_layout, result_meta_layout, MS_HEADER_BYTES,
+    ETH_MIN_FRAME, MS_COL_REDUCE, MS_RED_SUM, MS_FMT_FP32, MS_ACC_EXACT_FP32_MAG277, FP32_BYTES,
+)
 
 MAX_CHUNK_INDEX = 1 << 16
 
@@ -19,33 +21,477 @@ def engine_meta_layout(num_ports):
     return result_meta_layout + [("targets", num_ports)]
 
 
-def _first_set(vec, n):
-    """(any, index of the lowest set bit, statements) of a list of 1-bit Values: one-hot, then OR-encode."""
-    idx = Signal(max=max(n, 2))
-    first = [vec[i] & ~reduce_or(vec[:i]) if i else vec[0] for i in range(n)]
-    return reduce_or(vec), idx, [idx.eq(reduce_or([Mux(first[i], i, 0) for i in range(n)]))]
+def job_layout(num_ports, n_slots):
+    """A frame's job for the payload stage. lastw: payload words - 1; awords: words added (the rest, and
+    every word of a dropped frame, is drained); emit: the frame completes its slot; init: it opens it."""
+    return [("port", bits_for(max(num_ports - 1, 1))), ("drop", 1), ("emit", 1), ("init", 1),
+            ("slot", bits_for(max(n_slots - 1, 1))), ("lastw", 16), ("awords", 16)]
 
 
-def reduce_or(vec):
-    v = vec[0]
-    for x in vec[1:]:
-        v = v | x
-    return v
+class MSSetupCheck(LiteXModule):
+    """The rules of a setup record (combinational).
+
+    record: the 16-byte record (byte 0 in bits 0..7). reserved_bad: a reserved field is non-zero; checks:
+    one flag per bad_setup rule (unsupported values, egress range, expected_local 0 or > max_ranks,
+    element_count 0 or more than 65536 chunks); no compare feeds another. The values a context keeps:
+    expected (expected_local), lastchunk (number of chunks - 1), lastlen (elements of the last chunk),
+    targets (bit i: port i is in [egress_first, egress_last]).
+    """
+    def __init__(self, num_ports, max_ranks, chunk_elements):
+        lce = log2_int(chunk_elements)
+        self.record = Signal(8 * SETUP_RECORD_BYTES)
+        self.reserved_bad = Signal()
+        self.checks = Signal(11)
+        self.expected = Signal(bits_for(max_ranks))
+        self.lastchunk = Signal(16)
+        self.lastlen = Signal(lce + 1)
+        self.targets = Signal(num_ports)
+
+        # # #
+
+        rf = {name: SETUP_RECORD.field(self.record, name) for name in SETUP_RECORD.fields}
+        self.comb += [
+            self.reserved_bad.eq((rf["reserved0"] != 0) | (rf["reserved1"] != 0)),
+            self.checks.eq(Cat(
+                rf["collective"] != MS_COL_REDUCE, rf["reduce_op"] != MS_RED_SUM,
+                rf["input_fmt"] != MS_FMT_FP32, rf["acc_mode"] != MS_ACC_EXACT_FP32_MAG277,
+                rf["output_fmt"] != MS_FMT_FP32,
+                rf["egress_first"] > rf["egress_last"], rf["egress_last"] >= num_ports,
+                rf["expected_local"] == 0, rf["expected_local"] > max_ranks,
+                rf["element_count"] == 0, rf["element_count"] > MAX_CHUNK_INDEX * chunk_elements)),
+            self.expected.eq(rf["expected_local"]),
+            self.lastchunk.eq((rf["element_count"] - 1) >> lce),
+            self.lastlen.eq(Mux(rf["element_count"][:lce] == 0, chunk_elements, rf["element_count"][:lce])),
+            self.targets.eq(Cat(*[(rf["egress_first"] <= i) & (i <= rf["egress_last"]) for i in range(num_ports)])),
+        ]
+
+
+class MSContextTable(LiteXModule):
+    """`n_contexts` installed collectives (registers): Collective ID, expected contributors, last chunk,
+    elements of the last chunk, output ports.
+
+    Lookups (combinational): match (bit i: context i is valid and holds `coll`), free (bit i: context i is
+    not valid), is_last (bit i: `chunk` is context i's last chunk), and context `idx`'s expected, lastchunk,
+    lastlen and targets. `install()` gives the statements (NextValue, for an FSM state) that install a
+    context at `idx`.
+    """
+    def __init__(self, n_contexts, num_ports, expected_bits, lastlen_bits):
+        self.coll = Signal(32)
+        self.chunk = Signal(16)
+        self.idx = Signal(max=max(n_contexts, 2))
+        self.match, self.free, self.is_last = Signal(n_contexts), Signal(n_contexts), Signal(n_contexts)
+        self.expected, self.lastchunk = Signal(expected_bits), Signal(16)
+        self.lastlen, self.targets = Signal(lastlen_bits), Signal(num_ports)
+
+        # # #
+
+        self._valid = Array(Signal() for _ in range(n_contexts))
+        self._id = Array(Signal(32) for _ in range(n_contexts))
+        self._expected = Array(Signal(expected_bits) for _ in range(n_contexts))
+        self._lastchunk = Array(Signal(16) for _ in range(n_contexts))         # number of chunks - 1
+        self._lastlen = Array(Signal(lastlen_bits) for _ in range(n_contexts))  # elements of the last chunk
+        self._targets = Array(Signal(num_ports) for _ in range(n_contexts))
+        self.comb += [
+            self.match.eq(Cat(*[self._valid[i] & (self._id[i] == self.coll) for i in range(n_contexts)])),
+            self.free.eq(Cat(*[~self._valid[i] for i in range(n_contexts)])),
+            self.is_last.eq(Cat(*[self.chunk == self._lastchunk[i] for i in range(n_contexts)])),
+            self.expected.eq(self._expected[self.idx]), self.lastchunk.eq(self._lastchunk[self.idx]),
+            self.lastlen.eq(self._lastlen[self.idx]), self.targets.eq(self._targets[self.idx]),
+        ]
+
+    def install(self, coll, expected, lastchunk, lastlen, targets):
+        i = self.idx
+        return [
+            NextValue(self._valid[i], 1), NextValue(self._id[i], coll), NextValue(self._expected[i], expected),
+            NextValue(self._lastchunk[i], lastchunk), NextValue(self._lastlen[i], lastlen),
+            NextValue(self._targets[i], targets),
+        ]
+
+
+class MSSlotTable(LiteXModule):
+    """`n_slots` chunk slots (registers): context (one-hot of `n_contexts`), Chunk Index, rank bitmap
+    (`max_ranks` bits) and contribution count.
+
+    Lookups (combinational): match (bit j: slot j is valid and holds context `ctx_oh`, chunk `chunk`), empty
+    (bit j: slot j is free), rank_seen (bit j: rank `rank_oh` (one-hot) contributed to slot j), completes
+    (bit j: one more contribution brings slot j to `expected`), count (slot `idx`'s count).
+    Writes, one cycle after `commit` (with the one-hot `upd` / `free` of the frame) or `replace` (frees
+    the slots of context `ctx_oh`), from registered per-slot enables: `upd` (re)opens or adds to a slot for
+    ctx_oh/chunk (the rank's bit set in its bitmap, cleared first with `init`, count set to `count_w`).
+    """
+    def __init__(self, n_slots, n_contexts, max_ranks):
+        rw = bits_for(max_ranks)
+        self.ctx_oh, self.chunk, self.rank_oh = Signal(n_contexts), Signal(16), Signal(max_ranks)
+        self.expected = Signal(rw)
+        self.idx = Signal(max=max(n_slots, 2))
+        self.match, self.empty, self.rank_seen, self.completes = (Signal(n_slots) for _ in range(4))
+        self.count = Signal(rw)
+        self.commit, self.replace, self.init = Signal(), Signal(), Signal()
+        self.upd, self.free = Signal(n_slots), Signal(n_slots)
+        self.count_w = Signal(rw)
+
+        # # #
+
+        s_valid = [Signal() for _ in range(n_slots)]
+        s_ctx = [Signal(n_contexts) for _ in range(n_slots)]      # one-hot context
+        s_chunk = [Signal(16) for _ in range(n_slots)]
+        s_bitmap = [Signal(max_ranks) for _ in range(n_slots)]
+        s_count = [Signal(rw) for _ in range(n_slots)]
+        of_ctx = Signal(n_slots)
+        self.comb += [
+            of_ctx.eq(Cat(*[(s_ctx[j] & self.ctx_oh) != 0 for j in range(n_slots)])),
+            self.match.eq(Cat(*[s_valid[j] & of_ctx[j] & (s_chunk[j] == self.chunk) for j in range(n_slots)])),
+            self.empty.eq(Cat(*[~s_valid[j] for j in range(n_slots)])),
+            # the rank's bit: an AND-OR with the one-hot Rank (no select decoding)
+            self.rank_seen.eq(Cat(*[(s_bitmap[j] & self.rank_oh) != 0 for j in range(n_slots)])),
+            self.completes.eq(Cat(*[(s_count[j] + 1)[:rw] == self.expected for j in range(n_slots)])),
+            self.count.eq(Array(s_count)[self.idx]),
+        ]
+        # `commit`/`replace` do not fan out to the table: registered per-slot enables.
+        ap_upd, ap_free = Signal(n_slots), Signal(n_slots)
+        self.sync += [
+            ap_upd.eq(Mux(self.commit, self.upd, 0)),
+            ap_free.eq(Mux(self.commit, self.free, 0) | Mux(self.replace, of_ctx, 0)),
+            [If(ap_free[j], s_valid[j].eq(0)) for j in range(n_slots)],
+            [If(ap_upd[j],
+                s_valid[j].eq(1), s_ctx[j].eq(self.ctx_oh), s_chunk[j].eq(self.chunk),
+                s_bitmap[j].eq(Mux(self.init, 0, s_bitmap[j]) | self.rank_oh), s_count[j].eq(self.count_w)
+             ) for j in range(n_slots)],
+        ]
+
+
+class MSPortSelect(LiteXModule):
+    """Round-robin choice among `num_ports` descriptor sinks, one descriptor at a time.
+
+    pick: the first port with a valid descriptor after the last one served (combinational); `start()` gives
+    the statements (NextValue, for an FSM state) that register it as `sel` with a one-hot `fetch` that is
+    each port's ready, `stop()` those that end the fetch: a port's ready is a flip-flop, so neither the
+    FSM's state decode nor the selection reaches the descriptor FIFOs' read logic. desc: port sel's
+    descriptor; fetching: high (a flip-flop) in the cycle it is taken; any_valid: some port has one.
+    """
+    def __init__(self, num_ports):
+        pw = bits_for(max(num_ports - 1, 1))
+        self.sinks = [stream.Endpoint(descriptor_layout) for _ in range(num_ports)]
+        self.desc = stream.Endpoint(descriptor_layout)
+        self.sel, self.pick = Signal(pw), Signal(pw)
+        self.fetching, self.any_valid = Signal(), Signal()
+
+        # # #
+
+        self.fetch = fetch = Signal(num_ports)
+        valids = [d.valid for d in self.sinks]
+        self.comb += [
+            Case(self.sel, {last: [If(valids[(last + 1 + k) % num_ports], self.pick.eq((last + 1 + k) % num_ports))
+                                   for k in reversed(range(num_ports))]
+                            for last in range(num_ports)}),
+            [self.sinks[i].ready.eq(fetch[i]) for i in range(num_ports)],
+            Case(self.sel, {i: self.sinks[i].connect(self.desc, omit={"ready"}) for i in range(num_ports)}),
+            self.any_valid.eq(reduce_or(valids)),
+        ]
+
+    def start(self):
+        return [NextValue(self.sel, self.pick), NextValue(self.fetch, 1 << self.pick), NextValue(self.fetching, 1)]
+
+    def stop(self):
+        return [NextValue(self.fetch, 0), NextValue(self.fetching, 0)]
+
+
+class MSValidation(LiteXModule):
+    """Validates the descriptors of `num_ports` ingress ports (round robin, one frame after the other).
+
+    COL_SETUP validates the record (MSSetupCheck) and installs or replaces a context (MSContextTable).
+    COL_DATA looks up the context and the chunk slot (MSSlotTable, keyed by context and Chunk Index) and
+    checks rank, chunk index, payload length and duplicates (rank bitmap per slot); an accepted frame
+    updates the slot (rank bit, count; the completing one frees it and emits the result `meta` record) and
+    queues a `job` for the payload stage; a rejected one is reported on drop/drop_reason/drop_port and
+    queues a drain job for its payload. `job` and `meta` leave through registered buffers.
+    9 cycles a frame (5 for a setup); setup_done/chunk_done pulse once per installed context/completed chunk.
+    """
+    def __init__(self, num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks):
+        self.desc_sinks = [stream.Endpoint(descriptor_layout) for _ in range(num_ports)]
+        self.job = stream.Endpoint(job_layout(num_ports, n_slots))
+        self.meta = stream.Endpoint(engine_meta_layout(num_ports))
+        self.drop = Signal()
+        self.drop_reason = Signal(max=len(DROP))
+        self.drop_port = Signal(max=max(num_ports, 2))
+        self.setup_done = Signal()
+        self.chunk_done = Signal()
+
+        # # #
+
+        lce = log2_int(chunk_elements)
+        rw = bits_for(max_ranks)
+        # Jobs and meta records leave through registered buffers: DECIDE's handshake does not reach the
+        # queues' level logic and RAM.
+        self.job_in = job_in = stream.Buffer(self.job.description, pipe_valid=True)
+        self.meta_out = meta_out = stream.Buffer(self.meta.description, pipe_valid=True)
+        self.comb += job_in.source.connect(self.job), meta_out.source.connect(self.meta)
+        job_w, meta_w = job_in.sink, meta_out.sink
+        self.setup_check = check = MSSetupCheck(num_ports, max_ranks, chunk_elements)
+        self.contexts = contexts = MSContextTable(n_contexts, num_ports, rw, lce + 1)
+        self.slots = slots = MSSlotTable(n_slots, n_contexts, max_ranks)
+        self.select = select = MSPortSelect(num_ports)
+        self.comb += [s.connect(d) for s, d in zip(self.desc_sinks, select.sinks)]
+        self.comb += self.drop_port.eq(select.sel)
+        sel, desc = select.sel, select.desc
+
+        # Current frame.
+        d_kind, d_coll, d_rank, d_chunk = Signal(), Signal(32), Signal(8), Signal(16)
+        d_pbytes, d_record = Signal(16), Signal(len(desc.record))
+        ctx_hit, ctx_idx, ctx_free, ctx_free_idx = Signal(), Signal(max=max(n_contexts, 2)), Signal(), \
+            Signal(max=max(n_contexts, 2))
+        # The context as one-hot, for the slot table (its own flip-flops, placed with the table; no decoder).
+        ctx_oh = Signal(n_contexts)
+        slot_hit, slot_idx, slot_free, slot_free_idx = Signal(), Signal(max=max(n_slots, 2)), Signal(), \
+            Signal(max=max(n_slots, 2))
+        rank_bad, chunk_bad, dup, len_ok, complete = Signal(), Signal(), Signal(), Signal(), Signal()
+        rbit = Signal(n_slots)
+        cfull, exp1 = [Signal() for _ in range(n_slots)], Signal()
+        exp_elems = Signal(max=chunk_elements + 1)
+        is_last = [Signal() for _ in range(n_contexts)]     # d_chunk is context i's last chunk
+        cur, init = Signal(max=max(n_slots, 2)), Signal()
+        nwords, awords, new_count = Signal(16), Signal(16), Signal(rw)
+        rank_oh = Signal(max_ranks)
+        self.comb += [
+            check.record.eq(d_record),
+            contexts.coll.eq(d_coll), contexts.chunk.eq(d_chunk), contexts.idx.eq(ctx_idx),
+            slots.ctx_oh.eq(ctx_oh), slots.chunk.eq(d_chunk), slots.rank_oh.eq(rank_oh), slots.idx.eq(slot_idx),
+        ]
+
+        # Context lookup (from d_coll): the match vector is registered (LOOKUP), then encoded (LOOKUP2).
+        hit_vec = Signal(n_contexts)
+        any_hit, hit_i, _ = first_set(self, hit_vec, n_contexts)
+        any_free, free_i, _ = first_set(self, contexts.free, n_contexts)
+        # Slot lookup (from ctx_idx, d_chunk): the match vector is registered (CTX), then encoded (CHECK1).
+        shit_r = Signal(n_slots)
+        any_shit, shit_i, _ = first_set(self, shit_r, n_slots)
+        any_sfree, sfree_i, _ = first_set(self, slots.empty, n_slots)
+
+        # Selected context, registered (state CTX).
+        k_expected, k_lastchunk = Signal(rw), Signal(16)
+        k_targets = Signal(num_ports)
+        k_islast, k_lastlen = Signal(), Signal(lce + 1)
+        self.comb += slots.expected.eq(k_expected)
+
+        exp_bytes = Signal(17)
+        self.comb += exp_bytes.eq(exp_elems * FP32_BYTES)
+
+        def drop(name):
+            return [self.drop.eq(1), self.drop_reason.eq(DROP[name])]
+
+        words = lambda nbytes: (nbytes + 4 * lanes - 1) >> log2_int(4 * lanes)
+
+        # Data frame decision (computed in CHECK2, applied in DECIDE): the first failing check in spec order.
+        drop_c, reason_c = Signal(), Signal(max=len(DROP))
+        self.comb += [
+            drop_c.eq(1),
+            If(~ctx_hit, reason_c.eq(DROP["unknown_coll"])
+            ).Elif(rank_bad, reason_c.eq(DROP["bad_rank"])
+            ).Elif(chunk_bad, reason_c.eq(DROP["bad_chunk"])
+            ).Elif(~len_ok, reason_c.eq(DROP["bad_length"])
+            ).Elif(dup, reason_c.eq(DROP["duplicate"])
+            ).Elif(~slot_hit & ~slot_free, reason_c.eq(DROP["no_slot"])
+            ).Else(drop_c.eq(0)),
+        ]
+        data_drop, data_reason, need_job = Signal(), Signal(max=len(DROP)), Signal()
+        upd = Signal(n_slots)          # the slot this frame adds to (not completing)
+        free = Signal(n_slots)         # the slot this frame completes
+        go = Signal()
+        # Queue room from registered readies: the engine is the only writer of both queues and writes at most
+        # once a data frame (>= 8 cycles apart), so room seen one cycle ago is still there.
+        jobs_room, meta_room = Signal(), Signal()
+        self.sync += jobs_room.eq(job_w.ready), meta_room.eq(meta_w.ready)
+        self.comb += go.eq((~need_job | jobs_room) & (data_drop | ~complete | meta_room))
+        self.comb += [
+            job_w.port.eq(sel), job_w.drop.eq(data_drop), job_w.emit.eq(complete),
+            job_w.init.eq(init), job_w.slot.eq(cur), job_w.lastw.eq(nwords - 1),
+            job_w.awords.eq(awords),
+            meta_w.collective_id.eq(d_coll), meta_w.chunk_index.eq(d_chunk),
+            meta_w.n_elements.eq(exp_elems),
+            meta_w.targets.eq(k_targets),
+            # Slot table writes one cycle after the decision (or the replacing setup). The next frame reads
+            # the table in CTX at the earliest, three cycles later; the frame's registers still hold.
+            slots.upd.eq(upd), slots.free.eq(free), slots.init.eq(init), slots.count_w.eq(new_count),
+        ]
+
+        self.fsm = fsm = FSM(reset_state="IDLE")
+        fsm.act("IDLE",
+            If(select.any_valid, *select.start(), NextState("FETCH"))
+        )
+        fsm.act("FETCH",
+            *select.stop(),
+            NextState("LOOKUP")
+        )
+        # The descriptor is captured with `fetching` (a flip-flop, high in FETCH) as its enable, not the state
+        # decode: the capture's logic is the port multiplexer only.
+        self.sync += If(select.fetching,
+            d_kind.eq(desc.kind), d_coll.eq(desc.collective_id), d_rank.eq(desc.rank),
+            d_chunk.eq(desc.chunk_index), d_pbytes.eq(desc.payload_bytes), d_record.eq(desc.record),
+        )
+        s_res_bad, s_checks, s_bad = Signal(), Signal(len(check.checks)), Signal()
+        fsm.act("LOOKUP",
+            NextValue(hit_vec, contexts.match),
+            NextValue(s_res_bad, check.reserved_bad), NextValue(s_checks, check.checks),
+            NextValue(rank_oh, 1 << d_rank),
+            [NextValue(is_last[i], contexts.is_last[i]) for i in range(n_contexts)],
+            NextState("LOOKUP2")
+        )
+        fsm.act("LOOKUP2",
+            NextValue(s_bad, s_checks != 0),
+            NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i), NextValue(ctx_oh, 1 << hit_i),
+            NextValue(ctx_free, any_free), NextValue(ctx_free_idx, free_i),
+            NextValue(nwords, words(d_pbytes)),
+            If(d_kind == KIND_SETUP, NextState("SETUP")).Else(NextState("CTX"))
+        )
+        fsm.act("SETUP",
+            If(s_res_bad, *drop("bad_reserved")
+            ).Elif(s_bad, *drop("bad_setup")
+            ).Elif(~ctx_hit & ~ctx_free, *drop("ctx_full")
+            ).Else(
+                self.setup_done.eq(1),
+                If(ctx_hit,   # replace: abandon the partial chunks of the old context
+                    slots.replace.eq(1)
+                ).Else(NextValue(ctx_idx, ctx_free_idx), NextValue(ctx_oh, 1 << ctx_free_idx)),
+                NextState("INSTALL")
+            ),
+            If(self.drop, NextState("IDLE"))
+        )
+        fsm.act("INSTALL",
+            *contexts.install(d_coll, check.expected, check.lastchunk, check.lastlen, check.targets),
+            NextState("IDLE")
+        )
+        fsm.act("CTX",
+            NextValue(k_expected, contexts.expected), NextValue(k_lastchunk, contexts.lastchunk),
+            NextValue(k_targets, contexts.targets),
+            [NextValue(rbit[j], slots.rank_seen[j]) for j in range(n_slots)],
+            NextValue(shit_r, slots.match),
+            NextValue(k_islast, Array(is_last)[ctx_idx]), NextValue(k_lastlen, contexts.lastlen),
+            NextState("CTX2")
+        )
+        fsm.act("CTX2",
+            NextValue(exp_elems, Mux(k_islast, k_lastlen, chunk_elements)),
+            NextState("CHECK1")
+        )
+        fsm.act("CHECK1",
+            NextValue(rank_bad, d_rank >= k_expected),
+            NextValue(chunk_bad, d_chunk > k_lastchunk),
+            NextValue(len_ok, (d_pbytes == exp_bytes) |
+                              ((d_pbytes > exp_bytes) & (d_pbytes <= ETH_MIN_FRAME - MS_HEADER_BYTES))),
+            NextValue(awords, words(exp_bytes)),
+            NextValue(slot_hit, any_shit), NextValue(slot_idx, shit_i),
+            NextValue(slot_free, any_sfree), NextValue(slot_free_idx, sfree_i),
+            NextValue(dup, reduce_or([shit_r[j] & rbit[j] for j in range(n_slots)])),
+            # per slot: would this contribution complete it (registered, off the CHECK2 decision path)
+            [NextValue(cfull[j], slots.completes[j]) for j in range(n_slots)],
+            NextValue(exp1, k_expected == 1),
+            NextState("CHECK2")
+        )
+        cur_c, count_c, complete_c = Signal(max=max(n_slots, 2)), Signal(rw), Signal()
+        self.comb += [
+            cur_c.eq(Mux(slot_hit, slot_idx, slot_free_idx)),
+            count_c.eq(Mux(slot_hit, slots.count, 0) + 1),
+            complete_c.eq(Mux(slot_hit, Array(cfull)[slot_idx], exp1)),
+        ]
+        fsm.act("CHECK2",
+            NextValue(data_drop, drop_c), NextValue(data_reason, reason_c),
+            NextValue(need_job, ~drop_c | (nwords != 0)),
+            NextValue(cur, cur_c), NextValue(init, ~slot_hit),
+            NextValue(new_count, count_c), NextValue(complete, complete_c),
+            NextValue(upd, Mux(drop_c | complete_c, 0, 1 << cur_c)),
+            NextValue(free, Mux(~drop_c & complete_c, 1 << cur_c, 0)),
+            NextState("DECIDE")
+        )
+        fsm.act("DECIDE",
+            If(go,
+                meta_w.valid.eq(~data_drop & complete), job_w.valid.eq(need_job),
+                If(data_drop, self.drop.eq(1), self.drop_reason.eq(data_reason)),
+                self.chunk_done.eq(free != 0), slots.commit.eq(1),
+                NextState("IDLE")
+            )
+        )
+
+
+class MSPayloadStage(LiteXModule):
+    """Runs the jobs in order: the job's payload words, one per cycle, from its port (`sinks[port]`) to the
+    accumulator ops on `source` (ADD at the job's slot, word by word; `init` and `emit` from the job), or
+    drained (a dropped frame, and words past the chunk's length). The next job starts in the cycle after the
+    last word of the previous one. `wpc`: words a chunk (a slot's addresses); jobs wait in a 2-entry queue.
+    """
+    def __init__(self, num_ports, lanes, wpc, n_slots):
+        layout = job_layout(num_ports, n_slots)
+        self.jobs = stream.Endpoint(layout)
+        self.sinks = [stream.Endpoint([("data", 32 * lanes)]) for _ in range(num_ports)]
+        self.source = stream.Endpoint(acc_op_layout(lanes, n_slots * wpc))
+
+        # # #
+
+        pw = bits_for(max(num_ports - 1, 1))
+        sw = bits_for(max(n_slots - 1, 1))
+        self.queue = stream.SyncFIFO(layout, 2)
+        # The stage reads the queue through a skid buffer: `load` (late, from the payload handshake) reaches
+        # only its flag, not the queue's level logic and LUT RAM.
+        self.job_buf = job_buf = SkidBuffer(layout)
+        self.comb += self.jobs.connect(self.queue.sink), self.queue.source.connect(job_buf.sink)
+        job = job_buf.source
+        acc_in = self.source
+
+        # wleft: words after this one; aleft: words still to add (the rest is discarded, as a drained frame's
+        # words); `last` and `in_acc` are their registered == 0 / != 0 flags.
+        # Only b_active has a reset: the rest is loaded with each job and unused while b_active is low. The
+        # word index is not reset by `load` (its loads sit at the bank, far from the handshake): `first` marks
+        # a job's first word, whose index is 0, and the index counts from there.
+        b_active = Signal()
+        b_port, b_emit, b_init = Signal(pw, reset_less=True), Signal(reset_less=True), Signal(reset_less=True)
+        b_slot, wleft, aleft = Signal(sw, reset_less=True), Signal(16, reset_less=True), Signal(16, reset_less=True)
+        last, in_acc = Signal(reset_less=True), Signal(reset_less=True)
+        widx, first = Signal(max=max(wpc, 2), reset_less=True), Signal(reset_less=True)
+        # The job's port feeds a skid buffer: a port's ready comes from the skid's flag and the stage's
+        # registers, never from the bank's ready.
+        self.skid = skid = SkidBuffer([("data", 32 * lanes)])
+        self.comb += [
+            Case(b_port, {i: self.sinks[i].connect(skid.sink, omit={"valid", "ready"})
+                          for i in range(num_ports)}),
+            skid.sink.valid.eq(b_active & Array(s.valid for s in self.sinks)[b_port]),
+            [s.ready.eq(b_active & (b_port == i) & skid.sink.ready) for i, s in enumerate(self.sinks)],
+        ]
+        payload = skid.source
+        take, load = Signal(), Signal()
+        addr = Cat(Mux(first, 0, widx), b_slot) if wpc > 1 else b_slot
+        self.comb += [
+            acc_in.valid.eq(b_active & payload.valid & in_acc),
+            acc_in.op.eq(ACC_OP_ADD), acc_in.addr.eq(addr), acc_in.init.eq(b_init), acc_in.emit.eq(b_emit),
+            acc_in.data.eq(payload.data),
+            payload.ready.eq(b_active & (~in_acc | acc_in.ready)),
+            take.eq(payload.valid & payload.ready),
+            load.eq(~b_active | (take & last)),
+            job.ready.eq(load),
+        ]
+        self.sync += [
+            If(take,
+                widx.eq(Mux(first, 1, widx + 1)), first.eq(0), wleft.eq(wleft - 1), last.eq(wleft == 1),
+                If(in_acc, aleft.eq(aleft - 1), in_acc.eq(aleft != 1))
+            ),
+            If(load,
+                b_active.eq(job.valid), b_port.eq(job.port),
+                b_emit.eq(job.emit), b_init.eq(job.init), b_slot.eq(job.slot),
+                wleft.eq(job.lastw), last.eq(job.lastw == 0),
+                aleft.eq(job.awords), in_acc.eq(~job.drop),
+                first.eq(1)
+            ),
+        ]
 
 
 class MSCollectiveEngine(LiteXModule):
-    """Serves the descriptors of `num_ports` ingress ports (round robin, one frame at a time).
+    """Serves the descriptors and payloads of `num_ports` ingress ports.
 
     Two stages that overlap, so that frames follow each other in the accumulator with no gap:
-    * validation (one frame after the other): COL_SETUP validates the record and installs or replaces a
-      context (table of `n_contexts`). COL_DATA looks up the context and the chunk slot (`n_slots`, keyed
-      by context and Chunk Index) and checks rank, chunk index, payload length and duplicates (rank bitmap
-      per slot); an accepted frame updates the slot at once (rank bit, count; the completing one frees it
-      and emits the result `meta` record) and queues a job; a rejected one is reported on
-      drop/drop_reason and queues a drain job for its payload. 9 cycles a frame (5 for a setup).
-    * payload: jobs in order, one payload word (`lanes` FP32) per cycle into the slot's accumulators
-      (the first contribution initialises, the completing one adds and emits the rounded sums on
-      `result`); the next job starts in the cycle after the last word of the previous one.
+    * validation (MSValidation, one frame after the other): setups install contexts, data frames are
+      checked against their context and chunk slot and queue a job (or are dropped: drop/drop_reason/
+      drop_port); the completing contribution of a chunk emits its result `meta` record. 9 cycles a frame
+      (5 for a setup).
+    * payload (MSPayloadStage): jobs in order, one payload word (`lanes` FP32) per cycle into the slot's
+      accumulators (the first contribution initialises, the completing one adds and emits the rounded sums
+      on `result`).
     Throughput: one payload word per cycle, back-to-back frames (validation hides behind the previous
     frame's words when a frame has at least 9 words). Latency: descriptor to first result word: validation
     (9 cycles), the job queue and the accumulator bank's `latency`; MiniSharpCore end to end: 54 cycles
@@ -74,318 +520,17 @@ class MSCollectiveEngine(LiteXModule):
         # # #
 
         wpc = chunk_elements // lanes
-        lce = log2_int(chunk_elements)
         self.bank = bank = MSAccumulatorBank(lanes=lanes, depth=n_slots * wpc, max_ranks=max_ranks, out_depth=32)
         self.comb += bank.source.connect(self.result)
         # Registered ready and valid between the engine and the bank (timing); order is kept.
         self.bank_buf = RegisteredBuffer(bank.sink.description)
         self.comb += self.bank_buf.source.connect(bank.sink)
-        acc_in = self.bank_buf.sink
-        rw = bits_for(max_ranks)
-        pw = bits_for(max(num_ports - 1, 1))
-        sw = bits_for(max(n_slots - 1, 1))
-
-        # Jobs from validation to the payload stage.
-        job_layout = [("port", pw), ("drop", 1), ("emit", 1), ("init", 1), ("slot", sw),
-                      ("lastw", 16), ("awords", 16)]   # lastw: payload words - 1; awords: words added
-        self.jobs = jobs = stream.SyncFIFO(job_layout, 2)
-        # Jobs and meta records leave the validation stage through registered buffers: DECIDE's handshake
-        # does not reach the queues' level logic and RAM.
-        self.job_in = job_in = stream.Buffer(job_layout, pipe_valid=True)
-        self.meta_out = meta_out = stream.Buffer(self.meta.description, pipe_valid=True)
-        self.comb += job_in.source.connect(jobs.sink), meta_out.source.connect(self.meta)
-        job_w, meta_w = job_in.sink, meta_out.sink
-        # The payload stage reads the queue through a skid buffer: `load` (late, from the payload handshake)
-        # reaches only its flag, not the queue's level logic and LUT RAM.
-        self.job_buf = job_buf = SkidBuffer(job_layout)
-        self.comb += jobs.source.connect(job_buf.sink)
-        job = job_buf.source
-
-        # Context table.
-        c_valid = Array(Signal() for _ in range(n_contexts))
-        c_id = Array(Signal(32) for _ in range(n_contexts))
-        c_expected = Array(Signal(rw) for _ in range(n_contexts))
-        c_lastchunk = Array(Signal(16) for _ in range(n_contexts))         # number of chunks - 1
-        c_lastlen = Array(Signal(lce + 1) for _ in range(n_contexts))      # elements of the last chunk
-        c_targets = Array(Signal(num_ports) for _ in range(n_contexts))
-        # Chunk slots.
-        s_valid = Array(Signal() for _ in range(n_slots))
-        s_ctx = Array(Signal(n_contexts) for _ in range(n_slots))      # one-hot context
-        s_chunk = Array(Signal(16) for _ in range(n_slots))
-        s_bitmap = Array(Signal(max_ranks) for _ in range(n_slots))
-        s_count = Array(Signal(rw) for _ in range(n_slots))
-
-        # Port selection, round robin. The port to serve is picked in IDLE and registered with a one-hot
-        # `fetch` that is each port's ready in FETCH: a port's ready is a flip-flop, so neither the state
-        # decode nor the selection reaches the descriptor FIFO's read logic.
-        sel, fetch, fetching = Signal(pw), Signal(num_ports), Signal()
-        pick = Signal(pw)
-        valids = [d.valid for d in self.desc_sinks]
-        self.comb += Case(sel, {last: [If(valids[(last + 1 + k) % num_ports], pick.eq((last + 1 + k) % num_ports))
-                                       for k in reversed(range(num_ports))]
-                                for last in range(num_ports)})
-        self.comb += [self.desc_sinks[i].ready.eq(fetch[i]) for i in range(num_ports)]
-        desc = stream.Endpoint(descriptor_layout)
-        self.comb += Case(sel, {i: self.desc_sinks[i].connect(desc, omit={"ready"}) for i in range(num_ports)})
-        self.comb += self.drop_port.eq(sel)
-
-        # Current frame.
-        d_kind, d_coll, d_rank, d_chunk = Signal(), Signal(32), Signal(8), Signal(16)
-        d_pbytes, d_record = Signal(16), Signal(len(desc.record))
-        ctx_hit, ctx_idx, ctx_free, ctx_free_idx = Signal(), Signal(max=max(n_contexts, 2)), Signal(), \
-            Signal(max=max(n_contexts, 2))
-        # The context as one-hot, for the slot table (its own flip-flops, placed with the table; no decoder).
-        ctx_oh = Signal(n_contexts)
-        slot_hit, slot_idx, slot_free, slot_free_idx = Signal(), Signal(max=max(n_slots, 2)), Signal(), \
-            Signal(max=max(n_slots, 2))
-        rank_bad, chunk_bad, dup, len_ok, complete = Signal(), Signal(), Signal(), Signal(), Signal()
-        rbit = Signal(n_slots)
-        cfull, exp1 = [Signal() for _ in range(n_slots)], Signal()
-        exp_elems = Signal(max=chunk_elements + 1)
-        is_last = [Signal() for _ in range(n_contexts)]     # d_chunk is context i's last chunk
-        cur, init = Signal(max=max(n_slots, 2)), Signal()
-        nwords, awords, new_count = Signal(16), Signal(16), Signal(rw)
-
-        # Context lookup (from d_coll): the match vector is registered (LOOKUP), then encoded (LOOKUP2).
-        hit_vec = Signal(n_contexts)
-        free_vec = [~c_valid[i] for i in range(n_contexts)]
-        any_hit, hit_i, hit_chain = _first_set([hit_vec[i] for i in range(n_contexts)], n_contexts)
-        any_free, free_i, free_chain = _first_set(free_vec, n_contexts)
-        self.comb += hit_chain + free_chain
-        # Slot lookup (from ctx_idx, d_chunk): the match vector is registered (CTX), then encoded (CHECK1).
-        shit_now = Signal(n_slots)
-        self.comb += shit_now.eq(Cat(*[s_valid[j] & ((s_ctx[j] & ctx_oh) != 0) & (s_chunk[j] == d_chunk)
-                                       for j in range(n_slots)]))
-        shit_r = Signal(n_slots)
-        shit_vec = [shit_r[j] for j in range(n_slots)]
-        sfree_vec = [~s_valid[j] for j in range(n_slots)]
-        any_shit, shit_i, shit_chain = _first_set(shit_vec, n_slots)
-        any_sfree, sfree_i, sfree_chain = _first_set(sfree_vec, n_slots)
-        self.comb += shit_chain + sfree_chain
-
-        # Selected context, registered (state CTX).
-        k_expected, k_lastchunk = Signal(rw), Signal(16)
-        k_targets = Signal(num_ports)
-        k_islast, k_lastlen = Signal(), Signal(lce + 1)
-
-        exp_bytes = Signal(17)
-        self.comb += exp_bytes.eq(exp_elems * FP32_BYTES)
-
-        # Setup record checks.
-        rf = {name: record_field(d_record, name) for name in
-              ("collective", "reduce_op", "input_fmt", "acc_mode", "output_fmt", "egress_first", "egress_last",
-               "reserved0", "expected_local", "element_count", "reserved1")}
-        # One flag per rule (registered in LOOKUP, ORed in LOOKUP2): no compare feeds another.
-        setup_reserved_bad = Signal()
-        setup_checks = Signal(11)
+        self.validation = val = MSValidation(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks)
+        self.payload_stage = pay = MSPayloadStage(num_ports, lanes, wpc, n_slots)
         self.comb += [
-            setup_reserved_bad.eq((rf["reserved0"] != 0) | (rf["reserved1"] != 0)),
-            setup_checks.eq(Cat(
-                rf["collective"] != MS_COL_REDUCE, rf["reduce_op"] != MS_RED_SUM,
-                rf["input_fmt"] != MS_FMT_FP32, rf["acc_mode"] != MS_ACC_EXACT_FP32_MAG277,
-                rf["output_fmt"] != MS_FMT_FP32,
-                rf["egress_first"] > rf["egress_last"], rf["egress_last"] >= num_ports,
-                rf["expected_local"] == 0, rf["expected_local"] > max_ranks,
-                rf["element_count"] == 0, rf["element_count"] > MAX_CHUNK_INDEX * chunk_elements)),
-        ]
-
-        def drop(name):
-            return [self.drop.eq(1), self.drop_reason.eq(DROP[name])]
-
-        words = lambda nbytes: (nbytes + 4 * lanes - 1) >> log2_int(4 * lanes)
-
-        # Data frame decision (computed in CHECK2, applied in DECIDE): the first failing check in spec order.
-        drop_c, reason_c = Signal(), Signal(max=len(DROP))
-        self.comb += [
-            drop_c.eq(1),
-            If(~ctx_hit, reason_c.eq(DROP["unknown_coll"])
-            ).Elif(rank_bad, reason_c.eq(DROP["bad_rank"])
-            ).Elif(chunk_bad, reason_c.eq(DROP["bad_chunk"])
-            ).Elif(~len_ok, reason_c.eq(DROP["bad_length"])
-            ).Elif(dup, reason_c.eq(DROP["duplicate"])
-            ).Elif(~slot_hit & ~slot_free, reason_c.eq(DROP["no_slot"])
-            ).Else(drop_c.eq(0)),
-        ]
-        data_drop, data_reason, need_job = Signal(), Signal(max=len(DROP)), Signal()
-        rank_oh = Signal(max_ranks)
-        upd = Signal(n_slots)          # the slot this frame adds to (not completing)
-        free = Signal(n_slots)         # the slot this frame completes
-        go, commit, replace = Signal(), Signal(), Signal()
-        # Queue room from registered readies: the engine is the only writer of both queues and writes at most
-        # once a data frame (>= 8 cycles apart), so room seen one cycle ago is still there.
-        jobs_room, meta_room = Signal(), Signal()
-        self.sync += jobs_room.eq(job_w.ready), meta_room.eq(meta_w.ready)
-        self.comb += go.eq((~need_job | jobs_room) & (data_drop | ~complete | meta_room))
-        self.comb += [
-            job_w.port.eq(sel), job_w.drop.eq(data_drop), job_w.emit.eq(complete),
-            job_w.init.eq(init), job_w.slot.eq(cur), job_w.lastw.eq(nwords - 1),
-            job_w.awords.eq(awords),
-            meta_w.collective_id.eq(d_coll), meta_w.chunk_index.eq(d_chunk),
-            meta_w.n_elements.eq(exp_elems),
-            meta_w.targets.eq(k_targets),
-        ]
-
-        self.fsm = fsm = FSM(reset_state="IDLE")
-        fsm.act("IDLE",
-            If(reduce_or(valids),
-                NextValue(sel, pick), NextValue(fetch, 1 << pick), NextValue(fetching, 1),
-                NextState("FETCH"))
-        )
-        fsm.act("FETCH",
-            NextValue(fetch, 0), NextValue(fetching, 0),
-            NextState("LOOKUP")
-        )
-        # The descriptor is captured with `fetching` (a flip-flop, high in FETCH) as its enable, not the state
-        # decode: the capture's logic is the port multiplexer only.
-        self.sync += If(fetching,
-            d_kind.eq(desc.kind), d_coll.eq(desc.collective_id), d_rank.eq(desc.rank),
-            d_chunk.eq(desc.chunk_index), d_pbytes.eq(desc.payload_bytes), d_record.eq(desc.record),
-        )
-        s_res_bad, s_checks, s_bad = Signal(), Signal(len(setup_checks)), Signal()
-        fsm.act("LOOKUP",
-            NextValue(hit_vec, Cat(*[c_valid[i] & (c_id[i] == d_coll) for i in range(n_contexts)])),
-            NextValue(s_res_bad, setup_reserved_bad), NextValue(s_checks, setup_checks),
-            NextValue(rank_oh, 1 << d_rank),
-            [NextValue(is_last[i], d_chunk == c_lastchunk[i]) for i in range(n_contexts)],
-            NextState("LOOKUP2")
-        )
-        fsm.act("LOOKUP2",
-            NextValue(s_bad, s_checks != 0),
-            NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i), NextValue(ctx_oh, 1 << hit_i),
-            NextValue(ctx_free, any_free), NextValue(ctx_free_idx, free_i),
-            NextValue(nwords, words(d_pbytes)),
-            If(d_kind == KIND_SETUP, NextState("SETUP")).Else(NextState("CTX"))
-        )
-        fsm.act("SETUP",
-            If(s_res_bad, *drop("bad_reserved")
-            ).Elif(s_bad, *drop("bad_setup")
-            ).Elif(~ctx_hit & ~ctx_free, *drop("ctx_full")
-            ).Else(
-                self.setup_done.eq(1),
-                If(ctx_hit,   # replace: abandon the partial chunks of the old context
-                    replace.eq(1)
-                ).Else(NextValue(ctx_idx, ctx_free_idx), NextValue(ctx_oh, 1 << ctx_free_idx)),
-                NextState("INSTALL")
-            ),
-            If(self.drop, NextState("IDLE"))
-        )
-        fsm.act("INSTALL",
-            NextValue(c_valid[ctx_idx], 1), NextValue(c_id[ctx_idx], d_coll),
-            NextValue(c_expected[ctx_idx], rf["expected_local"]),
-            NextValue(c_lastchunk[ctx_idx], (rf["element_count"] - 1) >> lce),
-            NextValue(c_lastlen[ctx_idx], Mux(rf["element_count"][:lce] == 0, chunk_elements,
-                                              rf["element_count"][:lce])),
-            NextValue(c_targets[ctx_idx], Cat(*[(rf["egress_first"] <= i) & (i <= rf["egress_last"])
-                                                for i in range(num_ports)])),
-            NextState("IDLE")
-        )
-        fsm.act("CTX",
-            NextValue(k_expected, c_expected[ctx_idx]), NextValue(k_lastchunk, c_lastchunk[ctx_idx]),
-            NextValue(k_targets, c_targets[ctx_idx]),
-            # the rank's bit: an AND-OR with the registered one-hot Rank (no select decoding)
-            [NextValue(rbit[j], (s_bitmap[j] & rank_oh) != 0) for j in range(n_slots)],
-            NextValue(shit_r, shit_now),
-            NextValue(k_islast, Array(is_last)[ctx_idx]), NextValue(k_lastlen, c_lastlen[ctx_idx]),
-            NextState("CTX2")
-        )
-        fsm.act("CTX2",
-            NextValue(exp_elems, Mux(k_islast, k_lastlen, chunk_elements)),
-            NextState("CHECK1")
-        )
-        fsm.act("CHECK1",
-            NextValue(rank_bad, d_rank >= k_expected),
-            NextValue(chunk_bad, d_chunk > k_lastchunk),
-            NextValue(len_ok, (d_pbytes == exp_bytes) |
-                              ((d_pbytes > exp_bytes) & (d_pbytes <= ETH_MIN_FRAME - MS_HEADER_BYTES))),
-            NextValue(awords, words(exp_bytes)),
-            NextValue(slot_hit, any_shit), NextValue(slot_idx, shit_i),
-            NextValue(slot_free, any_sfree), NextValue(slot_free_idx, sfree_i),
-            NextValue(dup, reduce_or([shit_vec[j] & rbit[j] for j in range(n_slots)])),
-            # per slot: would this contribution complete it (registered, off the CHECK2 decision path)
-            [NextValue(cfull[j], (s_count[j] + 1)[:rw] == k_expected) for j in range(n_slots)],
-            NextValue(exp1, k_expected == 1),
-            NextState("CHECK2")
-        )
-        cur_c, count_c, complete_c = Signal(max=max(n_slots, 2)), Signal(rw), Signal()
-        self.comb += [
-            cur_c.eq(Mux(slot_hit, slot_idx, slot_free_idx)),
-            count_c.eq(Mux(slot_hit, s_count[slot_idx], 0) + 1),
-            complete_c.eq(Mux(slot_hit, Array(cfull)[slot_idx], exp1)),
-        ]
-        fsm.act("CHECK2",
-            NextValue(data_drop, drop_c), NextValue(data_reason, reason_c),
-            NextValue(need_job, ~drop_c | (nwords != 0)),
-            NextValue(cur, cur_c), NextValue(init, ~slot_hit),
-            NextValue(new_count, count_c), NextValue(complete, complete_c),
-            NextValue(upd, Mux(drop_c | complete_c, 0, 1 << cur_c)),
-            NextValue(free, Mux(~drop_c & complete_c, 1 << cur_c, 0)),
-            NextState("DECIDE")
-        )
-        fsm.act("DECIDE",
-            If(go,
-                meta_w.valid.eq(~data_drop & complete), job_w.valid.eq(need_job),
-                If(data_drop, self.drop.eq(1), self.drop_reason.eq(data_reason)),
-                self.chunk_done.eq(free != 0), commit.eq(1),
-                NextState("IDLE")
-            )
-        )
-        # Slot table writes, one cycle after the decision (or the replacing setup), from registered per-slot
-        # enables: `go` and the FSM decode do not fan out to the table. The next frame reads the table in
-        # CTX at the earliest, three cycles later; the frame's registers (ctx_idx, d_chunk, ...) still hold.
-        ap_upd, ap_free = Signal(n_slots), Signal(n_slots)
-        self.sync += [
-            ap_upd.eq(Mux(commit, upd, 0)),
-            ap_free.eq(Mux(commit, free, 0) |
-                       Mux(replace, Cat(*[(s_ctx[j] & ctx_oh) != 0 for j in range(n_slots)]), 0)),
-            [If(ap_free[j], s_valid[j].eq(0)) for j in range(n_slots)],
-            [If(ap_upd[j],
-                s_valid[j].eq(1), s_ctx[j].eq(ctx_oh), s_chunk[j].eq(d_chunk),
-                s_bitmap[j].eq(Mux(init, 0, s_bitmap[j]) | rank_oh), s_count[j].eq(new_count)
-             ) for j in range(n_slots)],
-        ]
-
-        # Payload stage: the current job's words, one per cycle; the next job loads in the last word's cycle.
-        # wleft: words after this one; aleft: words still to add (the rest is discarded, as a drained frame's
-        # words); `last` and `in_acc` are their registered == 0 / != 0 flags.
-        # Only b_active has a reset: the rest is loaded with each job and unused while b_active is low. The
-        # word index is not reset by `load` (its loads sit at the bank, far from the handshake): `first` marks
-        # a job's first word, whose index is 0, and the index counts from there.
-        b_active = Signal()
-        b_port, b_emit, b_init = Signal(pw, reset_less=True), Signal(reset_less=True), Signal(reset_less=True)
-        b_slot, wleft, aleft = Signal(sw, reset_less=True), Signal(16, reset_less=True), Signal(16, reset_less=True)
-        last, in_acc = Signal(reset_less=True), Signal(reset_less=True)
-        widx, first = Signal(max=max(wpc, 2), reset_less=True), Signal(reset_less=True)
-        # The job's port feeds a skid buffer: a port's ready comes from the skid's flag and the stage's
-        # registers, never from the bank's ready.
-        self.payload_skid = pskid = SkidBuffer([("data", 32 * lanes)])
-        self.comb += [
-            Case(b_port, {i: self.payload_sinks[i].connect(pskid.sink, omit={"valid", "ready"})
-                          for i in range(num_ports)}),
-            pskid.sink.valid.eq(b_active & Array(s.valid for s in self.payload_sinks)[b_port]),
-            [s.ready.eq(b_active & (b_port == i) & pskid.sink.ready) for i, s in enumerate(self.payload_sinks)],
-        ]
-        payload = pskid.source
-        take, load = Signal(), Signal()
-        addr = Cat(Mux(first, 0, widx), b_slot) if wpc > 1 else b_slot
-        self.comb += [
-            acc_in.valid.eq(b_active & payload.valid & in_acc),
-            acc_in.op.eq(ACC_OP_ADD), acc_in.addr.eq(addr), acc_in.init.eq(b_init), acc_in.emit.eq(b_emit),
-            acc_in.data.eq(payload.data),
-            payload.ready.eq(b_active & (~in_acc | acc_in.ready)),
-            take.eq(payload.valid & payload.ready),
-            load.eq(~b_active | (take & last)),
-            job.ready.eq(load),
-        ]
-        self.sync += [
-            If(take,
-                widx.eq(Mux(first, 1, widx + 1)), first.eq(0), wleft.eq(wleft - 1), last.eq(wleft == 1),
-                If(in_acc, aleft.eq(aleft - 1), in_acc.eq(aleft != 1))
-            ),
-            If(load,
-                b_active.eq(job.valid), b_port.eq(job.port),
-                b_emit.eq(job.emit), b_init.eq(job.init), b_slot.eq(job.slot),
-                wleft.eq(job.lastw), last.eq(job.lastw == 0),
-                aleft.eq(job.awords), in_acc.eq(~job.drop),
-                first.eq(1)
-            ),
+            [s.connect(d) for s, d in zip(self.desc_sinks, val.desc_sinks)],
+            [s.connect(d) for s, d in zip(self.payload_sinks, pay.sinks)],
+            val.job.connect(pay.jobs), val.meta.connect(self.meta), pay.source.connect(self.bank_buf.sink),
+            self.drop.eq(val.drop), self.drop_reason.eq(val.drop_reason), self.drop_port.eq(val.drop_port),
+            self.setup_done.eq(val.setup_done), self.chunk_done.eq(val.chunk_done),
         ]

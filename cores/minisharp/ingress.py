@@ -6,95 +6,88 @@ from litex.soc.interconnect import stream
 
 from cores.lib.commit_fifo import CommitFIFO
 from cores.minisharp.common import (
-    ETHERTYPE, VERSION_MAJOR, MS_HEADER_BYTES, ETH_HEADER_BYTES, ETH_MIN_FRAME, SETUP_RECORD_BYTES,
-    MS_OP_COL_SETUP, MS_OP_COL_DATA, MS_OP_COL_RES, MSP_TRANSPARENT, KIND_SETUP, KIND_DATA,
-    DROP, descriptor_layout, port_description, be_bytes, CONTROL_OFFSET, DATA_OP_FIELDS, SETUP_OP_FIELDS,
+    ETHERTYPE, VERSION_MAJOR, VERSION_MAJOR_SHIFT, MS_HEADER_BYTES, ETH_HEADER_BYTES, ETH_MIN_FRAME,
+    SETUP_RECORD_BYTES, MS_OP_COL_SETUP, MS_OP_COL_DATA, MS_OP_COL_RES, MSP_TRANSPARENT, KIND_SETUP, KIND_DATA,
+    DROP, MS_HEADER, SETUP_HEADER, DATA_HEADER, descriptor_layout, port_description, payload_word,
 )
 
 
 def lane_byteswap(word, lanes):
     """Swap the bytes of every 32-bit lane: payload byte order (big-endian FP32) <-> FP32 value."""
-    return Cat(*[be_bytes(word, 4 * ln, 4) for ln in range(lanes)])
+    pw = payload_word(lanes)
+    return Cat(*[pw.field(word, f"e{ln}") for ln in range(lanes)])
 
 
-class MSPortIngress(LiteXModule):
-    """Parses the Ethernet/MiniSharp frames of one port and sorts them, at the end of each frame, into:
-    a descriptor + committed payload words for the collective engine (COL_SETUP, COL_DATA), a committed
-    raw frame for the forwarding path (non-MiniSharp frames under MSP_TRANSPARENT, received COL_RES), or
-    a drop with a reason. Nothing of a dropped frame reaches the engine (validate before commit).
+def _check_dw(dw):
+    if dw not in (8, 16, 32, 64):
+        raise ValueError(f"dw must be 8, 16, 32 or 64 (divides the 24-byte header), got {dw}")
 
-    sink: LiteEth PHY layout, `dw` bits (8, 16, 32 or 64), always ready (a PHY cannot be stalled);
-    frames that do not fit the buffers are dropped as `overflow`.
-    payload: `lanes` FP32 values a word (lanes*32 must be a multiple of dw), zero-filled past the frame end.
-    Throughput: one beat per cycle, back-to-back frames.
+
+class MSHeaderCapture(LiteXModule):
+    """The first `nbytes` bytes of the frames of a `dw`-bit port stream (nbytes a multiple of dw/8).
+
+    sink: always ready. header: byte i of the frame in bits 8i..8i+7, each beat in it the cycle after the
+    beat; the next frame overwrites it beat by beat (a one-hot beat index, no compares on a byte count).
     """
-    def __init__(self, dw=8, lanes=1, payload_bytes=2048, raw_bytes=2048, desc_depth=4):
-        if dw not in (8, 16, 32, 64):
-            raise ValueError(f"dw must be 8, 16, 32 or 64 (divides the 24-byte header), got {dw}")
-        if (32 * lanes) % dw:
-            raise ValueError(f"lanes*32 ({32 * lanes}) must be a multiple of dw ({dw})")
-        B = dw // 8
-        wb = 32 * lanes
-        self.sink = stream.Endpoint(port_description(dw))
-        self.policy = Signal()
-        self.desc = stream.Endpoint(descriptor_layout)
-        self.payload = stream.Endpoint([("data", wb)])
-        self.fwd = stream.Endpoint(port_description(dw))
-        self.frame = Signal()            # pulse: a frame ended
-        self.fwd_frame = Signal()        # pulse: a frame was committed for forwarding
-        self.drop = Signal()             # pulse: a frame was dropped, reason in drop_reason
-        self.drop_reason = Signal(max=len(DROP))
+    def __init__(self, dw, nbytes):
+        _check_dw(dw)
+        if nbytes % (dw // 8):
+            raise ValueError(f"nbytes ({nbytes}) must be a multiple of dw/8 ({dw // 8})")
+        self.sink = sink = stream.Endpoint(port_description(dw))
+        self.header = Signal(8 * nbytes)
 
         # # #
 
-        sink = self.sink
         self.comb += sink.ready.eq(1)
-        beat = Signal()
-        self.comb += beat.eq(sink.valid)
+        beats = nbytes // (dw // 8)
+        header_next = Signal(8 * nbytes)
+        # slot bit i: this beat carries bytes i*B..i*B+B-1 (0 past the capture).
+        slot = Signal(beats, reset=1)
+        self.sync += If(sink.valid, If(sink.last, slot.eq(1)).Else(slot.eq(slot << 1)))
+        for i in range(beats):
+            self.comb += header_next[i * dw:(i + 1) * dw].eq(
+                Mux(sink.valid & slot[i], sink.data, self.header[i * dw:(i + 1) * dw]))
+        self.sync += If(sink.valid, self.header.eq(header_next))
 
-        # Byte position and valid bytes of this beat.
-        count = Signal(16)
-        nvalid = Signal(max=B + 1)
-        if B == 1:
-            self.comb += nvalid.eq(1)
-        else:
-            cases = nvalid.eq(B)
-            for b in range(B):
-                cases = If(sink.last & sink.last_be[b], nvalid.eq(b + 1)).Else(cases)
-            self.comb += cases
-        flen = Signal(17)
-        self.comb += flen.eq(count + nvalid)
-        error_seen = Signal()
-        error_now = Signal()
-        self.comb += error_now.eq(error_seen | (sink.error != 0))
 
-        # Capture bytes 0 .. 39 (header + setup record), one beat slot each.
-        cap_bytes = MS_HEADER_BYTES + SETUP_RECORD_BYTES
-        cap = Signal(8 * cap_bytes)
-        cap_next = Signal(8 * cap_bytes)
-        # slot: one-hot beat index of the frame (bit i: this beat carries bytes i*B..i*B+B-1; 0 past the
-        # capture), a shift register instead of compares on `count`.
-        slot = Signal(cap_bytes // B, reset=1)
-        self.sync += If(beat, If(sink.last, slot.eq(1)).Else(slot.eq(slot << 1)))
-        for i in range(cap_bytes // B):
-            self.comb += cap_next[i * dw:(i + 1) * dw].eq(Mux(beat & slot[i], sink.data, cap[i * dw:(i + 1) * dw]))
-        self.sync += If(beat, cap.eq(cap_next))
+class MSPayloadWriter(LiteXModule):
+    """The payload of the frames of a `dw`-bit port stream as words of `lanes` FP32 values, in a CommitFIFO
+    of `depth` words (a frame's words reach `source` once it is committed).
 
-        # Payload words: gather k beats, mask bytes past the end on the last beat.
+    sink: always ready; count: the byte position of the beat on sink (the header's 24 bytes are skipped).
+    Words are zero-filled past the frame's end and written one cycle late, from registers (the FIFO's block
+    RAM and pointers may sit far from the port). commit/abort/overflow: the FIFO's. One beat per cycle.
+    """
+    def __init__(self, dw, lanes, depth):
+        _check_dw(dw)
+        if (32 * lanes) % dw:
+            raise ValueError(f"lanes*32 ({32 * lanes}) must be a multiple of dw ({dw})")
+        B, wb = dw // 8, 32 * lanes
+        self.sink = sink = stream.Endpoint(port_description(dw))
+        self.count = Signal(16)
+        self.source = stream.Endpoint([("data", wb)])
+        self.commit, self.abort, self.overflow = Signal(), Signal(), Signal()
+
+        # # #
+
+        self.comb += sink.ready.eq(1)
         k = wb // dw
         mask = Signal(dw)
         for b in range(B):
             self.comb += mask[8 * b:8 * b + 8].eq(Replicate(~sink.last | (sink.last_be[b:] != 0) | (B == 1), 8))
-        # in_pl: registered "count >= 24" (this beat is payload). Payload words are written one cycle late,
-        # from registers (the FIFO's block RAM and pointers may sit far from the port).
+        # in_pl: registered "count >= 24" (this beat is payload).
         pbeat, in_pl = Signal(), Signal()
-        self.comb += pbeat.eq(beat & in_pl)
-        self.sync += If(beat, in_pl.eq(~sink.last & (count >= MS_HEADER_BYTES - B)))
-        self.pfifo = pfifo = CommitFIFO(wb, payload_bytes // (4 * lanes))
-        self.comb += pfifo.source.connect(self.payload)
+        self.comb += pbeat.eq(sink.valid & in_pl)
+        self.sync += If(sink.valid, in_pl.eq(~sink.last & (self.count >= MS_HEADER_BYTES - B)))
+        self.fifo = fifo = CommitFIFO(wb, depth)
+        self.comb += [
+            fifo.source.connect(self.source),
+            fifo.commit.eq(self.commit), fifo.abort.eq(self.abort), self.overflow.eq(fifo.overflow),
+        ]
         if k == 1:
-            self.sync += pfifo.we.eq(pbeat), pfifo.din.eq(lane_byteswap(sink.data & mask, lanes))
+            self.sync += fifo.we.eq(pbeat), fifo.din.eq(lane_byteswap(sink.data & mask, lanes))
         else:
+            # gather k beats
             gw = Signal(wb)
             gi = Signal(max=k)
             word = Signal(wb)
@@ -102,40 +95,47 @@ class MSPortIngress(LiteXModule):
                 self.comb += word[j * dw:(j + 1) * dw].eq(
                     Mux(gi == j, sink.data & mask, Mux(gi > j, gw[j * dw:(j + 1) * dw], 0)))
             self.sync += [
-                pfifo.we.eq(pbeat & ((gi == k - 1) | sink.last)),
-                pfifo.din.eq(lane_byteswap(word, lanes)),
+                fifo.we.eq(pbeat & ((gi == k - 1) | sink.last)),
+                fifo.din.eq(lane_byteswap(word, lanes)),
             ]
-            self.sync += If(beat,
+            self.sync += If(sink.valid,
                 gw.eq(word),
                 If(sink.last | (gi == k - 1) | ~pbeat, gi.eq(0)).Else(gi.eq(gi + 1)))
 
-        # Raw frames for forwarding (written two cycles late, to line up with the frame decision).
-        rw = dw + 1 + (B if B > 1 else 0)
-        self.rfifo = rfifo = CommitFIFO(rw, raw_bytes // B)
-        r_we, r_din = Signal(), Signal(rw)
-        self.sync += [
-            r_we.eq(beat), r_din.eq(Cat(sink.data, sink.last, *([sink.last_be] if B > 1 else []))),
-            rfifo.we.eq(r_we), rfifo.din.eq(r_din),
-        ]
-        self.comb += [
-            self.fwd.valid.eq(rfifo.source.valid),
-            self.fwd.data.eq(rfifo.source.data[:dw]),
-            self.fwd.last.eq(rfifo.source.data[dw]),
-            self.fwd.last_be.eq(rfifo.source.data[dw + 1:] if B > 1 else self.fwd.last),
-            rfifo.source.ready.eq(self.fwd.ready),
-        ]
 
-        # Descriptor FIFO, registered output (valid and descriptor leave the port from flip-flops: the engine's
-        # handshake crosses the chip once, not from the FIFO level through logic and back).
-        self.dfifo = dfifo = stream.SyncFIFO(descriptor_layout, desc_depth, buffered=True)
-        self.comb += dfifo.source.connect(self.desc)
+class MSFrameClassifier(LiteXModule):
+    """Sorts each frame of a `dw`-bit port at its end: forward, to the engine (kind), or drop (reason).
 
-        # End of frame, three registered steps: t+1 (the cycle after the last beat) holds the frame length and
-        # its compares (computed from `count` in the last beat's cycle: no subtraction, one compare each);
-        # t+2 holds one flag per header check (from the completed capture); t+3 holds the decision (drop
-        # priority over the flags) and applies it. By then the next frame can only have rewritten capture
-        # bytes 0..2*B-1 (MACs, EtherType, control: bytes 0..15 at 64 bits), which the descriptor does not
-        # use, and no payload word (24 header bytes take at least 3 beats).
+    Inputs, in the cycle of the frame's last beat: last_beat (1), count (its byte position), nvalid (its
+    valid bytes, 1..dw/8), error (the PHY flagged the frame); header (the frame's bytes 0..23, complete one
+    cycle later); policy (MSP_*).
+    Three registered steps: t+1 holds the frame length and its compares (from `count`: no subtraction, one
+    compare each); t+2 one flag per header check; t+3 the decision, the first failing check in priority
+    order: end, forward, to_engine, kind, dropping, reason and payload_bytes (frame length - 24). The
+    buffers' own end-of-frame flags are registered at t+3 too (raw_*: a frame to forward ended or another
+    one; payload_*: a data frame for the engine ended or another one), apart from the decision registers.
+    """
+    def __init__(self, dw):
+        _check_dw(dw)
+        B = dw // 8
+        self.last_beat, self.error = Signal(), Signal()
+        self.count = Signal(16)
+        self.nvalid = Signal(max=B + 1)
+        self.header = Signal(8 * MS_HEADER_BYTES)
+        self.policy = Signal()
+        self.end, self.forward, self.to_engine, self.kind, self.dropping = (Signal() for _ in range(5))
+        self.reason = Signal(max=len(DROP))
+        self.payload_bytes = Signal(16)
+        self.raw_commit_end, self.raw_abort_end = Signal(), Signal()
+        self.payload_commit_end, self.payload_abort_end = Signal(), Signal()
+
+        # # #
+
+        count, nvalid, hdr = self.count, self.nvalid, self.header
+        flen = Signal(17)
+        self.comb += flen.eq(count + nvalid)
+
+        # t+1: length compares.
         def flen_lt(k):
             """flen < k from `count` (a multiple of B) and `nvalid` (1..B): one compare and one equality."""
             m = B * -(-(k - B) // B)          # the one multiple of B in [k-B, k-1]
@@ -145,20 +145,14 @@ class MSPortIngress(LiteXModule):
         rec_end = MS_HEADER_BYTES + SETUP_RECORD_BYTES
         e_lt = {k: Signal() for k in (ETH_HEADER_BYTES, MS_HEADER_BYTES, rec_end, ETH_MIN_FRAME + 1)}
         self.sync += [
-            end.eq(beat & sink.last),
-            e_flen.eq(flen), e_error.eq(error_now),
+            end.eq(self.last_beat),
+            e_flen.eq(flen), e_error.eq(self.error),
             [v.eq(flen_lt(k)) for k, v in e_lt.items()],
         ]
 
-        def field(fields, name):
-            for fname, off, n in fields:
-                if fname == name:
-                    return be_bytes(cap, off, n)
-        ethertype = be_bytes(cap, 12, 2)
-        major = cap[8 * CONTROL_OFFSET + 4:8 * CONTROL_OFFSET + 8]
-        opcode = cap[8 * (CONTROL_OFFSET + 1):8 * (CONTROL_OFFSET + 2)]
-
         # t+2: one flag per check.
+        major = MS_HEADER.field(hdr, "version")[VERSION_MAJOR_SHIFT:]
+        opcode = MS_HEADER.field(hdr, "opcode")
         f_end, f_error, f_runt_eth, f_runt_ms, f_not_ms, f_major_bad = (Signal() for _ in range(6))
         f_res, f_setup, f_data, f_setup_res_bad, f_data_res_bad, f_setup_len_bad = (Signal() for _ in range(6))
         f_plen = Signal(16)
@@ -168,11 +162,11 @@ class MSPortIngress(LiteXModule):
             # setup payload < 16 bytes, or > 16 bytes in a frame longer than the Ethernet minimum
             f_setup_len_bad.eq(e_lt[rec_end] | ~e_lt[ETH_MIN_FRAME + 1]),
             f_plen.eq(e_flen - MS_HEADER_BYTES),
-            f_not_ms.eq(ethertype != ETHERTYPE), f_major_bad.eq(major != VERSION_MAJOR),
+            f_not_ms.eq(MS_HEADER.field(hdr, "ethertype") != ETHERTYPE), f_major_bad.eq(major != VERSION_MAJOR),
             f_res.eq(opcode == MS_OP_COL_RES), f_setup.eq(opcode == MS_OP_COL_SETUP),
             f_data.eq(opcode == MS_OP_COL_DATA),
-            f_setup_res_bad.eq(field(SETUP_OP_FIELDS, "reserved") != 0),
-            f_data_res_bad.eq(field(DATA_OP_FIELDS, "reserved") != 0),
+            f_setup_res_bad.eq(SETUP_HEADER.field(hdr, "reserved") != 0),
+            f_data_res_bad.eq(DATA_HEADER.field(hdr, "reserved") != 0),
         ]
 
         # t+3: the first failing check in priority order, registered.
@@ -200,54 +194,63 @@ class MSPortIngress(LiteXModule):
                 ).Else(to_engine.eq(1), kind.eq(KIND_DATA))
             ).Else(*drop("bad_opcode")),
         ]
-        d_end, d_forward, d_to_engine, d_kind, d_dropping = Signal(), Signal(), Signal(), Signal(), Signal()
-        d_reason = Signal(max=len(DROP))
-        d_plen = Signal(16)
-        self.sync += [
-            d_end.eq(f_end), d_forward.eq(forward), d_to_engine.eq(to_engine), d_kind.eq(kind),
-            d_dropping.eq(dropping), d_reason.eq(reason), d_plen.eq(f_plen),
-        ]
-        # Each buffer's commit/abort come from its own registered end-of-frame flags (the buffers' RAMs and
-        # pointers may sit apart, and far from the other decision registers).
-        r_commit_end, r_abort_end = Signal(), Signal()      # raw buffer: a frame to forward ends, another ends
-        p_commit_end, p_abort_end = Signal(), Signal()      # payload buffer: a data frame for the engine, another
         to_engine_data = to_engine & (kind == KIND_DATA)
         self.sync += [
-            r_commit_end.eq(f_end & forward), r_abort_end.eq(f_end & ~forward),
-            p_commit_end.eq(f_end & to_engine_data), p_abort_end.eq(f_end & ~to_engine_data),
+            self.end.eq(f_end), self.forward.eq(forward), self.to_engine.eq(to_engine), self.kind.eq(kind),
+            self.dropping.eq(dropping), self.reason.eq(reason), self.payload_bytes.eq(f_plen),
+            self.raw_commit_end.eq(f_end & forward), self.raw_abort_end.eq(f_end & ~forward),
+            self.payload_commit_end.eq(f_end & to_engine_data), self.payload_abort_end.eq(f_end & ~to_engine_data),
         ]
-        end, forward, to_engine, kind, dropping, reason = d_end, d_forward, d_to_engine, d_kind, d_dropping, d_reason
-        fwd_go, eng_go = Signal(), Signal()
-        # Room for the descriptor, registered: the FIFO was not full and no write was pending (a registered
-        # write) one cycle earlier. Only the engine's reads change the level in between (a port writes one
-        # descriptor a frame), so the room is still there.
-        room = Signal()
-        self.sync += room.eq(dfifo.sink.ready & ~dfifo.sink.valid)
-        self.comb += [
-            fwd_go.eq(end & forward & ~rfifo.overflow),
-            eng_go.eq(end & to_engine & room &
-                      ~((kind == KIND_DATA) & pfifo.overflow)),
-            rfifo.commit.eq(r_commit_end & ~rfifo.overflow),
-            rfifo.abort.eq(r_abort_end | (r_commit_end & rfifo.overflow)),
-            pfifo.commit.eq(p_commit_end & room & ~pfifo.overflow),
-            pfifo.abort.eq(p_abort_end | (p_commit_end & ~(room & ~pfifo.overflow))),
-            self.frame.eq(end),
-            self.fwd_frame.eq(fwd_go),
-            self.drop.eq(end & ~fwd_go & ~eng_go),
-            If(dropping, self.drop_reason.eq(reason)).Else(self.drop_reason.eq(DROP["overflow"])),
-        ]
-        # The descriptor is written one cycle after the decision, from registers (the decision does not fan
-        # out to the descriptor RAM).
-        self.sync += [
-            dfifo.sink.valid.eq(eng_go),
-            dfifo.sink.kind.eq(kind),
-            dfifo.sink.collective_id.eq(Mux(kind == KIND_SETUP, field(SETUP_OP_FIELDS, "collective_id"),
-                                            field(DATA_OP_FIELDS, "collective_id"))),
-            dfifo.sink.rank.eq(field(DATA_OP_FIELDS, "rank")),
-            dfifo.sink.chunk_index.eq(field(DATA_OP_FIELDS, "chunk_index")),
-            dfifo.sink.payload_bytes.eq(d_plen),
-            dfifo.sink.record.eq(cap[8 * MS_HEADER_BYTES:]),
-        ]
+
+
+class MSPortIngress(LiteXModule):
+    """Parses the Ethernet/MiniSharp frames of one port and sorts them, at the end of each frame, into:
+    a descriptor + committed payload words for the collective engine (COL_SETUP, COL_DATA), a committed
+    raw frame for the forwarding path (non-MiniSharp frames under MSP_TRANSPARENT, received COL_RES), or
+    a drop with a reason. Nothing of a dropped frame reaches the engine (validate before commit).
+
+    sink: LiteEth PHY layout, `dw` bits (8, 16, 32 or 64), always ready (a PHY cannot be stalled);
+    frames that do not fit the buffers are dropped as `overflow`.
+    payload: `lanes` FP32 values a word (lanes*32 must be a multiple of dw), zero-filled past the frame end.
+    Submodules: capture (header + setup record), payload (MSPayloadWriter), raw (the forwarding buffer),
+    classifier (MSFrameClassifier), dfifo (descriptors).
+    Throughput: one beat per cycle, back-to-back frames.
+    """
+    def __init__(self, dw=8, lanes=1, payload_bytes=2048, raw_bytes=2048, desc_depth=4):
+        _check_dw(dw)
+        if (32 * lanes) % dw:
+            raise ValueError(f"lanes*32 ({32 * lanes}) must be a multiple of dw ({dw})")
+        B = dw // 8
+        self.sink = stream.Endpoint(port_description(dw))
+        self.policy = Signal()
+        self.desc = stream.Endpoint(descriptor_layout)
+        self.payload = stream.Endpoint([("data", 32 * lanes)])
+        self.fwd = stream.Endpoint(port_description(dw))
+        self.frame = Signal()            # pulse: a frame ended
+        self.fwd_frame = Signal()        # pulse: a frame was committed for forwarding
+        self.drop = Signal()             # pulse: a frame was dropped, reason in drop_reason
+        self.drop_reason = Signal(max=len(DROP))
+
+        # # #
+
+        sink = self.sink
+        self.comb += sink.ready.eq(1)
+        beat = Signal()
+        self.comb += beat.eq(sink.valid)
+
+        # Byte position and valid bytes of this beat.
+        count = Signal(16)
+        nvalid = Signal(max=B + 1)
+        if B == 1:
+            self.comb += nvalid.eq(1)
+        else:
+            cases = nvalid.eq(B)
+            for b in range(B):
+                cases = If(sink.last & sink.last_be[b], nvalid.eq(b + 1)).Else(cases)
+            self.comb += cases
+        error_seen = Signal()
+        error_now = Signal()
+        self.comb += error_now.eq(error_seen | (sink.error != 0))
         self.sync += If(beat,
             If(sink.last,
                 count.eq(0), error_seen.eq(0)
@@ -256,3 +259,76 @@ class MSPortIngress(LiteXModule):
                 error_seen.eq(error_now)
             )
         )
+
+        # Bytes 0 .. 39 (header + setup record).
+        self.capture = capture = MSHeaderCapture(dw, MS_HEADER_BYTES + SETUP_RECORD_BYTES)
+        hdr = capture.header[:8 * MS_HEADER_BYTES]
+        self.payload_writer = pw = MSPayloadWriter(dw, lanes, payload_bytes // (4 * lanes))
+        self.comb += [
+            sink.connect(capture.sink, omit={"ready"}), sink.connect(pw.sink, omit={"ready"}),
+            pw.count.eq(count), pw.source.connect(self.payload),
+        ]
+
+        # Raw frames for forwarding (written two cycles late, to line up with the frame decision).
+        rw = dw + 1 + (B if B > 1 else 0)
+        self.rfifo = rfifo = CommitFIFO(rw, raw_bytes // B)
+        r_we, r_din = Signal(), Signal(rw)
+        self.sync += [
+            r_we.eq(beat), r_din.eq(Cat(sink.data, sink.last, *([sink.last_be] if B > 1 else []))),
+            rfifo.we.eq(r_we), rfifo.din.eq(r_din),
+        ]
+        self.comb += [
+            self.fwd.valid.eq(rfifo.source.valid),
+            self.fwd.data.eq(rfifo.source.data[:dw]),
+            self.fwd.last.eq(rfifo.source.data[dw]),
+            self.fwd.last_be.eq(rfifo.source.data[dw + 1:] if B > 1 else self.fwd.last),
+            rfifo.source.ready.eq(self.fwd.ready),
+        ]
+
+        # Descriptor FIFO, registered output (valid and descriptor leave the port from flip-flops: the engine's
+        # handshake crosses the chip once, not from the FIFO level through logic and back).
+        self.dfifo = dfifo = stream.SyncFIFO(descriptor_layout, desc_depth, buffered=True)
+        self.comb += dfifo.source.connect(self.desc)
+
+        # End of frame: the classifier's decision three cycles after the last beat. By then the next frame
+        # can only have rewritten capture bytes 0..2*B-1 (MACs, EtherType, control: bytes 0..15 at 64 bits),
+        # which the descriptor does not use, and no payload word (24 header bytes take at least 3 beats).
+        self.classifier = cl = MSFrameClassifier(dw)
+        self.comb += [
+            cl.last_beat.eq(beat & sink.last), cl.count.eq(count), cl.nvalid.eq(nvalid), cl.error.eq(error_now),
+            cl.header.eq(hdr), cl.policy.eq(self.policy),
+        ]
+        end, forward, to_engine, kind = cl.end, cl.forward, cl.to_engine, cl.kind
+        fwd_go, eng_go = Signal(), Signal()
+        # Room for the descriptor, registered: the FIFO was not full and no write was pending (a registered
+        # write) one cycle earlier. Only the engine's reads change the level in between (a port writes one
+        # descriptor a frame), so the room is still there.
+        room = Signal()
+        self.sync += room.eq(dfifo.sink.ready & ~dfifo.sink.valid)
+        # Each buffer's commit/abort come from its own registered end-of-frame flags (the buffers' RAMs and
+        # pointers may sit apart, and far from the other decision registers).
+        self.comb += [
+            fwd_go.eq(end & forward & ~rfifo.overflow),
+            eng_go.eq(end & to_engine & room &
+                      ~((kind == KIND_DATA) & pw.overflow)),
+            rfifo.commit.eq(cl.raw_commit_end & ~rfifo.overflow),
+            rfifo.abort.eq(cl.raw_abort_end | (cl.raw_commit_end & rfifo.overflow)),
+            pw.commit.eq(cl.payload_commit_end & room & ~pw.overflow),
+            pw.abort.eq(cl.payload_abort_end | (cl.payload_commit_end & ~(room & ~pw.overflow))),
+            self.frame.eq(end),
+            self.fwd_frame.eq(fwd_go),
+            self.drop.eq(end & ~fwd_go & ~eng_go),
+            If(cl.dropping, self.drop_reason.eq(cl.reason)).Else(self.drop_reason.eq(DROP["overflow"])),
+        ]
+        # The descriptor is written one cycle after the decision, from registers (the decision does not fan
+        # out to the descriptor RAM).
+        self.sync += [
+            dfifo.sink.valid.eq(eng_go),
+            dfifo.sink.kind.eq(kind),
+            dfifo.sink.collective_id.eq(Mux(kind == KIND_SETUP, SETUP_HEADER.field(hdr, "collective_id"),
+                                            DATA_HEADER.field(hdr, "collective_id"))),
+            dfifo.sink.rank.eq(DATA_HEADER.field(hdr, "rank")),
+            dfifo.sink.chunk_index.eq(DATA_HEADER.field(hdr, "chunk_index")),
+            dfifo.sink.payload_bytes.eq(cl.payload_bytes),
+            dfifo.sink.record.eq(capture.header[8 * MS_HEADER_BYTES:]),
+        ]

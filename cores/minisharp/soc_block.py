@@ -7,23 +7,25 @@ from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 from litex.soc.interconnect.packet import Arbiter
 
-from cores.minisharp.common import DROP_REASONS, MS_CHUNK_ELEMENTS, MSP_TRANSPARENT, port_description
+from cores.lib.counters import add_counter_csrs
+from cores.lib.header import csr_fields
+from cores.minisharp.common import (
+    CAPTURE_CTRL_CSR, CAPTURE_DATA_CSR, CONFIG_CSR, DEFAULT_DST_MAC, DEFAULT_SRC_MAC, INJECT_CTRL_CSR,
+    INJECT_STATUS_CSR, MS_CHUNK_ELEMENTS, MSP_TRANSPARENT, counters, port_description,
+)
 from cores.minisharp.core import MiniSharpCore
-
-DEFAULT_DST_MAC = 0xFFFFFFFFFFFF          # COL_RES frames are broadcast unless configured
-DEFAULT_SRC_MAC = 0x024D53000000          # 02:4d:53 ("MS") + port number
 
 
 class _Injector(LiteXModule):
     """Frame buffer filled through CSRs (one 32-bit big-endian word a write), sent once on `go`."""
     def __init__(self, nbytes, num_ports):
         self.data = CSRStorage(32, description="Append 4 frame bytes (first byte in bits 31:24).")
-        self.ctrl = CSRStorage(fields=[
-            CSRField("length", size=16, description="Frame length in bytes."),
-            CSRField("port", size=8, description="Input port the frame is injected into."),
-            CSRField("go", size=1, pulse=True, description="Send the buffer; the buffer is then emptied."),
-        ])
-        self.status = CSRStatus(fields=[CSRField("busy", size=1, description="A frame is being sent.")])
+        self.ctrl = CSRStorage(fields=csr_fields(INJECT_CTRL_CSR, {
+            "length": "Frame length in bytes.",
+            "port": "Input port the frame is injected into.",
+            "go": "Send the buffer; the buffer is then emptied.",
+        }, pulse={"go"}))
+        self.status = CSRStatus(fields=csr_fields(INJECT_STATUS_CSR, {"busy": "A frame is being sent."}))
         self.sources = [stream.Endpoint(port_description(8)) for _ in range(num_ports)]
 
         # # #
@@ -71,16 +73,16 @@ class _Injector(LiteXModule):
 class _Capture(LiteXModule):
     """Records the bytes leaving one output port (with a frame-end flag) for CSR read-back."""
     def __init__(self, nbytes, sources):
-        self.ctrl = CSRStorage(fields=[
-            CSRField("port", size=8, description="Output port to capture."),
-            CSRField("arm", size=1, pulse=True, description="Empty the capture buffer."),
-        ])
+        self.ctrl = CSRStorage(fields=csr_fields(CAPTURE_CTRL_CSR, {
+            "port": "Output port to capture.",
+            "arm": "Empty the capture buffer.",
+        }, pulse={"arm"}))
         self.level = CSRStatus(16, description="Bytes captured.")
         self.addr = CSRStorage(16, description="Read address.")
-        self.data = CSRStatus(fields=[
-            CSRField("byte", size=8, description="Captured byte at `addr`."),
-            CSRField("last", size=1, description="The byte ends a frame."),
-        ])
+        self.data = CSRStatus(fields=csr_fields(CAPTURE_DATA_CSR, {
+            "byte": "Captured byte at `addr`.",
+            "last": "The byte ends a frame.",
+        }))
 
         # # #
 
@@ -127,12 +129,12 @@ class MiniSharpSoCBlock(LiteXModule):
             "Outer policy for non-MiniSharp frames: 0 MSP_TRANSPARENT (forward), 1 MSP_MINISHARP_ONLY (drop).")])
         self.fwd_map = CSRStorage(fields=[CSRField(f"port{i}", size=8, reset=(i + 1) % num_ports,
             description=f"Output port of frames forwarded from input port {i}.") for i in range(num_ports)])
-        self.config = CSRStatus(fields=[
-            CSRField("num_ports", size=8, description="Ports."),
-            CSRField("max_ranks", size=9, description="Largest expected_local_contributors accepted."),
-            CSRField("n_contexts", size=7, description="Context table entries."),
-            CSRField("n_slots", size=8, description="Chunk slots (chunks accumulating at once)."),
-        ])
+        self.config = CSRStatus(fields=csr_fields(CONFIG_CSR, {
+            "num_ports": "Ports.",
+            "max_ranks": "Largest expected_local_contributors accepted.",
+            "n_contexts": "Context table entries.",
+            "n_slots": "Chunk slots (chunks accumulating at once).",
+        }))
         self.chunk_elements = CSRStatus(16, description="Elements per chunk (ABI).")
         self.comb += [
             self.config.fields.num_ports.eq(num_ports), self.config.fields.max_ranks.eq(max_ranks),
@@ -149,19 +151,7 @@ class MiniSharpSoCBlock(LiteXModule):
             setattr(self, f"port{i}_src_mac", src)
             self.comb += [core.dst_macs[i].eq(dst.storage), core.src_macs[i].eq(src.storage),
                           core.fwd_map[i].eq(getattr(self.fwd_map.fields, f"port{i}"))]
-        for (name, desc), sig in zip(DROP_REASONS, core.drops):
-            csr = CSRStatus(32, name=f"drop_{name}", description=f"Frames dropped: {desc}.")
-            setattr(self, f"drop_{name}", csr)
-            self.comb += csr.status.eq(sig)
-        for kind, desc in (("rx_frames", "frames received"), ("rx_drops", "received frames dropped"),
-                           ("fwd_frames", "received frames forwarded"), ("tx_frames", "frames sent")):
-            for i, sig in enumerate(getattr(core, kind)):
-                csr = CSRStatus(32, name=f"port{i}_{kind}", description=f"Port {i}: {desc}.")
-                setattr(self, f"port{i}_{kind}", csr)
-                self.comb += csr.status.eq(sig)
-        self.setups = CSRStatus(32, description="Contexts installed or replaced.")
-        self.chunks = CSRStatus(32, description="Chunk results emitted.")
-        self.comb += self.setups.status.eq(core.setups), self.chunks.status.eq(core.chunks)
+        add_counter_csrs(self, counters(num_ports), core.counters)
 
         # # #
 

@@ -1,6 +1,6 @@
 """MiniSharp benchmark: line-rate acceptance, result latency, exactness vs float32, ECP5 figures.
 
-Throughput and latency come from the Verilator model of the whole core (cores/minisharp/vsim.py) with
+Throughput and latency come from the Verilated model of the whole core (sim/verilated/minisharp.py) with
 the ABI chunk size (256 FP32): every port offered back-to-back frames with no inter-frame gap. Accuracy
 compares the RTL results with a float32 running sum (what a rounding switch computes) in the same run.
 quick=True: only the accuracy table with a small vector and the reference model (seconds, no builds).
@@ -22,7 +22,7 @@ from sim.bench.ecp5 import ROOT
 from software.minisharp import packets as P
 from software.minisharp.reference import reduce_vectors
 
-HOST, SW = "02:00:00:00:00:aa", "02:00:00:00:00:55"
+HOST, SW = ms.HOST_MAC, ms.DEFAULT_SRC_MAC   # frames from the host to the switch
 CONFIGS = [("2 x 8-bit, 1 lane", dict(num_ports=2, dw=8)),
            ("4 x 64-bit, 2 lanes", dict(num_ports=4, dw=64)),
            ("4 x 64-bit, 8 lanes", dict(num_ports=4, dw=64, lanes=8))]
@@ -73,7 +73,7 @@ def throughput(vm, ranks, n_chunks, seed=1):
     for c in range(n_chunks):
         for k in range(ranks):
             inputs[k % ports].append((200, frames[k][c]))
-    run = vm.run(inputs, ready_p=1.0, drain=5000, tag="throughput")
+    run = vm.run(inputs, ready_p=1.0, drain=5000)
     res = {}
     for f in run.outputs[0]:
         p = P.parse(f, n)
@@ -102,17 +102,17 @@ def latency(vm, elements):
     f0 = P.data_frame(SW, HOST, 2, 0, 0, vecs[0])
     f1 = P.data_frame(SW, HOST, 2, 1, 0, vecs[1])
     inputs = [[(0, setup), (500, f0)]] + [[(4000, f1)]] + [[] for _ in range(vm.num_ports - 2)]
-    run = vm.run(inputs, drain=3000, tag="latency")
+    run = vm.run(inputs, drain=3000)
     return run.out_cycles[0][0][0] - run.in_last[1][0], len(f1)
 
 
 def run(quick=False, ecp5=True):
-    """quick: accuracy table only (seconds). Otherwise the Verilator tables (about 3 minutes); ecp5: also
+    """quick: accuracy table only (seconds). Otherwise the Verilated model's tables (about 3 minutes); ecp5: also
     synthesise ECP5_BUILDS (2 x 8-bit and 4 x 64-bit on both devices; 5-10 minutes each for 2 x 8-bit,
     about an hour for the 4 x 64-bit place and route on the 85F)."""
-    from cores.minisharp.vsim import VerilatedMiniSharp, verilator_available
+    from sim.verilated.minisharp import VerilatedMiniSharp, available
     res = BenchResult("minisharp")
-    if quick or not verilator_available():
+    if quick or not available():
         t, _ = accuracy_table(vectors(8, 512, 3))
         res.tables.append(t)
         return res
@@ -168,7 +168,7 @@ ECP5_BUILDS = [("2 x 8-bit, 1 lane", dict(num_ports=2, dw=8, lanes=1), "LFE5U-25
 
 def ecp5_table(builds=ECP5_BUILDS):
     from cores.minisharp.core import MiniSharpCore
-    from cores.minisharp.vsim import _Top
+    from sim.verilated.minisharp import core_ports
     from sim.bench.ecp5 import synth_ecp5
     from cores.lib.block_ram import ecp5_special_overrides
     t = Table("ECP5 out-of-context (yosys + nextpnr-ecp5)",
@@ -177,13 +177,14 @@ def ecp5_table(builds=ECP5_BUILDS):
                     "all ports, configuration inputs and counters are I/Os.")
     for name, params, dev, target in builds:
         t0 = time.time()
-        top = _Top(MiniSharpCore(**params))
+        core = MiniSharpCore(**params)
+        ios = [sig for sig, _ in core_ports(core).values()]
         bname = f"minisharp_{params['num_ports']}x{params['dw']}_{params['lanes']}l"
         outdir = os.path.join(ROOT, "build", "ecp5", f"{bname}_{dev}")
         if os.path.exists(os.path.join(outdir, "report.json")):
             os.remove(os.path.join(outdir, "report.json"))
         try:
-            r = synth_ecp5(top, top.ios, bname, device=dev, freq_mhz=target, timeout=3 * 3600,
+            r = synth_ecp5(core, ios, bname, device=dev, freq_mhz=target, timeout=3 * 3600,
                            special_overrides=ecp5_special_overrides)
             fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
             t.add(name, dev, target, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax,
@@ -191,7 +192,7 @@ def ecp5_table(builds=ECP5_BUILDS):
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
             # nextpnr exits with an error when the design does not fit the device, and synth_ecp5 stops it
             # after its timeout (routing that does not converge): report what it logged.
-            t.add(name, dev, target, *_failed_report(outdir, sum(len(x) for x in top.ios), target),
+            t.add(name, dev, target, *_failed_report(outdir, sum(len(x) for x in ios), target),
                   round(time.time() - t0))
     return t
 

@@ -32,7 +32,7 @@ def main(argv=None):
     r.add_argument("--window", type=int, default=2, help="chunks in flight (<= the switch's chunk slots)")
     r.add_argument("--retry", type=float, default=1.0, help="seconds before a chunk is resent")
     r.add_argument("--chunk-elements", type=int, default=ms.MS_CHUNK_ELEMENTS)
-    r.add_argument("--switch-mac", default="ff:ff:ff:ff:ff:ff")
+    r.add_argument("--switch-mac", default=ms.BROADCAST_MAC, help="default: broadcast")
     r.add_argument("--timeout", type=float, default=3600.0)
     r.add_argument("--seed", type=int, default=1)
     d = sub.add_parser("dissector", help="write the Wireshark Lua dissector")

@@ -9,10 +9,6 @@ from cores.minisharp import common as ms
 from software.minisharp import packets as P
 from software.minisharp.reference import reduce_vectors
 
-AM_MAC = "02:00:00:00:00:a0"
-SW_MAC = "02:4d:53:00:00:00"
-
-
 def random_vector(rng, n):
     """FP32 bit patterns of mixed magnitudes, so that float32 summation order would matter."""
     return [struct.unpack(">I", struct.pack(">f", rng.choice([1e-3, 1.0, 1e4, 1e8]) * rng.uniform(-1, 1)))[0]
@@ -23,20 +19,21 @@ def plan(collective_id, ranks, elements, num_ports, chunk_elements, egress=(0, 0
     """Frames of one reduction: (setup frame, [(port, frame)] data frames in shuffled order, expected sums)."""
     rng = random.Random(seed)
     vecs = [random_vector(rng, elements) for _ in range(ranks)]
-    setup = P.setup_frame(SW_MAC, AM_MAC, collective_id,
+    # sent by the host to the switch (port 0's address)
+    setup = P.setup_frame(ms.DEFAULT_SRC_MAC, ms.HOST_MAC, collective_id,
                           P.setup_record(elements, ranks, egress[0], egress[1]))
-    frames = [f for k in range(ranks) for _, f in P.chunk_frames(SW_MAC, AM_MAC, collective_id, k, vecs[k],
-                                                                  chunk_elements)]
+    frames = [f for k in range(ranks)
+              for _, f in P.chunk_frames(ms.DEFAULT_SRC_MAC, ms.HOST_MAC, collective_id, k, vecs[k], chunk_elements)]
     rng.shuffle(frames)
     return setup, [(i % num_ports, f) for i, f in enumerate(frames)], reduce_vectors(vecs)
 
 
 def split_capture(entries):
-    """Capture entries (byte | last << 8) -> list of frames."""
+    """Capture entries (capture_data values) -> list of frames."""
     frames, cur = [], bytearray()
     for e in entries:
-        cur.append(e & 0xFF)
-        if e >> 8:
+        cur.append(ms.CAPTURE_DATA_CSR.get(e, "byte"))
+        if ms.CAPTURE_DATA_CSR.get(e, "last"):
             frames.append(bytes(cur))
             cur = bytearray()
     return frames
@@ -65,22 +62,24 @@ def demo(bus, prefix="minisharp", ranks=3, elements=300, collective_id=0x5EED, s
     def reg(name):
         return getattr(bus.regs, f"{prefix}_{name}")
 
-    cfg = reg("config").read()
-    num_ports, max_ranks = cfg & 0xFF, (cfg >> 8) & 0x1FF
+    cfg = ms.CONFIG_CSR.unpack(reg("config").read())
+    num_ports, max_ranks = cfg["num_ports"], cfg["max_ranks"]
     chunk_elements = reg("chunk_elements").read()
     if ranks > max_ranks:
         raise ValueError(f"ranks {ranks} > max_ranks {max_ranks} of this build")
     out_port = num_ports - 1
     setup, frames, expected = plan(collective_id, ranks, elements, num_ports, chunk_elements,
                                    egress=(out_port, out_port), seed=seed)
-    chunks0 = reg("chunks").read()
+    # `chunks` counts a result when its chunk completes, `tx_frames` when its frame has left (and is captured)
+    done = [reg("chunks"), reg(f"port{out_port}_tx_frames")]
+    before = [r.read() for r in done]
     drops0 = {name: reg(f"drop_{name}").read() for name, _ in ms.DROP_REASONS}
-    reg("capture_ctrl").write((1 << 8) | out_port)
+    reg("capture_ctrl").write(ms.CAPTURE_CTRL_CSR.pack(port=out_port, arm=1))
     t0 = time.time()
     for port, f in [(0, setup)] + frames:
         inject(bus, prefix, port, f)
     n = ms.num_chunks(elements, chunk_elements)
-    while (reg("chunks").read() - chunks0) % 2**32 < n:
+    while any((r.read() - v) % 2**32 < n for r, v in zip(done, before)):
         if time.time() - t0 > timeout:
             raise RuntimeError("minisharp: timeout waiting for chunk results")
         time.sleep(0.01)
@@ -100,9 +99,9 @@ def demo(bus, prefix="minisharp", ranks=3, elements=300, collective_id=0x5EED, s
 
 def inject(bus, prefix, port, frame):
     """Send one frame into input `port` through the injector CSRs."""
-    while getattr(bus.regs, f"{prefix}_inject_status").read() & 1:
+    while ms.INJECT_STATUS_CSR.get(getattr(bus.regs, f"{prefix}_inject_status").read(), "busy"):
         pass
     data = bytes(frame) + bytes(-len(frame) % 4)
     for i in range(0, len(data), 4):
         getattr(bus.regs, f"{prefix}_inject_data").write(int.from_bytes(data[i:i + 4], "big"))
-    getattr(bus.regs, f"{prefix}_inject_ctrl").write(len(frame) | (port << 16) | (1 << 24))
+    getattr(bus.regs, f"{prefix}_inject_ctrl").write(ms.INJECT_CTRL_CSR.pack(length=len(frame), port=port, go=1))

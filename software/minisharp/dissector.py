@@ -4,6 +4,7 @@
 (or copy it to ~/.local/lib/wireshark/plugins/).
 """
 from cores.minisharp import common as ms
+from software.minisharp.packets import byte_fields
 
 BASE = ms.ETH_HEADER_BYTES     # the dissector sees the EtherType payload: offsets are relative to byte 14
 
@@ -31,8 +32,8 @@ def lua_source():
         'local f_opcode = ProtoField.uint8("minisharp.opcode", "Opcode", base.DEC, OPCODES)',
         'local f_value = ProtoField.float("minisharp.value", "Value")',
     ]
-    layouts = {"setup": ms.SETUP_OP_FIELDS, "data": ms.DATA_OP_FIELDS, "res": ms.RES_OP_FIELDS,
-               "rec": ms.SETUP_RECORD_FIELDS}
+    layouts = {"setup": byte_fields(ms.SETUP_HEADER, ms.OP_OFFSET), "data": byte_fields(ms.DATA_HEADER, ms.OP_OFFSET),
+               "res": byte_fields(ms.RES_HEADER, ms.OP_OFFSET), "rec": byte_fields(ms.SETUP_RECORD)}
     names = ["f_major", "f_minor", "f_opcode", "f_value"]
     for lay, fields in layouts.items():
         for name, off, n in fields:
@@ -43,30 +44,31 @@ def lua_source():
             names.append(f"f_{lay}_{name}")
     out.append(f"p.fields = {{ {', '.join(names)} }}")
 
-    def adds(lay, fields, origin):
-        return [f"    t:add(f_{lay}_{name}, buf({origin + off}, {n}))" for name, off, n in fields]
+    def adds(lay, origin):
+        return [f"    t:add(f_{lay}_{name}, buf({origin + off}, {n}))" for name, off, n in layouts[lay]]
 
     rec0 = ms.MS_HEADER_BYTES - BASE
+    version, opcode = (ms.MS_HEADER.fields[n].byte - BASE for n in ("version", "opcode"))
     out += [
         "function p.dissector(buf, pinfo, tree)",
         f"  if buf:len() < {ms.MS_HEADER_BYTES - BASE} then return 0 end",
         '  pinfo.cols.protocol = "MiniSharp"',
         f"  local t = tree:add(p, buf(0, {ms.MS_HEADER_BYTES - BASE}))",
-        f"  t:add(f_major, buf({ms.CONTROL_OFFSET - BASE}, 1))",
-        f"  t:add(f_minor, buf({ms.CONTROL_OFFSET - BASE}, 1))",
-        f"  t:add(f_opcode, buf({ms.CONTROL_OFFSET + 1 - BASE}, 1))",
-        f"  local op = buf({ms.CONTROL_OFFSET + 1 - BASE}, 1):uint()",
+        f"  t:add(f_major, buf({version}, 1))",
+        f"  t:add(f_minor, buf({version}, 1))",
+        f"  t:add(f_opcode, buf({opcode}, 1))",
+        f"  local op = buf({opcode}, 1):uint()",
         '  pinfo.cols.info = "MiniSharp " .. (OPCODES[op] or "unknown opcode")',
         f"  if op == {ms.MS_OP_COL_SETUP} then",
-        *adds("setup", ms.SETUP_OP_FIELDS, -BASE),
+        *adds("setup", -BASE),
         f"    if buf:len() >= {rec0 + ms.SETUP_RECORD_BYTES} then",
-        *["  " + a for a in adds("rec", ms.SETUP_RECORD_FIELDS, rec0)],
+        *["  " + a for a in adds("rec", rec0)],
         "    end",
         f"  elseif op == {ms.MS_OP_COL_DATA} or op == {ms.MS_OP_COL_RES} then",
         f"    if op == {ms.MS_OP_COL_DATA} then",
-        *["  " + a for a in adds("data", ms.DATA_OP_FIELDS, -BASE)],
+        *["  " + a for a in adds("data", -BASE)],
         "    else",
-        *["  " + a for a in adds("res", ms.RES_OP_FIELDS, -BASE)],
+        *["  " + a for a in adds("res", -BASE)],
         "    end",
         f"    local n = math.floor((buf:len() - {rec0}) / 4)",
         "    for i = 0, n - 1 do",

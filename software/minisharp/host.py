@@ -55,7 +55,7 @@ class SplitTransport:
 
 class AggregationManager:
     """Builds the COL_SETUP frame that installs a collective context on the switch."""
-    def __init__(self, src_mac, switch_mac="ff:ff:ff:ff:ff:ff"):
+    def __init__(self, src_mac, switch_mac=ms.BROADCAST_MAC):
         self.src_mac, self.switch_mac = src_mac, switch_mac
 
     def setup(self, collective_id, element_count, ranks, egress_first=0, egress_last=0):
@@ -65,7 +65,7 @@ class AggregationManager:
 
 class RankSender:
     """One contributor: its vector as COL_DATA frames, one per chunk."""
-    def __init__(self, rank, collective_id, vector, src_mac, switch_mac="ff:ff:ff:ff:ff:ff",
+    def __init__(self, rank, collective_id, vector, src_mac, switch_mac=ms.BROADCAST_MAC,
                  chunk_elements=ms.MS_CHUNK_ELEMENTS):
         self.rank, self.vector = rank, vector
         self.frames = dict(P.chunk_frames(switch_mac, src_mac, collective_id, rank, vector, chunk_elements))
@@ -104,7 +104,7 @@ class ResultCollector:
 
 
 def reduce(transport, vectors, collective_id=1, egress=(0, 0), shuffle=True, window=2, retry_s=1.0,
-           max_retries=20, chunk_elements=ms.MS_CHUNK_ELEMENTS, src_mac=None, switch_mac="ff:ff:ff:ff:ff:ff",
+           max_retries=20, chunk_elements=ms.MS_CHUNK_ELEMENTS, src_mac=None, switch_mac=ms.BROADCAST_MAC,
            seed=1, timeout=600.0):
     """Run one reduction of `vectors` (lists of FP32 bit patterns, one per rank) through the switch.
 
@@ -114,7 +114,7 @@ def reduce(transport, vectors, collective_id=1, egress=(0, 0), shuffle=True, win
     Returns a dict: collector, expected, mismatches, retries, seconds."""
     rng = random.Random(seed)
     n = len(vectors[0])
-    src_mac = src_mac or getattr(transport, "mac", b"\x02\x00\x00\x00\x00\x01")
+    src_mac = src_mac or getattr(transport, "mac", ms.HOST_MAC)
     am = AggregationManager(src_mac, switch_mac)
     senders = [RankSender(k, collective_id, v, src_mac, switch_mac, chunk_elements) for k, v in enumerate(vectors)]
     col = ResultCollector(collective_id, n, chunk_elements)

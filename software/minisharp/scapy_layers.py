@@ -4,11 +4,12 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
 
 from cores.minisharp import common as ms
+from software.minisharp.packets import byte_fields
 
 
-def _fields(layout):
-    """Scapy fields for a (name, byte offset, bytes) layout."""
-    return [BitField(name, 0, 8 * n) for name, off, n in sorted(layout, key=lambda f: f[1])]
+def _fields(header, first):
+    """Scapy fields for the fields of a Header from byte `first` on."""
+    return [BitField(name, 0, 8 * n) for name, _, n in byte_fields(header, first)]
 
 
 class MiniSharp(Packet):
@@ -22,13 +23,13 @@ class MiniSharp(Packet):
 
 class MSSetup(Packet):
     name = "MiniSharp COL_SETUP"
-    fields_desc = _fields(ms.SETUP_OP_FIELDS) + [
+    fields_desc = _fields(ms.SETUP_HEADER, ms.OP_OFFSET) + [
         ByteEnumField("collective", ms.MS_COL_REDUCE, ms.COLLECTIVES),
         ByteEnumField("reduce_op", ms.MS_RED_SUM, ms.REDUCE_OPS),
         ByteEnumField("input_fmt", ms.MS_FMT_FP32, ms.FORMATS),
         ByteEnumField("acc_mode", ms.MS_ACC_EXACT_FP32_MAG277, ms.ACC_MODES),
         ByteEnumField("output_fmt", ms.MS_FMT_FP32, ms.FORMATS),
-    ] + _fields([f for f in ms.SETUP_RECORD_FIELDS if f[1] >= 5])
+    ] + _fields(ms.SETUP_RECORD, ms.SETUP_RECORD.fields["egress_first"].byte)
 
 
 class _ChunkPayload(Packet):
@@ -37,12 +38,12 @@ class _ChunkPayload(Packet):
 
 class MSData(Packet):
     name = "MiniSharp COL_DATA"
-    fields_desc = _fields(ms.DATA_OP_FIELDS) + _ChunkPayload.fields_desc
+    fields_desc = _fields(ms.DATA_HEADER, ms.OP_OFFSET) + _ChunkPayload.fields_desc
 
 
 class MSRes(Packet):
     name = "MiniSharp COL_RES"
-    fields_desc = _fields(ms.RES_OP_FIELDS) + _ChunkPayload.fields_desc
+    fields_desc = _fields(ms.RES_HEADER, ms.OP_OFFSET) + _ChunkPayload.fields_desc
 
 
 bind_layers(Ether, MiniSharp, type=ms.ETHERTYPE)

@@ -12,10 +12,6 @@ from software.minisharp.demo import random_vector
 from software.minisharp.host import RawSocketTransport, SplitTransport, reduce
 from software.minisharp.reference import reduce_vectors
 
-HOST_MAC = "02:00:00:00:00:aa"
-SWITCH_MAC = "ff:ff:ff:ff:ff:ff"
-
-
 def _counters(bus, prefix):
     return {name[len(prefix) + 1:]: reg.read() for name, reg in bus.regs.d.items()
             if name.startswith(prefix + "_drop_") or name in (f"{prefix}_chunks", f"{prefix}_setups")}
@@ -38,7 +34,7 @@ def tap_demo(bus, prefix="minisharp", iface_in="ms0", iface_out="ms1", ranks=4, 
     tx, rx = RawSocketTransport(iface_in), RawSocketTransport(iface_out)
     transport = SplitTransport(tx, rx)
     try:
-        num_ports = bus.regs.d[f"{prefix}_config"].read() & 0xff
+        num_ports = ms.CONFIG_CSR.get(bus.regs.d[f"{prefix}_config"].read(), "num_ports")
         out_port = num_ports - 1
         vectors = [random_vector(rng, elements) for _ in range(ranks)]
         before = _counters(bus, prefix)
@@ -53,19 +49,19 @@ def tap_demo(bus, prefix="minisharp", iface_in="ms0", iface_out="ms1", ranks=4, 
         # Duplicates and invalid frames around a second, small collective.
         cid, n = 0xD00D, 64
         small = [random_vector(rng, n) for _ in range(2)]
-        tx.send(P.setup_frame(SWITCH_MAC, HOST_MAC, cid,
+        tx.send(P.setup_frame(ms.BROADCAST_MAC, ms.HOST_MAC, cid,
                               P.setup_record(n, 2, out_port, out_port)))
-        first = P.data_frame(SWITCH_MAC, HOST_MAC, cid, 0, 0, small[0])
+        first = P.data_frame(ms.BROADCAST_MAC, ms.HOST_MAC, cid, 0, 0, small[0])
         invalid = {
-            "bad_version": P.frame(SWITCH_MAC, HOST_MAC, ms.MS_OP_COL_DATA, major=ms.VERSION_MAJOR + 1),
-            "bad_opcode": P.frame(SWITCH_MAC, HOST_MAC, 0x7F),
-            "unknown_coll": P.data_frame(SWITCH_MAC, HOST_MAC, 0xBAD, 0, 0, small[0]),
+            "bad_version": P.frame(ms.BROADCAST_MAC, ms.HOST_MAC, ms.MS_OP_COL_DATA, major=ms.VERSION_MAJOR + 1),
+            "bad_opcode": P.frame(ms.BROADCAST_MAC, ms.HOST_MAC, 0x7F),
+            "unknown_coll": P.data_frame(ms.BROADCAST_MAC, ms.HOST_MAC, 0xBAD, 0, 0, small[0]),
         }
         tx.send(first)
         tx.send(first)                                   # duplicate of rank 0, chunk 0
         for frame in invalid.values():
             tx.send(frame)
-        tx.send(P.data_frame(SWITCH_MAC, HOST_MAC, cid, 1, 0, small[1]))
+        tx.send(P.data_frame(ms.BROADCAST_MAC, ms.HOST_MAC, cid, 1, 0, small[1]))
         result = _await_result(rx, cid, 0, n)
         expected = reduce_vectors(small)
         if list(result["values"]) != list(expected):

@@ -1,67 +1,46 @@
-"""Verilator model of MiniSharpCore for long tests and benchmarks.
+"""MiniSharpCore as a Verilated model (sim.verilator), for the long end-to-end tests and the benchmark.
 
-`VerilatedMiniSharp(**core_params)` converts the core to Verilog under build/minisharp/<hash>/, generates a
-C++ harness for its ports and compiles it once (cached by the Verilog text). `run()` feeds frames to the
-ports (each frame no earlier than its start cycle, back to back otherwise), drains the outputs with a
-seeded random ready, and returns the output frames, the cycle numbers needed for throughput/latency
-figures, and every counter. The Migen simulator needs ~0.1 s a cycle for the whole core; this runs
-millions of cycles a minute.
+    vm = VerilatedMiniSharp(num_ports=3, dw=8, chunk_elements=8)     # built once, cached by sim.verilator
+    run = vm.run(inputs, macs=..., ready_p=0.5, seed=3)
+    run.outputs, run.out_cycles, run.in_last, run.counters, run.cycles, run.beats
+
+`run()` feeds frames to the ports (each frame no earlier than its start cycle, back to back otherwise),
+drains the outputs with a seeded random ready, and returns the output frames, the cycle numbers needed for
+throughput/latency figures, and every counter (`counters[name]` by the core's counter names). The Migen
+simulator needs ~0.1 s a cycle for the whole core; this runs millions of cycles a minute.
+
+Stimulus file, one item a line: `policy P`, `seed S`, `drain CYCLES` (idle cycles that end the run), `ready
+PORT P` (probability of output ready), `port I DST_HEX SRC_HEX FWD` (COL_RES MACs and forwarding map),
+`frame PORT START PHY_ERROR HEX_BYTES`. Output file: `out PORT FIRST_CYCLE LAST_CYCLE HEX_BYTES` per output
+frame, `inlast PORT N CYCLE` per input frame, `cycles N`, `beats PORT TAKEN VALID_CYCLES`, `cnt NAME VALUE`.
 """
-import hashlib
 import os
-import shutil
-import subprocess
+import time
 from dataclasses import dataclass, field
 
-from migen import Module, Signal
-from migen.fhdl.verilog import convert
-
-from cores.minisharp.common import DROP_REASONS
+from cores.minisharp.common import counters
 from cores.minisharp.core import MiniSharpCore
+from sim.verilator import Model, available, flat_ports
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VERILATOR = os.environ.get("VERILATOR", "/usr/bin/verilator")
-
-
-def verilator_available():
-    return shutil.which(VERILATOR) is not None or os.path.exists(VERILATOR)
+__all__ = ["VerilatedMiniSharp", "VRun", "available", "core_ports"]
 
 
-class _Top(Module):
-    def __init__(self, core):
-        self.submodules.core = core
-        n, dw = core.num_ports, core.dw
-        self.ios = []
-        self.counters = []
-
-        def io(name, width, target=None, out=False):
-            s = Signal(width, name=name)
-            if target is not None:
-                self.comb += (s.eq(target) if out else target.eq(s))
-            self.ios.append(s)
-            return s
-
-        io("policy", 1, core.policy)
-        for i in range(n):
-            sk, sr = core.sinks[i], core.sources[i]
-            io(f"in{i}_valid", 1, sk.valid); io(f"in{i}_data", dw, sk.data); io(f"in{i}_last", 1, sk.last)
-            io(f"in{i}_be", dw // 8, sk.last_be); io(f"in{i}_err", dw // 8, sk.error)
-            io(f"in{i}_ready", 1, sk.ready, out=True)
-            io(f"out{i}_valid", 1, sr.valid, out=True); io(f"out{i}_data", dw, sr.data, out=True)
-            io(f"out{i}_last", 1, sr.last, out=True); io(f"out{i}_be", dw // 8, sr.last_be, out=True)
-            io(f"out{i}_ready", 1, sr.ready)
-            io(f"dst{i}", 48, core.dst_macs[i]); io(f"src{i}", 48, core.src_macs[i])
-            io(f"fwd{i}", len(core.fwd_map[i]), core.fwd_map[i])
-        names = [f"drop_{r}" for r, _ in DROP_REASONS]
-        sigs = list(core.drops)
-        for kind in ("rx_frames", "rx_drops", "fwd_frames", "tx_frames"):
-            names += [f"{kind}{i}" for i in range(n)]
-            sigs += getattr(core, kind)
-        names += ["setups", "chunks"]
-        sigs += [core.setups, core.chunks]
-        for nm, sg in zip(names, sigs):
-            io("c_" + nm, 32, sg, out=True)
-            self.counters.append(nm)
+def core_ports(core):
+    """Every port, configuration input and counter of a MiniSharpCore as plainly named ports (name ->
+    (signal, is_input)); the counters as c_<counter name>."""
+    ports = {"policy": (core.policy, True)}
+    for i in range(core.num_ports):
+        sk, sr = core.sinks[i], core.sources[i]
+        ports.update({
+            f"in{i}_valid": (sk.valid, True), f"in{i}_data": (sk.data, True), f"in{i}_last": (sk.last, True),
+            f"in{i}_be": (sk.last_be, True), f"in{i}_err": (sk.error, True), f"in{i}_ready": (sk.ready, False),
+            f"out{i}_valid": (sr.valid, False), f"out{i}_data": (sr.data, False), f"out{i}_last": (sr.last, False),
+            f"out{i}_be": (sr.last_be, False), f"out{i}_ready": (sr.ready, True),
+            f"dst{i}": (core.dst_macs[i], True), f"src{i}": (core.src_macs[i], True),
+            f"fwd{i}": (core.fwd_map[i], True),
+        })
+    ports.update({f"c_{name}": (core.counters[name], False) for name, _ in counters(core.num_ports)})
+    return ports
 
 
 _HARNESS = r"""
@@ -101,9 +80,9 @@ int main(int argc, char** argv) {
       for (size_t k = 0; hex[k] && hex[k+1]; k += 2) { unsigned v; sscanf(hex + k, "%2x", &v); f.b.push_back(v); }
       q[i].push_back(f); }
   }
-  t->sys_rst = 1; t->sys_clk = 0; t->eval();
-  for (int k = 0; k < 4; k++) { t->sys_clk = 1; t->eval(); t->sys_clk = 0; t->eval(); }
-  t->sys_rst = 0;
+  t->rst = 1; t->clk = 0; t->eval();
+  for (int k = 0; k < 4; k++) { t->clk = 1; t->eval(); t->clk = 0; t->eval(); }
+  t->rst = 0;
   size_t pos[N] = {0}; std::vector<uint8_t> cur[N]; uint64_t first_cycle[N] = {0};
   uint64_t busy_cycles[N] = {0}, beats_in[N] = {0}, frame_no[N] = {0};
   uint64_t cyc = 0, idle = 0;
@@ -134,7 +113,7 @@ int main(int argc, char** argv) {
         if (ol) { fprintf(out, "out %d %lu %lu ", i, first_cycle[i], cyc);
           for (auto c : cur[i]) fprintf(out, "%02x", c); fprintf(out, "\n"); cur[i].clear(); } }
     }
-    t->sys_clk = 1; t->eval(); t->sys_clk = 0; t->eval();
+    t->clk = 1; t->eval(); t->clk = 0; t->eval();
     if (activity || pending) idle = 0; else if (++idle >= drain) break;
   }
   fprintf(out, "cycles %lu\n", cyc);
@@ -156,27 +135,12 @@ class VRun:
 
 
 class VerilatedMiniSharp:
-    """Compiled Verilator model of MiniSharpCore(**params)."""
+    """The Verilated model of MiniSharpCore(**params)."""
     def __init__(self, **params):
-        if not verilator_available():
-            raise RuntimeError(f"verilator not found at {VERILATOR}")
         core = MiniSharpCore(**params)
         self.num_ports, self.dw = core.num_ports, core.dw
-        top = _Top(core)
-        self.counter_names = top.counters
-        verilog = str(convert(top, ios=set(top.ios), name="top"))
-        h = hashlib.sha1(verilog.encode()).hexdigest()[:12]
-        self.dir = os.path.join(ROOT, "build", "minisharp", "vsim_" + h)
-        self.exe = os.path.join(self.dir, "obj_dir", "Vtop")
-        if not os.path.exists(self.exe):
-            os.makedirs(self.dir, exist_ok=True)
-            with open(os.path.join(self.dir, "top.v"), "w") as f:
-                f.write(verilog)
-            with open(os.path.join(self.dir, "harness.cpp"), "w") as f:
-                f.write(self._harness())
-            subprocess.run([VERILATOR, "--cc", "--exe", "--build", "-O2", "-Wno-fatal", "-Wno-lint",
-                            "-Wno-WIDTH", "-j", "1", "--top-module", "top", "top.v", "harness.cpp"],
-                           cwd=self.dir, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.counter_names = [name for name, _ in counters(core.num_ports)]
+        self.model = Model("minisharp", {"top.v": flat_ports(core, core_ports(core), "top")}, "top", self._harness())
 
     def _harness(self):
         n = self.num_ports
@@ -198,41 +162,52 @@ class VerilatedMiniSharp:
         return (_HARNESS.replace("@N@", str(n)).replace("@B@", str(self.dw // 8))
                 .replace("@ACCESS@", "\n".join(acc)).replace("@COUNTERS@", cnt))
 
-    def run(self, inputs, policy=0, macs=None, fwd_map=None, ready_p=1.0, seed=1, drain=2000, tag="run"):
+    def run(self, inputs, policy=0, macs=None, fwd_map=None, ready_p=1.0, seed=1, drain=2000):
         """inputs[i]: list of frames: bytes, (start_cycle, bytes) or (start_cycle, bytes, phy_error) for port i.
         macs[i] = (dst, src) ints; ready_p: probability of output ready, one value or one per port."""
-        stim = os.path.join(self.dir, f"{tag}.stim")
-        res = os.path.join(self.dir, f"{tag}.out")
-        with open(stim, "w") as f:
-            f.write(f"policy {policy}\nseed {seed}\ndrain {drain}\n")
-            rp = ready_p if isinstance(ready_p, (list, tuple)) else [ready_p] * self.num_ports
-            for i, p in enumerate(rp):
-                f.write(f"ready {i} {p}\n")
-            for i in range(self.num_ports):
-                d, s = macs[i] if macs else (0, 0)
-                fw = fwd_map[i] if fwd_map else (i + 1) % self.num_ports
-                f.write(f"port {i} {d:x} {s:x} {fw}\n")
-            for i, frames in enumerate(inputs):
-                for fr in frames:
-                    fr = fr if isinstance(fr, tuple) else (0, fr)
-                    start, data, err = (fr + (0,))[:3]
-                    f.write(f"frame {i} {start} {int(err)} {bytes(data).hex()}\n")
-        subprocess.run([self.exe, stim, res], check=True, cwd=self.dir)
+        tag = f"{os.getpid()}_{time.monotonic_ns()}"
+        stim, res = (os.path.join(self.model.dir, f"run_{tag}.{ext}") for ext in ("stim", "out"))
+        try:
+            with open(stim, "w") as f:
+                f.write(self._stimulus(inputs, policy, macs, fwd_map, ready_p, seed, drain))
+            self.model.run([stim, res])
+            with open(res) as f:
+                return self._parse(f)
+        finally:
+            for path in (stim, res):
+                if os.path.exists(path):
+                    os.remove(path)
+
+    def _stimulus(self, inputs, policy, macs, fwd_map, ready_p, seed, drain):
+        lines = [f"policy {policy}", f"seed {seed}", f"drain {drain}"]
+        rp = ready_p if isinstance(ready_p, (list, tuple)) else [ready_p] * self.num_ports
+        lines += [f"ready {i} {p}" for i, p in enumerate(rp)]
+        for i in range(self.num_ports):
+            d, s = macs[i] if macs else (0, 0)
+            fw = fwd_map[i] if fwd_map else (i + 1) % self.num_ports
+            lines.append(f"port {i} {d:x} {s:x} {fw}")
+        for i, frames in enumerate(inputs):
+            for fr in frames:
+                fr = fr if isinstance(fr, tuple) else (0, fr)
+                start, data, err = (fr + (0,))[:3]
+                lines.append(f"frame {i} {start} {int(err)} {bytes(data).hex()}")
+        return "\n".join(lines) + "\n"
+
+    def _parse(self, lines):
         n = self.num_ports
         r = VRun([[] for _ in range(n)], [[] for _ in range(n)], [[] for _ in range(n)], {})
         r.beats = [None] * n
-        with open(res) as f:
-            for line in f:
-                p = line.split()
-                if p[0] == "out":
-                    r.outputs[int(p[1])].append(bytes.fromhex(p[4]) if len(p) > 4 else b"")
-                    r.out_cycles[int(p[1])].append((int(p[2]), int(p[3])))
-                elif p[0] == "inlast":
-                    r.in_last[int(p[1])].append(int(p[3]))
-                elif p[0] == "cnt":
-                    r.counters[p[1]] = int(p[2])
-                elif p[0] == "cycles":
-                    r.cycles = int(p[1])
-                elif p[0] == "beats":
-                    r.beats[int(p[1])] = (int(p[2]), int(p[3]))
+        for line in lines:
+            p = line.split()
+            if p[0] == "out":
+                r.outputs[int(p[1])].append(bytes.fromhex(p[4]) if len(p) > 4 else b"")
+                r.out_cycles[int(p[1])].append((int(p[2]), int(p[3])))
+            elif p[0] == "inlast":
+                r.in_last[int(p[1])].append(int(p[3]))
+            elif p[0] == "cnt":
+                r.counters[p[1]] = int(p[2])
+            elif p[0] == "cycles":
+                r.cycles = int(p[1])
+            elif p[0] == "beats":
+                r.beats[int(p[1])] = (int(p[2]), int(p[3]))
         return r
