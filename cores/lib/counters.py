@@ -20,8 +20,9 @@ COUNTER_BITS = 32
 
 def add_counters(module, spec, increments, width=COUNTER_BITS, register=False):
     """module.counters[name] += increments[name] every cycle, for each (name, description) of `spec`.
-    An increment is a 1-bit event or a small count. register: add the increments one cycle late, from
-    registers (keeps the counters' adders off the events' paths). Returns module.counters."""
+    An increment is a 1-bit event (it enables the counter) or a small count (it is added). register: add
+    the increments one cycle late, from registers (keeps the counters' adders off the events' paths).
+    Returns module.counters."""
     counters = getattr(module, "counters", None)
     if counters is None:
         counters = module.counters = {}
@@ -34,8 +35,8 @@ def add_counters(module, spec, increments, width=COUNTER_BITS, register=False):
             module.sync += r.eq(inc)
             inc = r
         counters[name] = c = Signal(width, name=name)
-        # a 1-bit event enables the counter's register, a count is added
-        module.sync += If(inc, c.eq(c + 1)) if _bits(inc) == 1 else c.eq(c + inc)
+        # a direct 1-bit event enables the counter's register; a count, or a registered increment, is added
+        module.sync += If(inc, c.eq(c + 1)) if _bits(inc) == 1 and not register else c.eq(c + inc)
     return counters
 
 

@@ -64,11 +64,13 @@ def onehot_index(onehot, n):
 
 
 def first_set(module, bits, n):
-    """(any, index, onehot) of the lowest set bit of `bits` (n bits); index and onehot are 0 when none is."""
+    """(any, index, onehot) of the lowest set bit of `bits` (n bits); index and onehot are 0 when none is.
+    A priority chain (bit i is first when no lower bit is set), then an OR of the chosen index."""
     onehot, index, any_ = Signal(n), Signal(index_bits(n)), Signal()
+    first = [bits[i] & ~reduce_or([bits[j] for j in range(i)]) if i else bits[0] for i in range(n)]
     module.comb += [
-        onehot.eq(bits & (~bits + 1)),
-        any_.eq(bits != 0),
-        index.eq(onehot_index(onehot, n)),
+        onehot.eq(Cat(*first)),
+        any_.eq(reduce_or([bits[i] for i in range(n)])),
+        index.eq(reduce_or([Mux(first[i], i, 0) for i in range(n)])),
     ]
     return any_, index, onehot
