@@ -5,14 +5,18 @@
 
 The TAP device that litex_sim creates exists only inside the namespace, so no simulated traffic can leave
 it. On exit (normal, exception, timeout, Ctrl-C or SIGTERM) every process started is killed by pid/process
-group and the namespace is deleted. A simulator that dies is reported as SimulationFailed with its log tail.
+group and the namespace is deleted. Should the owning process die without cleaning up (SIGKILL, or a script
+that leaves SIGTERM at its default), the simulator is killed with it (parent-death signal), and the next
+session removes the namespace it left behind (namespaces are named after their owner's pid). A simulator that dies is reported as SimulationFailed with its log tail.
 Several sessions can run at once: each has its own namespace and log.
 
 CLI: python -m sim.runner [--cores sync,...] [--timeout S] -- COMMAND...   (COMMAND gets INNET_CSR_CSV,
 INNET_SOC_IP in its environment; the exit code is COMMAND's, or 3 when the simulation itself failed).
 """
 import argparse
+import ctypes
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -33,6 +37,46 @@ def _ip(*args, check=True):
     if check and r.returncode != 0:
         raise SimulationFailed(f"`ip {' '.join(args)}` failed: {r.stderr.strip()}")
     return r
+
+
+NS_PREFIX = "innet-"
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """preexec_fn: SIGKILL this process when the process that started it dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def remove_stale_namespaces():
+    """Delete the namespaces (and kill their processes) of sessions whose owner no longer runs."""
+    for line in _ip("netns", "list", check=False).stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        m = re.fullmatch(NS_PREFIX + r"(\d+)-[0-9a-f]+", name)
+        if m and not _pid_alive(int(m.group(1))):
+            _delete_namespace(name)
+
+
+def _delete_namespace(ns):
+    for pid in _ip("netns", "pids", ns, check=False).stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+    for _ in range(50):
+        if _ip("netns", "del", ns, check=False).returncode == 0:
+            return
+        time.sleep(0.1)
 
 
 def _kill_group(proc, grace=3.0):
@@ -65,7 +109,7 @@ class SimSession:
         self.csr_csv = os.path.join(gateware_dir, "csr.csv")
         self.soc_ip = target.SOC_IP
         self.boot_timeout = boot_timeout
-        self.ns = f"innet-{os.getpid()}-{secrets.token_hex(3)}"
+        self.ns = f"{NS_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
         runs = os.path.join(os.path.dirname(gateware_dir), "runs")
         os.makedirs(runs, exist_ok=True)
         self.log_path = os.path.join(runs, f"{self.ns}.log")
@@ -86,13 +130,14 @@ class SimSession:
         self.stop()
 
     def start(self):
+        remove_stale_namespaces()
         _ip("netns", "add", self.ns)
         self._ns_created = True
         _ip("-n", self.ns, "link", "set", "lo", "up")
         log = open(self.log_path, "w")
         self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, "obj_dir/Vsim"], cwd=self.gateware_dir,
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_die_with_parent)
         log.close()
         self.started_at = time.monotonic()
         self._wait_ready()
@@ -127,16 +172,7 @@ class SimSession:
         """Kill everything started (Vsim and any command still running in the namespace), delete the namespace."""
         _kill_group(self.proc)
         if self._ns_created:
-            pids = _ip("netns", "pids", self.ns, check=False).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            for _ in range(50):
-                if _ip("netns", "del", self.ns, check=False).returncode == 0:
-                    break
-                time.sleep(0.1)
+            _delete_namespace(self.ns)
             self._ns_created = False
 
     # Host commands --------------------------------------------------------------------------------

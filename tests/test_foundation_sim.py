@@ -119,3 +119,37 @@ def test_two_sessions_at_once(gateware):
             r = sim.run([sys.executable, "-m", "software.cli", "--csr-csv", sim.csr_csv, "read", "ctrl_scratch"],
                         timeout=60, capture=True)
             assert int(r.stdout, 16) == id(sim) & 0xffff
+
+
+OWNER_SCRIPT = r'''
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from sim.runner import SimSession
+sim = SimSession(sys.argv[1])
+sim.start()
+print(sim.ns, sim.proc.pid, flush=True)
+time.sleep(600)
+'''
+
+
+def test_owner_killed_takes_the_simulator_and_its_namespace_with_it(gateware, tmp_path):
+    """A session whose owner dies by SIGKILL (no cleanup runs): its simulator dies with it, and the next
+    session deletes the namespace it left behind."""
+    script = tmp_path / "owner.py"
+    script.write_text(OWNER_SCRIPT)
+    owner = subprocess.Popen([sys.executable, str(script), gateware, target.ROOT], stdout=subprocess.PIPE, text=True)
+    ns, vsim_pid = owner.stdout.readline().split()
+    assert ns in _namespaces()
+    owner.kill()
+    owner.wait()
+    for _ in range(50):
+        try:
+            os.kill(int(vsim_pid), 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the simulator outlived its owner")
+    assert ns in _namespaces()                      # nobody cleaned up...
+    with SimSession(gateware):
+        assert ns not in _namespaces()              # ...until the next session started
