@@ -19,7 +19,7 @@ from litex.build.sim.config import SimConfig
 from litex.soc.integration.builder import Builder
 from migen.genlib.io import CRG as SimCRG
 
-from sim import verilator
+from sim import verilated
 from sim.models.tap import GMIIDataPort, TapPHY, TAP_POLL_CYCLES, gmii_pads, tap_pads
 from soc.common import SOC_IP_ADDRESS as SOC_IP
 from soc.innet_soc import InnetSoC
@@ -127,7 +127,7 @@ def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, thr
                           extra_mods=sorted(os.listdir(modules)), extra_mods_path=modules)
         finally:
             logging.disable(logging.NOTSET)
-        vsim, seconds = verilator.build_litex_sim(gateware_dir, threads=threads, trace=trace, force=force)
+        vsim, seconds = verilated.build_litex_sim(gateware_dir, threads=threads, trace=trace, force=force)
         if not quiet:
             print(f"Reusing {vsim} (gateware unchanged)" if seconds == 0 else f"Compiled {vsim} in {seconds:.0f} s")
     with open(os.path.join(output_dir, "config.json"), "w") as f:

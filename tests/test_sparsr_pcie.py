@@ -1,6 +1,6 @@
 """Sparsr over PCIe: the DMA width adapter (Migen), the receiver behind LitePCIe's endpoint and DMA driven
 at TLP level by a host model (a Verilated model stepped from Python), and the Xilinx board target's
-gateware (generation + the lint of sim.verilator)."""
+gateware (generation + the lint of sim.verilated)."""
 import random
 
 import pytest
@@ -13,7 +13,7 @@ from cores.sparsr.common import FRAME_WORDS, CMD_WRITE_XMEM
 from cores.sparsr.pcie import SparsrDMAAdapter
 from software.sparsr.frames import encode_rows, read_frame, status_frame, dma_frame
 from sim.models.pcie import PCIeCard, exchange
-from sim.verilator import CycleSim, lint
+from sim.verilated import CycleSim, lint
 from software.sparsr.demo import random_row
 from software.sparsr.reference import CardModel
 from tests.harness.streams import send, collect
@@ -86,7 +86,7 @@ def test_adapter_rejects_bad_width():
 
 def test_xilinx_board_gateware_and_lint(tmp_path):
     """The AC701 PCIe target generates its gateware (Verilog, XDC, Vivado TCL; Vivado is not run) with the
-    receiver's counters as CSRs, and the whole generated Verilog passes `sim.verilator.lint` with
+    receiver's counters as CSRs, and the whole generated Verilog passes `sim.verilated.lint` with
     blackbox stubs for what only Vivado provides (unisim primitives, the PCIe hard block wrapper): no
     error, and no warning beyond Migen's style: width extension/truncation (WIDTH, or WIDTHEXPAND/WIDTHTRUNC
     in newer Verilators), incomplete cases and a combinational block of constants (LitePCIe's, ALWNEVER)."""

@@ -2,7 +2,7 @@
 build against LiteX's default build of the same gateware and against the wave-1 SoC, and `make sim` wall time.
 
 Builds compared, for the base SoC (no cores) and the whole SoC (every core, as `make sim` builds it):
-  * innet (threads 2 / 1): `sim.verilator.build_litex_sim` (the pinned Verilator, no tracer, -O2 reaching the
+  * innet (threads 2 / 1): `sim.verilated.build_litex_sim` (the pinned Verilator, no tracer, -O2 reaching the
     model, `threads` Verilator threads), the 32-bit TAP management port polled every 8 cycles;
   * LiteX default: LiteX 2024.12's own build script for the same gateware folder (its Makefile: Debian's
     Verilator, --trace and the tracer, -O0 user code, OPT_FAST=-Os, one thread);
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from sim import target, verilator
+from sim import target, verilated
 from sim.bench.framework import BENCH_DIR, BenchResult, Table
 from sim.demo import available_cores
 from sim.runner import SimSession
@@ -31,7 +31,7 @@ from sim.runner import SimSession
 ROOT = target.ROOT
 WORK = os.path.join(ROOT, "build", "bench", "sim")
 WAVE1_COMMIT = "2fe33a2"          # the last commit before the simulation layer
-SYSTEM_VERILATOR_PATH = "/usr/bin"  # LiteX's default build calls `verilator` from PATH: Debian's
+SYSTEM_TOOLS = "/usr/bin"          # LiteX's default build takes Verilator from PATH: Debian's 5.006
 GOALS = {"speedup": 2.5, "reads_per_s": 400.0, "compile_ratio": 0.5}
 
 
@@ -66,7 +66,7 @@ def litex_default_build(gateware, dest):
         text = f.read().replace(gateware, dest)
     with open(script, "w") as f:
         f.write(text)
-    env = dict(os.environ, PATH=SYSTEM_VERILATOR_PATH + os.pathsep + os.environ["PATH"])
+    env = dict(os.environ, PATH=SYSTEM_TOOLS + os.pathsep + os.environ["PATH"])
     env.pop("VERILATOR_ROOT", None)
     t0 = time.monotonic()
     r = subprocess.run(["bash", "build_sim.sh"], cwd=dest, env=env, capture_output=True, text=True)
@@ -111,7 +111,7 @@ def run(quick=False, wave1=True):
     os.makedirs(WORK, exist_ok=True)
     seconds = 1.0 if quick else 5.0
     socs = {"base_soc": ()} if quick else {"base_soc": (), "full_soc": tuple(available_cores())}
-    res = BenchResult("sim", data={"verilator": verilator.version(), "quick": quick})
+    res = BenchResult("sim", data={"tool": verilated.version(), "quick": quick})
     rows = []
     for key, cores in socs.items():
         entry = {}

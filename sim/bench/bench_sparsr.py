@@ -79,7 +79,7 @@ def pcie_rate(n_rows, seed=4, ready_prob=1.0, valid_prob=1.0, interleave=True, f
     """Write frames (random rows) + status through LitePCIe's DMA reader into the receiver (Verilated model,
     host at TLP level): receiver words per cycle between its first and last word."""
     from sim.models.pcie import PCIeCard, exchange
-    from sim.verilator import CycleSim
+    from sim.verilated import CycleSim
     rng = random.Random(seed)
     rows = [_row(rng, rng.choice(DENSITIES)) for _ in range(n_rows)]
     frames = [f for k in range(0, n_rows, wmem_rows) for f in encode_rows(0, rows[k:k + wmem_rows])]

@@ -3,7 +3,7 @@ path in simulation.
 
 LitePCIe's pip package has no simulation models (its repository keeps them under test/model), and Migen's
 simulator runs the endpoint + DMA + receiver at about 20 cycles per second, so the card (`PCIeCard`) runs
-as a Verilated model, stepped cycle by cycle from Python (`sim.verilator.CycleSim`). `TLPHost` models the
+as a Verilated model, stepped cycle by cycle from Python (`sim.verilated.CycleSim`). `TLPHost` models the
 root complex and host memory from the PCIe TLP formats, with LitePCIe's header field definitions: the
 card's memory-read requests are answered with completions (split at the max payload size, completions of
 different requests interleaved at random), its memory writes land in host memory.

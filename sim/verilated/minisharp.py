@@ -1,6 +1,6 @@
-"""MiniSharpCore as a Verilated model (sim.verilator), for the long end-to-end tests and the benchmark.
+"""MiniSharpCore as a Verilated model (sim.verilated), for the long end-to-end tests and the benchmark.
 
-    vm = VerilatedMiniSharp(num_ports=3, dw=8, chunk_elements=8)     # built once, cached by sim.verilator
+    vm = VerilatedMiniSharp(num_ports=3, dw=8, chunk_elements=8)     # built once, cached by sim.verilated
     run = vm.run(inputs, macs=..., ready_p=0.5, seed=3)
     run.outputs, run.out_cycles, run.in_last, run.counters, run.cycles, run.beats
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from cores.minisharp.common import counters
 from cores.minisharp.core import MiniSharpCore
-from sim.verilator import Model, available, flat_ports
+from sim.verilated import Model, available, flat_ports
 
 __all__ = ["VerilatedMiniSharp", "VRun", "available", "core_ports"]
 

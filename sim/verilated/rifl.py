@@ -1,7 +1,7 @@
-"""The RIFL SoC block (cores/rifl/soc_block.py RIFLLoopback) as a Verilated model on sim.verilator, for the
+"""The RIFL SoC block (cores/rifl/soc_block.py RIFLLoopback) as a Verilated model on sim.verilated, for the
 benchmark's error-rate points.
 
-    model = loopback(frame_bits=256, latency=59)           # built once, cached by sim.verilator
+    model = loopback(frame_bits=256, latency=59)           # built once, cached by sim.verilated
     counts = run_point(model, cycles=400_000, threshold=thr)
 
 Ports: the block's CSR storages (control, err_ab, err_ba, limit, rx_ready) as inputs, every counter of
@@ -11,7 +11,7 @@ generators off and no errors for DRAIN_CYCLES cycles. It returns every counter a
 numbered frames both endpoints accepted during the measured cycles.
 """
 from cores.rifl.soc_block import LOOPBACK_COUNTERS, RIFLLoopback
-from sim.verilator import Model, flat_ports
+from sim.verilated import Model, flat_ports
 
 INPUTS = ("control", "err_ab", "err_ba", "limit", "rx_ready")
 WARM_CYCLES = 2000

@@ -2,7 +2,7 @@
 FPGA (Migen's simulator evaluates expressions at unbounded width, Verilog at the width of the widest operand
 or target, so some bugs only show here).
 
-    card = VerilatedReceiver(wmem_rows=4, xmem_rows=2)        # built once by sim.verilator (cached)
+    card = VerilatedReceiver(wmem_rows=4, xmem_rows=2)        # built once by sim.verilated (cached)
     run = card.run(frames, seed=1, valid_prob=0.8, ready_prob=0.7)
     run.answers, run.counters, run.cycles, run.input_rate
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from cores.sparsr.common import STATUS_COUNTERS
 from cores.sparsr.receiver import SparsrReceiver
-from sim.verilator import Model, VerilatorError, flat_ports
+from sim.verilated import Model, VerilatorError, flat_ports
 
 TOP = "sparsr_rx"
 

@@ -1,4 +1,4 @@
-"""Verilated models of the switch on sim.verilator.
+"""Verilated models of the switch on sim.verilated.
 
 * `scheduler(n, iterations)`: the RTL iSLIP scheduler (cores.switch.islip.ISLIPScheduler) inside a C++ harness
   that owns unbounded VOQs. `run_scheduler(model, trace, horizon)` plays a trace of
@@ -7,7 +7,7 @@
   `done` (2k + 1 cycles) and serves the matched VOQ heads. It returns the departure cell time of every
   cell, as the models of software.switch.reference do.
 * `PackedNetwork` / `run_network(n, codes)`: the Batcher-Banyan network with every input's (valid, dst) in
-  one packed word and each input's index as its payload, one code a cycle (sim.verilator.run_vectors).
+  one packed word and each input's index as its payload, one code a cycle (sim.verilated.run_vectors).
 """
 import os
 import tempfile
@@ -20,7 +20,7 @@ from litex.gen import LiteXModule
 from cores.lib.logic import index_bits
 from cores.switch.batcher_banyan import BatcherBanyan
 from cores.switch.islip import ISLIPScheduler
-from sim.verilator import Model, flat_ports, run_vectors
+from sim.verilated import Model, flat_ports, run_vectors
 
 # Stimulus: the trace as int32 triples (arrival cell time, src, dst) in arrival order; argv: horizon (cell
 # times), trace file, departures file (int64 a cell, -1 if not served); stdout: "<errors> <cycles>", errors =

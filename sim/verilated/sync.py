@@ -3,7 +3,7 @@
 `GridSim(width, height, ...)` writes the Verilog of each distinct `SyncNode` configuration once (Migen
 `convert`, marked no-inline so that Verilator compiles it once), a `sync_grid` top that instantiates one node
 per participant and wires them exactly as `cores.sync.grid.grid_links` says (with the same hop_latency -
-min_hop_latency register stages on every wire as `SyncGrid`), and a C++ harness, built by `sim.verilator`.
+min_hop_latency register stages on every wire as `SyncGrid`), and a C++ harness, built by `sim.verilated`.
 
 `GridSim.run(schedules, ...)` drives it like `tests/test_sync_grid.py` drives the Migen grid: every
 participant works through its own schedule of triggers, and triggers the next round of an ident only after
@@ -17,7 +17,7 @@ from collections import namedtuple
 from cores.sync.common import DIR_NAMES, OPPOSITE, min_hop_latency
 from cores.sync.grid import grid_nodes, grid_links
 from cores.sync.node import SyncNode
-from sim.verilator import Model, convert
+from sim.verilated import Model, convert
 
 Trigger = namedtuple("Trigger", "ident mode value gap not_before raw", defaults=(0, 0, False))
 
