@@ -23,9 +23,9 @@ import subprocess
 import sys
 import time
 
-from sim import target
+from sim import ROOT, target
+from soc.common import SOC_IP_ADDRESS
 
-ROOT = target.ROOT
 
 
 class SimulationFailed(RuntimeError):
@@ -107,7 +107,7 @@ class SimSession:
             raise SimulationFailed("network namespaces need root (run as root or through sudo)")
         self.gateware_dir = gateware_dir
         self.csr_csv = os.path.join(gateware_dir, "csr.csv")
-        self.soc_ip = target.SOC_IP
+        self.soc_ip = SOC_IP_ADDRESS
         self.boot_timeout = boot_timeout
         self.ns = f"{NS_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
         runs = os.path.join(os.path.dirname(gateware_dir), "runs")
@@ -171,6 +171,8 @@ class SimSession:
     def stop(self):
         """Kill everything started (Vsim and any command still running in the namespace), delete the namespace."""
         _kill_group(self.proc)
+        if self.proc is not None and os.path.exists(self.log_path) and os.path.getsize(self.log_path) == 0:
+            os.remove(self.log_path)
         if self._ns_created:
             _delete_namespace(self.ns)
             self._ns_created = False

@@ -6,7 +6,6 @@ simulation (LiteX would start it through sudo and swallow its failures); `sim.ru
 private network namespace.
 """
 import argparse
-import fcntl
 import json
 import logging
 import os
@@ -19,12 +18,11 @@ from litex.build.sim.config import SimConfig
 from litex.soc.integration.builder import Builder
 from migen.genlib.io import CRG as SimCRG
 
-from sim import verilated
+from sim import ROOT, verilated
 from sim.models.tap import GMIIDataPort, TapPHY, TAP_POLL_CYCLES, gmii_pads, tap_pads
-from soc.common import SOC_IP_ADDRESS as SOC_IP
+from soc.common import SOC_IP_ADDRESS
 from soc.innet_soc import InnetSoC
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM_CLK_FREQ = int(1e6)        # nominal; Verilator runs as fast as it can
 TAP_INTERFACE = "tap0"         # lives in the runner's namespace only
 HOST_IP = "192.168.1.100"      # the TAP's address, inside the namespace
@@ -110,8 +108,7 @@ def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, thr
     gateware_dir = os.path.join(output_dir, "gateware")
     os.makedirs(output_dir, exist_ok=True)
     # One build at a time per configuration; runs of an existing build need no lock.
-    with open(os.path.join(output_dir, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with verilated.FileLock(os.path.join(output_dir, ".lock")):
         # LiteX writes its variables.mak into the extra modules' folder: give it a copy in the build tree.
         modules = os.path.join(output_dir, "modules")
         shutil.rmtree(modules, ignore_errors=True)
@@ -131,7 +128,7 @@ def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, thr
         if not quiet:
             print(f"Reusing {vsim} (gateware unchanged)" if seconds == 0 else f"Compiled {vsim} in {seconds:.0f} s")
     with open(os.path.join(output_dir, "config.json"), "w") as f:
-        json.dump({"cores": list(cores), "soc_ip": SOC_IP, "host_ip": HOST_IP}, f)
+        json.dump({"cores": list(cores), "soc_ip": SOC_IP_ADDRESS, "host_ip": HOST_IP}, f)
     return gateware_dir
 
 

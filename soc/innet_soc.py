@@ -2,14 +2,13 @@
 
 No CPU by default: the host reads and writes every CSR over Etherbone (LiteEth UDP/IP core on a management
 Ethernet port). `cpu_type="vexriscv"` adds a VexRiscv with its BIOS, ROM, RAM and UART. A free-running
-uptime counter (timer0 uptime) lets host tools measure simulated cycles. The CSR map is exported as
-csr.csv and csr.json by `soc.build.export_csr_map()` / the LiteX Builder.
+uptime counter (timer0 uptime) lets host tools measure simulated cycles. The LiteX Builder exports the CSR
+map as csr.csv and csr.json.
 """
 from litex.soc.integration.soc import SoCRegion
 from litex.soc.integration.soc_core import SoCCore
 
 from soc.common import CORE_NAMES, ETHERBONE_UDP_PORT, SOC_IP_ADDRESS, SOC_MAC_ADDRESS
-
 
 
 class InnetSoC(SoCCore):
@@ -49,16 +48,17 @@ class InnetSoC(SoCCore):
         return module
 
     # Cores ----------------------------------------------------------------------------------------
-    def add_sync(self, name=CORE_NAMES["sync"], width=4, height=4, hop_latency=5, with_lamlet=True):
-        """Synchronizer mesh (width x height nodes plus the lamlet) with CSR triggers, results and latency."""
+    def add_sync(self, name=CORE_NAMES["sync"], **kwargs):
+        """Synchronizer mesh (width x height nodes plus the lamlet) with CSR triggers, results and latency.
+        Keyword arguments go to SyncBlock (width, height, n_idents, value_width, hop_latency, with_lamlet)."""
         from cores.sync.soc_block import SyncBlock
-        return self._register_core(name, SyncBlock(width=width, height=height, hop_latency=hop_latency,
-                                                   with_lamlet=with_lamlet))
+        return self._register_core(name, SyncBlock(**kwargs))
 
-    def add_rifl(self, name=CORE_NAMES["rifl"], frame_bits=256, latency=8):
-        """Two RIFL endpoints looped through fault-injecting channels, with traffic generators and checkers."""
+    def add_rifl(self, name=CORE_NAMES["rifl"], **kwargs):
+        """Two RIFL endpoints looped through fault-injecting channels, with traffic generators and checkers.
+        Keyword arguments go to RIFLLoopback (frame_bits, latency)."""
         from cores.rifl.soc_block import RIFLLoopback
-        return self._register_core(name, RIFLLoopback(frame_bits=frame_bits, latency=latency))
+        return self._register_core(name, RIFLLoopback(**kwargs))
 
     def add_switch(self, name=CORE_NAMES["switch"], **kwargs):
         """A small RIFL switch between on-chip traffic generators and checkers (load points over CSRs).

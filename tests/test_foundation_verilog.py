@@ -1,4 +1,4 @@
-"""The generated-Verilog check of tests/verilog_checks.py finds the Migen pitfall it is written for."""
+"""The generated-Verilog check of tests/harness/verilog.py finds the Migen pitfall it is written for."""
 from migen import Module, Signal
 from migen.fhdl.verilog import convert
 

@@ -1,7 +1,7 @@
-"""Sync SoC block through its CSR signals (direct and via the host demo), and the benchmark smoke test."""
+"""Sync SoC block through its CSR bank (a scenario and the host demo), and the benchmark smoke test."""
 import random
 
-from cores.sync.common import MODE_UMIN, MODE_AND, TRIG_CTRL, CPL_STATUS, CPL_INFO
+from cores.sync.common import MODE_UMIN, MODE_AND, TRIG_CTRL, CPL_STATUS, CPL_INFO, CPL_POP
 from cores.sync.soc_block import SyncBlock
 from software.sync.demo import demo
 from software.sync.reference import reduce_values
@@ -32,7 +32,7 @@ def test_soc_block_csr_triggers_and_latency():
             c = CPL_INFO.unpack(r("cpl_info").read())
             c["value"], c["latency"] = r("cpl_value").read(), r("cpl_latency").read()
             cpl.append(c)
-            r("cpl_pop").write(1)
+            r("cpl_pop").write(CPL_POP.pack(pop=1))
         r("trig_ctrl").write(TRIG_CTRL.pack(node=9, ident=0, go=1))
         r("trig_ctrl").write(TRIG_CTRL.pack(node=0, ident=0, mode=7, go=1))
         r("trig_ctrl").write(TRIG_CTRL.pack(node=0, ident=0, mode=7, go=1))

@@ -23,6 +23,9 @@ def add_counters(module, spec, increments, width=COUNTER_BITS, register=False):
     An increment is a 1-bit event (it enables the counter) or a small count (it is added). register: add
     the increments one cycle late, from registers (keeps the counters' adders off the events' paths).
     Returns module.counters."""
+    unknown = set(increments) - {name for name, _ in spec}
+    if unknown:
+        raise KeyError(f"increments for counters not in the spec: {sorted(unknown)}")
     counters = getattr(module, "counters", None)
     if counters is None:
         counters = module.counters = {}

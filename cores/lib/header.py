@@ -6,7 +6,7 @@ bytes, fields optionally byte-swapped) with what the host needs on top:
     ETH = Header.from_bytes([("dst_mac", 0, 6), ("src_mac", 6, 6), ("ethertype", 12, 2)], 14)
     ETH.field(frame_bits, "ethertype")           # Migen: the field's value (big-endian bytes swapped)
     v = ETH.pack(dst_mac=..., ethertype=0x88B5)  # host: the header as an integer, as the gateware sees it
-    ETH.unpack(v)["ethertype"], ETH.to_bytes(v), ETH.from_bytes_value(b"...")
+    ETH.unpack(v)["ethertype"], ETH.to_bytes(v), ETH.from_wire(b"...")
 
 The value's bit i is bit i of the Migen signal. `wire` tells which byte of the value goes first on the wire:
 "lsb" (byte 0 = bits 7..0: LiteEth streams, MiniSharp frames) or "msb" (the top byte first: RIFL headers).
@@ -166,12 +166,16 @@ def _zeros(n):
 
 
 def _fit(v, w):
-    return C(v, w) if isinstance(v, int) else v[:w] if len(v) > w else v
+    """`v` as exactly w bits: a constant, a slice of a wider value or a zero-extended narrower one."""
+    if isinstance(v, int):
+        return C(v, w)
+    return v[:w] if len(v) >= w else Cat(v, C(0, w - len(v)))
 
 
 def _swap_expr(v, w):
     if isinstance(v, int):
         return C(_swap_int(v, w), w)
+    v = _fit(v, w)
     return Cat(*[v[8 * (w // 8 - 1 - i):8 * (w // 8 - i)] for i in range(w // 8)])
 
 

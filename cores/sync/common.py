@@ -124,7 +124,9 @@ def link_layout():
 # SoC block CSR words, fields LSB first -----------------------------------------------------------
 NODE_BITS = 16          # participant index: grid node y * width + x, the lamlet is width * height
 TRIG_CTRL = Header.from_lsb_layout([("node", NODE_BITS), ("ident", IDENT_BITS), ("mode", MODE_BITS), ("go", 1)])
+TRIG_STATUS = Header.from_lsb_layout([("busy", 1)])
 CPL_STATUS = Header.from_lsb_layout([("valid", 1), ("level", 16)])
+CPL_POP = Header.from_lsb_layout([("pop", 1)])
 CPL_INFO = Header.from_lsb_layout([("node", NODE_BITS), ("ident", IDENT_BITS), ("mode", MODE_BITS), ("error", 1)])
 INFO = Header.from_lsb_layout([("width", 6), ("height", 6), ("n_idents", 4), ("value_width", 6), ("lamlet", 1),
                                ("hop_latency", 8)])

@@ -8,9 +8,6 @@ A node is five named stages around one slot table:
                           |                          |
                    SyncCompletion -> source     SyncTransmitter -> tx[d]
 """
-from functools import reduce
-from operator import add
-
 from migen import *
 from migen.genlib.fifo import SyncFIFO
 
@@ -226,7 +223,7 @@ class SyncMerge(LiteXModule):
     """Stage 2: merges the selected packet, else the local trigger (`sink`), into its slot: drives the merge
     port of SyncSlots with the combined mode/error/value. A trigger waits while a packet is merged or its
     slot retires (`suppress` then keeps the selector idle next cycle). Events: `ev_mismatch` (modes
-    differed), `ev_trigger_drop`, `ev_rx_drop` (dropped packets; the links' overflows are added by the node)."""
+    differed), `ev_trigger_drop`, `ev_packet_drop` (a dropped packet; the node adds the links' overflows)."""
     def __init__(self, sink, sel, slots, n_links, n_idents, value_width):
         bit = slots.bit
         local = n_links
@@ -325,9 +322,10 @@ class SyncTransmitter(LiteXModule):
             self.comb += pend[d].eq(reduce_and([slots.self_eff, *need, ~slots.sent[d]]))
         self.comb += wants.eq(reduce_or([Mux(idle[d], pend[d], 0) for d in neighbours]))
         _, bsel, _ = first_set(self, wants, n_idents)
+        pkt_h = packet_header(value_width)
         pad = [C(0, nf * LINK_WIDTH - pb)] if nf * LINK_WIDTH > pb else []
-        pkt = pick(self, [Cat(C(s, IDENT_BITS), slots.mode[s], slots.err[s], slots.acc[s], *pad) for s in idents],
-                   bsel)
+        pkt = pick(self, [Cat(pkt_h.value(ident=s, mode=slots.mode[s], error=slots.err[s], value=slots.acc[s])[:pb],
+                              *pad) for s in idents], bsel)
         self.comb += slots.tx_ident.eq(bsel)
         for d in neighbours:
             link = tx[d]
@@ -406,5 +404,5 @@ class SyncNode(LiteXModule):
         self.comb += [
             self.ev_mismatch.eq(merge.ev_mismatch),
             self.ev_trigger_drop.eq(merge.ev_trigger_drop),
-            self.ev_rx_drop.eq(reduce(add, [r.overflow for r in receivers], 0) + merge.ev_packet_drop),
+            self.ev_rx_drop.eq(sum(r.overflow for r in receivers) + merge.ev_packet_drop),
         ]

@@ -1,19 +1,17 @@
 """SoC block: a synchronizer grid driven through CSRs, with a completion FIFO and a latency counter."""
-from functools import reduce
-from operator import or_, add
-
 from migen import *
 from migen.genlib.fifo import SyncFIFOBuffered
 from migen.genlib.record import layout_len
 
 from litex.gen import LiteXModule
-from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
+from litex.soc.interconnect.csr import CSRStorage, CSRStatus
 
 from cores.lib.counters import add_counter_csrs, add_counters
 from cores.lib.header import csr_fields
-from cores.lib.logic import round_robin
+from cores.lib.logic import reduce_or, round_robin
 from cores.sync.common import (MAX_IDENTS, IDENT_BITS, MODE_BITS, DEFAULT_VALUE_WIDTH, DEFAULT_HOP_LATENCY,
-                               NODE_BITS, LATENCY_BITS, BLOCK_COUNTERS, TRIG_CTRL, CPL_STATUS, CPL_INFO, INFO)
+                               NODE_BITS, LATENCY_BITS, BLOCK_COUNTERS, TRIG_CTRL, TRIG_STATUS, CPL_STATUS, CPL_INFO,
+                               CPL_POP, INFO)
 from cores.sync.grid import SyncGrid
 
 _DESCRIPTIONS = {
@@ -21,6 +19,8 @@ _DESCRIPTIONS = {
     "ident": "Sync ident.",
     "mode": "0 max, 1 umax, 2 min, 3 umin, 4 or, 5 and.",
     "go": "Write 1 to queue the trigger.",
+    "busy": "A trigger is waiting for its node.",
+    "pop": "Drop the head.",
     "error": "Modes differed between participants (the value is then undefined).",
     "valid": "A completion is at the head of the FIFO.",
     "level": "Completions queued.",
@@ -58,15 +58,13 @@ class SyncBlock(LiteXModule):
         self.trig_value = CSRStorage(value_width, description="Value of the next trigger.")
         self.info = CSRStatus(fields=csr_fields(INFO, _DESCRIPTIONS))
         self.trig_ctrl = CSRStorage(fields=csr_fields(TRIG_CTRL, _DESCRIPTIONS, pulse=("go",)))
-        self.trig_status = CSRStatus(fields=[
-            CSRField("busy", 1, description="A trigger is waiting for its node."),
-        ])
+        self.trig_status = CSRStatus(fields=csr_fields(TRIG_STATUS, _DESCRIPTIONS))
         self.cpl_status = CSRStatus(fields=csr_fields(CPL_STATUS, _DESCRIPTIONS))
         self.cpl_info = CSRStatus(fields=csr_fields(CPL_INFO, _DESCRIPTIONS))
         self.cpl_value = CSRStatus(value_width, description="Reduction result.")
         self.cpl_latency = CSRStatus(LATENCY_BITS, description="Cycles from the ident's last trigger to "
                                                                 "this completion.")
-        self.cpl_pop = CSRStorage(fields=[CSRField("pop", 1, pulse=True, description="Drop the head.")])
+        self.cpl_pop = CSRStorage(fields=csr_fields(CPL_POP, _DESCRIPTIONS, pulse=("pop",)))
 
         # # #
 
@@ -88,7 +86,7 @@ class SyncBlock(LiteXModule):
         self.comb += [
             self.trig_status.fields.busy.eq(busy),
             bad_node.eq(self.trig_ctrl.fields.node >= n),
-            taken.eq(reduce(or_, [p.sink.valid & p.sink.ready for p in parts])),
+            taken.eq(reduce_or([p.sink.valid & p.sink.ready for p in parts])),
         ]
         for i, p in enumerate(parts):
             self.comb += [
@@ -137,9 +135,9 @@ class SyncBlock(LiteXModule):
 
         # Counters.
         add_counters(self, BLOCK_COUNTERS, {
-            "trigger_drops": (go & (busy | bad_node)) + reduce(add, [p.ev_trigger_drop for p in parts]),
-            "rx_drops": reduce(add, [p.ev_rx_drop for p in parts]),
-            "mismatches": reduce(add, [p.ev_mismatch for p in parts]),
+            "trigger_drops": (go & (busy | bad_node)) + sum(p.ev_trigger_drop for p in parts),
+            "rx_drops": sum(p.ev_rx_drop for p in parts),
+            "mismatches": sum(p.ev_mismatch for p in parts),
             "completions": fifo.we & fifo.writable,
         })
         add_counter_csrs(self, BLOCK_COUNTERS)

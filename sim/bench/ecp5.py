@@ -15,7 +15,8 @@ import sys
 
 from migen.fhdl.verilog import convert
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from sim import ROOT
+
 DEVICES = {"LFE5U-25F": "--25k", "LFE5U-45F": "--45k", "LFE5U-85F": "--85k"}
 
 

@@ -3,8 +3,9 @@ import json
 import os
 from dataclasses import dataclass, field
 
-BENCH_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                         "build", "bench")
+from sim import ROOT
+
+BENCH_DIR = os.path.join(ROOT, "build", "bench")
 
 
 @dataclass

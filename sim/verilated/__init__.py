@@ -33,7 +33,8 @@ from migen.fhdl.verilog import convert as migen_convert
 from litex.gen import LiteXModule
 from litex.gen.fhdl.verilog import convert as litex_convert
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from sim import ROOT
+
 BUILD_DIR = os.path.join(ROOT, "build", "verilator")
 LITEX_SIM_DIR = os.path.join(ROOT, "sim", "litex_sim")
 
@@ -104,8 +105,8 @@ def _digest(*parts):
     return h.hexdigest()
 
 
-class _Lock:
-    """An exclusive file lock (several test workers may build the same model)."""
+class FileLock:
+    """An exclusive lock on the file `path` (several test workers may build the same model)."""
     def __init__(self, path):
         self.path = path
 
@@ -143,7 +144,7 @@ class Model:
         self.dir = os.path.join(BUILD_DIR, f"{name}-{key[:12]}")
         self.exe = os.path.join(self.dir, "obj_dir", f"V{top}")
         self.build_seconds = None
-        with _Lock(os.path.join(BUILD_DIR, f".{name}-{key[:12]}.lock")):
+        with FileLock(os.path.join(BUILD_DIR, f".{name}-{key[:12]}.lock")):
             if not os.path.exists(self.exe):
                 self._build(sources, harness, flags)
 
@@ -430,13 +431,15 @@ def build_litex_sim(gateware_dir, threads=1, trace=False, trace_fst=False, force
     obj = os.path.join(gateware_dir, "obj_dir")
     vsim = os.path.join(obj, "Vsim")
     flags = litex_sim_flags(threads, trace, trace_fst)
-    sources = sorted(f for f in os.listdir(gateware_dir) if f.endswith((".v", ".sv", ".init", ".cpp", ".h", ".js")))
-    with open(os.path.join(LITEX_SIM_DIR, "veril.cpp")) as f:
-        veril = f.read()
-    digest = _digest(version(), " ".join(flags), veril, *[_stable(os.path.join(gateware_dir, f)) for f in sources])
+    sources = sorted(os.path.join(gateware_dir, f) for f in os.listdir(gateware_dir)
+                     if f.endswith((".v", ".sv", ".init", ".cpp", ".h", ".js")))
+    digest = _digest(version(), " ".join(flags), *[_stable(p) for p in sources + _extra_module_sources(gateware_dir)
+                                                  + [os.path.join(LITEX_SIM_DIR, "veril.cpp")]])
     stamp = os.path.join(obj, ".innet_digest")
-    if not force and os.path.exists(vsim) and os.path.exists(stamp) and open(stamp).read() == digest:
-        return vsim, 0.0
+    if not force and os.path.exists(vsim) and os.path.exists(stamp):
+        with open(stamp) as f:
+            if f.read() == digest:
+                return vsim, 0.0
     t0 = time.monotonic()
     log = log or os.path.join(gateware_dir, "verilator_build.log")
     shutil.rmtree(obj, ignore_errors=True)
@@ -466,6 +469,17 @@ def build_litex_sim(gateware_dir, threads=1, trace=False, trace_fst=False, force
     with open(os.path.join(obj, ".innet_seconds"), "w") as f:
         f.write(f"{seconds:.1f}")
     return vsim, seconds
+
+
+def _extra_module_sources(gateware_dir):
+    """The sources of the project's sim modules that LiteX's variables.mak names (EXTRA_MOD_BASE_DIR)."""
+    with open(os.path.join(gateware_dir, "variables.mak")) as f:
+        m = re.search(r"^EXTRA_MOD_BASE_DIR = (.+)$", f.read(), re.M)
+    if not m:
+        return []
+    base = m.group(1).strip()
+    return sorted(os.path.join(d, f) for d, _, files in os.walk(base) for f in files
+                  if f.endswith((".c", ".h", "Makefile")) and f != "variables.mak")
 
 
 _DATE_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")

@@ -14,7 +14,7 @@ input). Completion back-pressure: `source.ready` is 1 with probability `ready_pr
 import os
 from collections import namedtuple
 
-from cores.sync.common import DIR_NAMES, OPPOSITE, min_hop_latency
+from cores.sync.common import DIR_NAMES, LINK_WIDTH, MAX_IDENTS, OPPOSITE, min_hop_latency
 from cores.sync.grid import grid_nodes, grid_links
 from cores.sync.node import SyncNode
 from sim.verilated import Model, convert
@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
     }
     fclose(f);
     std::vector<int> idx(N, 0), gap(N, 0), driving(N, 0);
-    std::vector<std::vector<int>> rounds(N, std::vector<int>(8, 0)), seen(N, std::vector<int>(8, 0));
+    std::vector<std::vector<int>> rounds(N, std::vector<int>(%(idents)d, 0)), seen(N, std::vector<int>(%(idents)d, 0));
     for (int p = 0; p < N; p++) if (!sch[p].empty()) gap[p] = sch[p][0].gap;
     uint64_t rs = seed * 0x9E3779B97F4A7C15ull + 1;
     long ncpl = 0, ev_td = 0, ev_rd = 0, ev_mm = 0, tail_end = -1, cycle;
@@ -167,9 +167,9 @@ class GridSim:
         rx_of = {}
         stages = self.hop_latency - min_hop_latency(self.value_width)
         for k, (src, d, dst) in enumerate(grid_links(self.width, self.height, self.with_lamlet)):
-            body.append(f"wire l{k}_valid_0; wire [9:0] l{k}_data_0;")
+            body.append(f"wire l{k}_valid_0; wire [{LINK_WIDTH - 1}:0] l{k}_data_0;")
             for s in range(1, stages + 1):
-                body.append(f"reg l{k}_valid_{s} = 1'd0; reg [9:0] l{k}_data_{s} = 10'd0;")
+                body.append(f"reg l{k}_valid_{s} = 1'd0; reg [{LINK_WIDTH - 1}:0] l{k}_data_{s} = {LINK_WIDTH}'d0;")
                 body.append(f"always @(posedge sys_clk) begin l{k}_valid_{s} <= l{k}_valid_{s - 1}; "
                             f"l{k}_data_{s} <= l{k}_data_{s - 1}; end")
             rx_of[(dst, OPPOSITE[d])] = (f"l{k}_valid_{stages}", f"l{k}_data_{stages}")
@@ -192,7 +192,7 @@ class GridSim:
         for pn, _, _ in _PORTS:
             var = _CPP_NAMES.get(pn, pn)
             tables.append(f"    T({pn}) *{var}[N] = {{" + ", ".join(f"&t->p{i}_{pn}" for i in range(n)) + "};")
-        return HARNESS % {"n": n, "tables": "\n".join(tables)}
+        return HARNESS % {"n": n, "idents": MAX_IDENTS, "tables": "\n".join(tables)}
 
     def run(self, schedules, max_cycles, ready_prob=1.0, seed=1, tail=None):
         """schedules[p]: list of `Trigger`s (or tuples in its field order) of participant p.

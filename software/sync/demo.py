@@ -2,13 +2,15 @@
 import random
 import time
 
-from cores.sync.common import MODES, MODE_NAMES, TRIG_CTRL, CPL_STATUS, CPL_INFO, INFO
+from cores.sync.common import (BLOCK_COUNTERS, MODES, MODE_NAMES, TRIG_CTRL, TRIG_STATUS, CPL_STATUS, CPL_INFO,
+                               CPL_POP, INFO)
+from soc.common import CORE_NAMES
 from software.sync.reference import expected_result
 
 
 class SyncHost:
     """CSR access to one SyncBlock (`prefix` is the block's name in the SoC)."""
-    def __init__(self, bus, prefix="syncnet"):
+    def __init__(self, bus, prefix=CORE_NAMES["sync"]):
         self.bus, self.prefix = bus, prefix
         self.info = INFO.unpack(self.reg("info").read())
         self.n_participants = self.info["width"] * self.info["height"] + self.info["lamlet"]
@@ -18,7 +20,7 @@ class SyncHost:
 
     def trigger(self, node, ident, mode, value, timeout=10.0):
         t0 = time.time()
-        while self.reg("trig_status").read() & 1:
+        while TRIG_STATUS.unpack(self.reg("trig_status").read())["busy"]:
             if time.time() - t0 > timeout:
                 raise RuntimeError(f"sync: node {node} did not take its trigger within {timeout} s")
         self.reg("trig_value").write(value)
@@ -36,16 +38,16 @@ class SyncHost:
             c = CPL_INFO.unpack(self.reg("cpl_info").read())
             c["value"] = self.reg("cpl_value").read()
             c["latency"] = self.reg("cpl_latency").read()
-            self.reg("cpl_pop").write(1)
+            self.reg("cpl_pop").write(CPL_POP.pack(pop=1))
             out.append(c)
             t0 = time.time()
         return out
 
     def counters(self):
-        return {n: self.reg(n).read() for n in ("trigger_drops", "rx_drops", "mismatches", "completions")}
+        return {n: self.reg(n).read() for n, _ in BLOCK_COUNTERS}
 
 
-def demo(bus, prefix="syncnet", rounds=2, idents=None, seed=1):
+def demo(bus, prefix=CORE_NAMES["sync"], rounds=2, idents=None, seed=1):
     """`rounds` rounds; in each, `idents` idents (default all) get a random mode, every participant a random
     value, and the triggers go out in random node order. Every participant must complete every ident exactly
     once with the reference reduction; the same idents are reused in the next round. Raises on a mismatch."""

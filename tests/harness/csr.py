@@ -123,7 +123,6 @@ class SimBus:
                 yield
                 self.replies.put(None)
 
-
     def _serve_window(self, interface, adr, data):
         """Wishbone cycles on `interface`: write the words `data` (a list) or read `data` words."""
         if isinstance(data, list):
