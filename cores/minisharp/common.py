@@ -132,6 +132,7 @@ def payload_word(lanes):
 CONFIG_CSR        = Header.from_lsb_layout([("num_ports", 8), ("max_ranks", 9), ("n_contexts", 7), ("n_slots", 8)])
 INJECT_CTRL_CSR   = Header.from_lsb_layout([("length", 16), ("port", 8), ("go", 1)])
 INJECT_STATUS_CSR = Header.from_lsb_layout([("busy", 1)])
+INJECT_COUNTERS   = [("refused", "Injector data writes and sends refused (busy, buffer full, bad length).")]
 CAPTURE_CTRL_CSR  = Header.from_lsb_layout([("port", 8), ("arm", 1)])
 CAPTURE_DATA_CSR  = Header.from_lsb_layout([("byte", 8), ("last", 1)])
 

@@ -7,18 +7,28 @@ from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 from litex.soc.interconnect.packet import Arbiter
 
-from cores.lib.counters import add_counter_csrs
+from cores.lib.counters import add_counter_csrs, add_counters
 from cores.lib.header import csr_fields
 from cores.minisharp.common import (
-    CAPTURE_CTRL_CSR, CAPTURE_DATA_CSR, CONFIG_CSR, DEFAULT_DST_MAC, DEFAULT_SRC_MAC, INJECT_CTRL_CSR,
-    INJECT_STATUS_CSR, MS_CHUNK_ELEMENTS, MSP_TRANSPARENT, counters, port_description,
+    CAPTURE_CTRL_CSR, CAPTURE_DATA_CSR, CONFIG_CSR, DEFAULT_DST_MAC, DEFAULT_SRC_MAC, INJECT_COUNTERS,
+    INJECT_CTRL_CSR, INJECT_STATUS_CSR, MS_CHUNK_ELEMENTS, MSP_TRANSPARENT, counters, port_description,
 )
 from cores.minisharp.core import MiniSharpCore
 
 
 class _Injector(LiteXModule):
-    """Frame buffer filled through CSRs (one 32-bit big-endian word a write), sent once on `go`."""
+    """Frame buffer of `nbytes` bytes (a multiple of 4) filled through CSRs, one 32-bit big-endian word a
+    write (any write rate, one a cycle included: a word is stored in the cycle of its write), sent once on
+    `go` into input port `port`, one byte a cycle.
+
+    Refused and counted in `refused` (nothing of them is stored or sent): a data write while a frame is
+    being sent or with the buffer full; a `go` while a frame is being sent, with length 0, with a length
+    beyond the bytes written, with a port >= num_ports, or after a refused data write of the same frame. A
+    `go` (sent or refused) empties the buffer.
+    """
     def __init__(self, nbytes, num_ports):
+        if nbytes < 4 or nbytes % 4:
+            raise ValueError(f"inject buffer bytes must be a positive multiple of 4, got {nbytes}")
         self.data = CSRStorage(32, description="Append 4 frame bytes (first byte in bits 31:24).")
         self.ctrl = CSRStorage(fields=csr_fields(INJECT_CTRL_CSR, {
             "length": "Frame length in bytes.",
@@ -30,43 +40,51 @@ class _Injector(LiteXModule):
 
         # # #
 
-        mem = Memory(8, nbytes)
-
-        self.specials += mem
-        wr = mem.get_port(write_capable=True)
-        self.specials += wr
-        rd = mem.get_port()
-        self.specials += rd
-        wptr = Signal(max=nbytes + 4)
-        pending = Signal(32)
-        nfill = Signal(3)
-        self.sync += [
-            If(self.data.re, pending.eq(self.data.storage), nfill.eq(4)
-            ).Elif(nfill != 0, pending.eq(pending << 8), nfill.eq(nfill - 1), wptr.eq(wptr + 1)),
+        nwords = nbytes // 4
+        mem = Memory(32, nwords)
+        wr, rd = mem.get_port(write_capable=True), mem.get_port()
+        self.specials += mem, wr, rd
+        busy = self.status.fields.busy
+        wptr = Signal(max=nwords + 1)           # words held
+        bad = Signal()                          # a data write of this frame was refused
+        full = Signal()
+        self.comb += [
+            full.eq(wptr == nwords),
+            wr.adr.eq(wptr), wr.dat_w.eq(self.data.storage), wr.we.eq(self.data.re & ~busy & ~full),
         ]
-        self.comb += wr.adr.eq(wptr), wr.dat_w.eq(pending[24:]), wr.we.eq(nfill != 0)
+        go, length = self.ctrl.fields.go, self.ctrl.fields.length
+        start = Signal()
+        self.comb += start.eq(go & ~busy & ~bad & (length != 0) & (length <= Cat(C(0, 2), wptr)) &
+                              (self.ctrl.fields.port < num_ports))
+        self.sync += [
+            If(go, wptr.eq(0), bad.eq(0)
+            ).Elif(wr.we, wptr.eq(wptr + 1)
+            ).Elif(self.data.re, bad.eq(1)),
+        ]
+        add_counters(self, INJECT_COUNTERS, {"refused": (self.data.re & ~wr.we) | (go & ~start)})
+        add_counter_csrs(self, INJECT_COUNTERS)
 
         idx = Signal(16)
-        length, port = Signal(16), Signal(8)
+        port = Signal(8)
+        slength = Signal(16)
         src = stream.Endpoint(port_description(8))
+        word = rd.dat_r
         self.comb += [
             Case(port, {i: src.connect(s) for i, s in enumerate(self.sources)}),
-            src.data.eq(rd.dat_r), src.last.eq(idx == length - 1), src.last_be.eq(src.last),
+            src.data.eq(Array([word[24:32], word[16:24], word[8:16], word[0:8]])[idx[:2]]),
+            src.last.eq(idx == slength - 1), src.last_be.eq(src.last),
         ]
+        # The RAM reads the word of the next byte (idx is 0 while idle); the byte lane follows `idx`.
+        self.comb += rd.adr.eq(Mux(src.valid & src.ready, idx + 1, idx)[2:])
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
-            rd.adr.eq(0),
-            If(self.ctrl.fields.go & (self.ctrl.fields.length != 0),
-                NextValue(length, self.ctrl.fields.length), NextValue(port, self.ctrl.fields.port),
-                NextValue(idx, 0), NextState("SEND"))
+            If(start, NextValue(slength, length), NextValue(port, self.ctrl.fields.port), NextState("SEND"))
         )
         fsm.act("SEND",
-            self.status.fields.busy.eq(1),
+            busy.eq(1),
             src.valid.eq(1),
-            rd.adr.eq(Mux(src.ready, idx + 1, idx)),
             If(src.ready,
-                NextValue(idx, idx + 1),
-                If(src.last, NextValue(wptr, 0), NextState("IDLE")))
+                If(src.last, NextValue(idx, 0), NextState("IDLE")).Else(NextValue(idx, idx + 1)))
         )
 
 

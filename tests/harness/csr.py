@@ -39,6 +39,27 @@ class BankedBlock(LiteXModule):
                       for c in csrs}
 
 
+def read_cycles(bus, adr):
+    """Simulation generator: one CSR-bus read (two cycles); returns the word."""
+    yield bus.adr.eq(adr)
+    yield bus.re.eq(1)
+    yield
+    yield bus.re.eq(0)
+    yield
+    return (yield bus.dat_r)
+
+
+def write_cycles(bus, writes):
+    """Simulation generator: CSR-bus writes [(adr, value)], one a cycle, then one idle cycle."""
+    for adr, value in writes:
+        yield bus.adr.eq(adr)
+        yield bus.dat_w.eq(value)
+        yield bus.we.eq(1)
+        yield
+    yield bus.we.eq(0)
+    yield
+
+
 class SimBus:
     """`bus.regs.<name>.read()/write(value)` served by `serve()` inside the simulation; `accesses` counts
     CSR-bus transactions (a read takes two cycles, a write three: its effects, pulses included, are
@@ -105,21 +126,12 @@ class SimBus:
                 continue
             _, adr, value = req
             self.accesses += 1
-            yield bus.adr.eq(adr)
             if value is None:
-                yield bus.re.eq(1)
-                yield
-                yield bus.re.eq(0)
-                yield
-                self.replies.put((yield bus.dat_r))
+                self.replies.put((yield from read_cycles(bus, adr)))
             else:
-                yield bus.dat_w.eq(value)
-                yield bus.we.eq(1)
-                yield
-                yield bus.we.eq(0)
-                # the bank registers the write, then a pulse field acts a cycle later: the next access must
-                # see its effect, as every access over Etherbone does
-                yield
+                # a pulse field acts a cycle after the bank registers the write: the next access must see
+                # its effect, as every access over Etherbone does
+                yield from write_cycles(bus, [(adr, value)])
                 yield
                 self.replies.put(None)
 
