@@ -308,7 +308,7 @@ def test_senders_through_switch():
         res["t"] = t
         res["drops"], res["cnt"] = [], {}
         for inp in top.sw.inputs:
-            res["drops"].append((yield inp.drop_full))
+            res["drops"].append((yield inp.counters["drop_full"]))
         for k, v in top.rea.counters.items():
             res["cnt"][k] = yield v
     run_simulation(top, [sender(i) for i in range(3)] +

@@ -95,9 +95,9 @@ def check_counters(sw):
     """No loss anywhere: no full VOQ, no malformed cell, no network collision, no output overflow."""
     for inp in sw.inputs:
         for c in ("drop_full", "drop_malformed"):
-            assert (yield getattr(inp, c)) == 0, c
+            assert (yield inp.counters[c]) == 0, c
     assert (yield sw.collisions) == 0
-    assert (yield sw.out_overflow) == 0
+    assert (yield sw.counters["out_overflow"]) == 0
 
 
 def test_single_switch_forwarding_and_drops():
@@ -131,8 +131,8 @@ def test_single_switch_forwarding_and_drops():
         for c in ("drop_hops", "drop_loop"):
             seen[c] = 0
             for inp in sw.inputs:
-                seen[c] += yield getattr(inp, c)
-        seen["cells_out"] = yield sw.cells_out
+                seen[c] += yield inp.counters[c]
+        seen["cells_out"] = yield sw.counters["cells_out"]
         yield from check_counters(sw)
     gens.append(drain([sw], eps, total_ok, 20000, counters))
     run_simulation(sw, gens)
@@ -220,8 +220,8 @@ def test_ignored_flow_control_drops_and_counts():
     def check():
         for _ in range(12 * sw.beats + 20):
             yield
-        full = yield sw.inputs[1].drop_full
-        cells_in = yield sw.inputs[1].cells_in
+        full = yield sw.inputs[1].counters["drop_full"]
+        cells_in = yield sw.inputs[1].counters["cells_in"]
         assert full > 0 and full + cells_in == 12
     run_simulation(sw, gens + [check()])
 
@@ -361,18 +361,18 @@ def test_chain_downstream_flow_control(fc_link):
     def counters():
         seen.update(drop_full=0, cells_in=[0, 0], cells_out=[0, 0])
         for s, sw in enumerate(top.switches):
-            seen["cells_out"][s] = yield sw.cells_out
+            seen["cells_out"][s] = yield sw.counters["cells_out"]
             for inp in sw.inputs:
-                seen["drop_full"] += yield inp.drop_full
-                seen["cells_in"][s] += yield inp.cells_in
-        seen["fc_hold"] = yield s0.fc_hold
-        seen["fc_bad"] = yield s0.fc_bad
+                seen["drop_full"] += yield inp.counters["drop_full"]
+                seen["cells_in"][s] += yield inp.counters["cells_in"]
+        seen["fc_hold"] = yield s0.counters["fc_hold"]
+        seen["fc_bad"] = yield s0.counters["fc_bad"]
         seen["down_paused"] = yield s0.down_paused[N - 1]
         assert (yield s0.collisions) == 0 and (yield s1.collisions) == 0
     if not fc_link:
         def overflow():
             for _ in range(3000):
-                if (yield s1.inputs[0].drop_full):
+                if (yield s1.inputs[0].counters["drop_full"]):
                     break
                 yield
             yield from counters()
@@ -411,9 +411,9 @@ def test_output_link_pause_and_bad_channels():
         for _ in range(40 * sw.beats):
             yield
         seen["paused_rx"] = len(dst.rx)
-        seen["hold"] = yield sw.fc_hold
+        seen["hold"] = yield sw.counters["fc_hold"]
         seen["queued"] = yield sw.inputs[1].occupancy[0]
-        seen["bad"] = yield sw.fc_bad
+        seen["bad"] = yield sw.counters["fc_bad"]
         seen["down_paused"] = yield sw.down_paused[0]
         yield fin.valid.eq(1)
         yield fin.on_valid.eq(0)

@@ -3,6 +3,7 @@
 The RIFL Layer 2 header, the segment size, the relative-address rule and the flow-control frame fields are
 RIFL's and come from `cores.rifl.common`; this module only adds what belongs to the switch itself.
 """
+from cores.lib.header import Header
 from cores.rifl.common import L2_HEADER_BITS, LINK_FC_CHANNEL, SEGMENT_BYTES, l2_header_unpack
 
 # Scheduler / network limits: iSLIP is O(N^2) and the spec stops at 64 ports; ports are a power of two so
@@ -55,29 +56,38 @@ def downstream_channel(header, down_ports):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Counters and their CSRs (cores.lib.counters: CSR `name`, 32 bits, read-only)
+# Counters and their CSRs (cores.lib.counters: `counters[name]`, CSR `name`, 32 bits, read-only)
 # ---------------------------------------------------------------------------------------------------
-VOQ_COUNTERS = ["cells_in", "drop_hops", "drop_loop", "drop_full", "drop_malformed"]    # of each VOQInput
-# RIFLSwitch(with_csr=True), in the CSR bank's order: the VOQ counters summed over the inputs, the switch's own
-# (cells_out, out_overflow, fc_hold, fc_bad) and the network's (collisions).
-SWITCH_CSRS = [
-    ("cells_in", "Cells accepted into the VOQs (all inputs)."),
-    ("cells_out", "Cells delivered by the outputs."),
+VOQ_COUNTERS = [            # of each VOQInput
+    ("cells_in", "Cells accepted into the VOQs."),
     ("drop_hops", "Cells dropped: Remain Hops was already 0."),
     ("drop_loop", "Cells dropped: Dst Port 1 = 0 mod N would loop back."),
     ("drop_full", "Cells dropped: their VOQ was full (sender ignored flow control)."),
     ("drop_malformed", "Cells dropped: `last` not on the final beat."),
-    ("collisions", "Batcher-Banyan contention events (0 unless the scheduler failed)."),
-    ("out_overflow", "Beats that found a full output FIFO (0 by construction)."),
+]
+SWITCH_COUNTERS = [         # of the RIFLSwitch itself
+    ("cells_out", "Cells delivered by the outputs."),
+    ("out_overflow", "Cycles in which a beat found a full output FIFO (0 by construction)."),
     ("fc_hold", "Cycles outputs held a cell whose downstream queue was paused."),
     ("fc_bad", "Downstream flow-control channels out of range (ignored)."),
 ]
+NETWORK_COUNTERS = [("collisions", "Batcher-Banyan contention events (0 unless the scheduler failed).")]
+# RIFLSwitch(with_csr=True), in the CSR bank's order: the VOQ counters summed over the inputs, the switch's own
+# and the network's.
+_COUNTER_DOC = dict(VOQ_COUNTERS + SWITCH_COUNTERS + NETWORK_COUNTERS)
+SWITCH_CSRS = [(name, _COUNTER_DOC[name]) for name in (
+    "cells_in", "cells_out", "drop_hops", "drop_loop", "drop_full", "drop_malformed", "collisions",
+    "out_overflow", "fc_hold", "fc_bad")]
 
 
 # ---------------------------------------------------------------------------------------------------
 # SoC block (cores.switch.soc_block.SwitchBlock) and its host (software.switch.demo)
 # ---------------------------------------------------------------------------------------------------
 LOAD_ONE = 1 << 16          # `load` threshold of one cell per cell time on every input
+# CSR words (cores.lib.header.Header, fields from bit 0): the host packs and unpacks them.
+BLOCK_CONTROL = Header.from_lsb_layout([("start", 1)])
+BLOCK_STATUS = Header.from_lsb_layout([("done", 1), ("running", 1)])
+BLOCK_INFO = Header.from_lsb_layout([("ports", 8), ("beats", 8), ("iterations", 8)])
 BLOCK_RESULTS = [           # result CSRs of a run, read by the host once `status.done` is set
     ("cycles", "Cycles since start (frozen when done)."),
     ("tx_cells", "Cells sent by the generators."),

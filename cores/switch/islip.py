@@ -47,7 +47,7 @@ class ISLIPScheduler(LiteXModule):
         req_q = [Signal(n, name=f"req_q{i}") for i in range(n)]      # row i: outputs requested by input i
         in_matched = self.match_valid
         out_matched = Signal(n)
-        iteration = Signal(max(1, (iterations - 1).bit_length()) + 1)
+        iteration = Signal(index_bits(iterations) + 1)
         phase = Signal(2)                                           # 0 grant, 1 accept, 2 commit (pipelined)
         # Grant registers: per output j, valid + one-hot over inputs + index.
         g_valid = Signal(n)

@@ -5,14 +5,22 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 
 from cores.lib.counters import add_counter_csrs
+from cores.lib.header import csr_fields
 from cores.lib.logic import index_bits, xorshift32
 from cores.rifl.common import L2_HEADER
-from cores.switch.common import BLOCK_RESULTS, LOAD_ONE, check_ports
+from cores.switch.common import BLOCK_CONTROL, BLOCK_INFO, BLOCK_RESULTS, BLOCK_STATUS, LOAD_ONE, check_ports
 from cores.switch.switch import RIFLSwitch
 
 TS_BITS = 32            # generation timestamp carried in the first data beat
 SRC_BITS = 8
 SEQ_BITS = 24
+
+_DESCRIPTIONS = {
+    "start": "Clear the counters and start a run.",
+    "done": "Generation over and every generated cell accounted for.",
+    "running": "Generators active.",
+    "ports": "Switch ports.", "beats": "Cycles per cell time.", "iterations": "iSLIP iterations.",
+}
 
 
 def generator_seed(port):
@@ -126,9 +134,10 @@ class SwitchBlock(LiteXModule):
     def __init__(self, n=4, data_width=128, voq_cells=8, iterations=2):
         check_ports(n)
         self.switch = sw = RIFLSwitch(n, data_width, voq_cells, iterations)
-        self.control = CSRStorage(fields=[
-            CSRField("start", size=1, pulse=True, description="Clear the counters and start a run."),
-        ])
+        for name, v in (("ports", n), ("beats", sw.beats), ("iterations", iterations)):
+            if v >> BLOCK_INFO.width(name):
+                raise ValueError(f"{name}={v} does not fit the {BLOCK_INFO.width(name)}-bit info field")
+        self.control = CSRStorage(fields=csr_fields(BLOCK_CONTROL, _DESCRIPTIONS, pulse=("start",)))
         self.load = CSRStorage(fields=[
             CSRField("threshold", size=LOAD_ONE.bit_length(), reset=LOAD_ONE // 2,
                      description="Offered load per input: cells per cell time x 65536 (65536 = every cell time)."),
@@ -140,15 +149,8 @@ class SwitchBlock(LiteXModule):
         self.duration = CSRStorage(fields=[
             CSRField("cycles", size=32, reset=10000, description="Cycles during which the generators offer cells."),
         ])
-        self.status = CSRStatus(fields=[
-            CSRField("done", size=1, description="Generation over and every generated cell accounted for."),
-            CSRField("running", size=1, description="Generators active."),
-        ])
-        self.info = CSRStatus(fields=[
-            CSRField("ports", size=8, description="Switch ports."),
-            CSRField("beats", size=8, description="Cycles per cell time."),
-            CSRField("iterations", size=8, description="iSLIP iterations."),
-        ])
+        self.status = CSRStatus(fields=csr_fields(BLOCK_STATUS, _DESCRIPTIONS))
+        self.info = CSRStatus(fields=csr_fields(BLOCK_INFO, _DESCRIPTIONS))
 
         # # #
 
@@ -183,8 +185,8 @@ class SwitchBlock(LiteXModule):
         drops_base = Signal(32)                     # the switch's own counters are not cleared by a start
         drops = Signal(32)
         self.comb += [
-            drops_total.eq(sum(inp.drop_hops + inp.drop_loop + inp.drop_full + inp.drop_malformed
-                               for inp in sw.inputs)),
+            drops_total.eq(sum(inp.counters["drop_hops"] + inp.counters["drop_loop"] + inp.counters["drop_full"] +
+                               inp.counters["drop_malformed"] for inp in sw.inputs)),
             drops.eq(drops_total - drops_base),
         ]
         idle = Cat(*[g.busy for g in gens]) == 0

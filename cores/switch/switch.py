@@ -4,11 +4,11 @@ from migen import Signal, Cat, If
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.lib.counters import add_counter_csrs
-from cores.lib.logic import index_bits
+from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import FC_LAYOUT, L2_HEADER_BITS, LINK_FC_CHANNEL
 from cores.switch.batcher_banyan import BatcherBanyan
-from cores.switch.common import SWITCH_CSRS, VOQ_COUNTERS, cell_beats, cell_layout, check_ports
+from cores.switch.common import (SWITCH_COUNTERS, SWITCH_CSRS, VOQ_COUNTERS, cell_beats, cell_layout,
+                                 check_ports)
 from cores.switch.islip import ISLIPScheduler
 from cores.switch.voq import VOQInput, cell_channel
 
@@ -39,9 +39,11 @@ class RIFLSwitch(LiteXModule):
     room for it, so a slow output back-pressures into its VOQs (and from there, by flow control, into the
     senders) and nothing is lost. The default out_cells covers the credit loop, so a fast output receives
     a cell every cell time.
-    Bad cells are dropped and counted by the input modules; `collisions` counts network contention
-    (always 0 since the scheduler produces matchings) and `out_overflow` beats that found a full output
-    FIFO (always 0 thanks to the credits).
+    Bad cells are dropped and counted by the input modules (`inputs[i].counters`); `collisions` counts network
+    contention (always 0 since the scheduler produces matchings); `counters[name]` (cores.lib.counters) for
+    each name of cores.switch.common.SWITCH_COUNTERS: `out_overflow` counts cycles in which a beat found a full
+    output FIFO (always 0 thanks to the credits). `with_csr`: a CSR per name of SWITCH_CSRS, the inputs'
+    counters summed.
     """
     def __init__(self, n=4, data_width=256, voq_cells=8, iterations=2, out_cells=None,
                  on_threshold=None, off_threshold=None, down_ports=None, pipelined_scheduler=False, with_csr=False):
@@ -61,10 +63,6 @@ class RIFLSwitch(LiteXModule):
         self.fcs = [stream.Endpoint(FC_LAYOUT) for _ in range(n)]
         self.fc_ins = [stream.Endpoint(FC_LAYOUT) for _ in range(n)]
         self.down_paused = [Signal(down_ports, name=f"down_paused{j}") for j in range(n)]
-        self.cells_out = Signal(32)
-        self.out_overflow = Signal(32)
-        self.fc_hold = Signal(32)
-        self.fc_bad = Signal(32)
 
         # # #
 
@@ -108,7 +106,7 @@ class RIFLSwitch(LiteXModule):
                 net.in_data[i].eq(Cat(inp.tx_data, inp.tx_header, inp.tx_last)),
             ]
 
-        holds, bads = [], []
+        holds, bads, overflows = [], [], []
         for j in range(n):
             fifo = stream.SyncFIFO(cell_layout(data_width), depth=out_cells * beats)
             setattr(self, f"out_fifo{j}", fifo)
@@ -125,10 +123,8 @@ class RIFLSwitch(LiteXModule):
                                              for i in range(n)]) != 0)),
                 returned.eq(self.sources[j].valid & self.sources[j].ready & self.sources[j].last),
             ]
-            self.sync += [
-                credit[j].eq(credit[j] - taken + returned),
-                If(fifo.sink.valid & ~fifo.sink.ready, self.out_overflow.eq(self.out_overflow + 1)),
-            ]
+            self.sync += credit[j].eq(credit[j] - taken + returned)
+            overflows.append(fifo.sink.valid & ~fifo.sink.ready)
             # Downstream flow control: a cell starts only if its channel is not paused.
             mid, go, hold = Signal(name=f"mid{j}"), Signal(name=f"go{j}"), Signal(name=f"hold{j}")
             fin, fc_bad = self.fc_ins[j], Signal(2, name=f"fc_bad{j}")
@@ -149,22 +145,17 @@ class RIFLSwitch(LiteXModule):
             self.sync += [If(fin.valid & fin.on_valid & (fin.on_channel == c), self.down_paused[j][c].eq(1)).Elif(
                           fin.valid & fin.off_valid & (fin.off_channel == c), self.down_paused[j][c].eq(0))
                           for c in range(down_ports)]
-        self.sync += [
-            self.cells_out.eq(self.cells_out + sum(src.valid & src.ready & src.last for src in self.sources)),
-            self.fc_hold.eq(self.fc_hold + sum(holds)),
-            self.fc_bad.eq(self.fc_bad + sum(b[0] + b[1] for b in bads)),
-        ]
+        add_counters(self, SWITCH_COUNTERS, {
+            "cells_out": sum(src.valid & src.ready & src.last for src in self.sources),
+            "out_overflow": Cat(*overflows) != 0,
+            "fc_hold": sum(holds),
+            "fc_bad": sum(b[0] + b[1] for b in bads),
+        })
 
         if with_csr:
-            self.add_csr()
-
-    def add_csr(self):
-        """One 32-bit CSR per counter of cores.switch.common.SWITCH_CSRS; those of the inputs are summed."""
-        values = {}
-        for name, _ in SWITCH_CSRS:
-            if name in VOQ_COUNTERS:
+            # One 32-bit CSR per counter of SWITCH_CSRS; the inputs' counters are summed.
+            values = {**self.counters, "collisions": self.collisions}
+            for name, _ in VOQ_COUNTERS:
                 values[name] = Signal(32, name=f"total_{name}")
-                self.comb += values[name].eq(sum(getattr(inp, name) for inp in self.inputs))
-            else:
-                values[name] = getattr(self, name)
-        add_counter_csrs(self, SWITCH_CSRS, values)
+                self.comb += values[name].eq(sum(inp.counters[name] for inp in self.inputs))
+            add_counter_csrs(self, SWITCH_CSRS, values)

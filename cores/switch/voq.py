@@ -4,9 +4,10 @@ from migen import Signal, Array, If, Cat, Constant, Memory, Mux
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from cores.lib.counters import add_counters
 from cores.lib.logic import index_bits, round_robin_pick
 from cores.rifl.common import FC_LAYOUT, HOPS_BITS, L2_HEADER, LINK_FC_CHANNEL
-from cores.switch.common import cell_beats, cell_layout, check_ports
+from cores.switch.common import VOQ_COUNTERS, cell_beats, cell_layout, check_ports
 
 
 def forwarded_header(header):
@@ -35,8 +36,8 @@ class VOQInput(LiteXModule):
     stalled: upstream is paced by flow control). On the first beat the destination is
     d = (port + Dst Port 1) mod n (cores.rifl.common.dst_port) and the header is rewritten as the
     packet enters the fabric. Cells with Remain Hops 0, with Dst Port 1 = 0 mod n (loop back), for a
-    full VOQ, or with a misplaced `last` are dropped and counted (the counters of
-    cores.switch.common.VOQ_COUNTERS, attributes of the same names). A cell is requested (`requests[d]`)
+    full VOQ, or with a misplaced `last` are dropped and counted (`counters[name]` for each name of
+    cores.switch.common.VOQ_COUNTERS, cores.lib.counters). A cell is requested (`requests[d]`)
     only once it is complete. `grant`/`grant_port` reserve the head cell of a VOQ; the next `tx_start`
     streams it on tx_* (one beat per cycle, one cycle after the memory read); the switch never
     raises `grant` and `tx_start` in the same cycle.
@@ -63,7 +64,7 @@ class VOQInput(LiteXModule):
         self.on_threshold, self.off_threshold = on, off
         w = index_bits(n)
         qw = index_bits(voq_cells)
-        bw = max(1, (beats - 1).bit_length())
+        bw = index_bits(beats)
         self.sink = stream.Endpoint(cell_layout(data_width))
         self.fc = stream.Endpoint(FC_LAYOUT)
         self.requests = Signal(n)
@@ -78,11 +79,6 @@ class VOQInput(LiteXModule):
         self.occupancy = [Signal(max=voq_cells + 1, name=f"occupancy{d}") for d in range(n)]
         self.paused = Signal(n)
         self.head_channel = [Signal(index_bits(down_ports), name=f"head_channel{d}") for d in range(n)]
-        self.cells_in = Signal(32)
-        self.drop_hops = Signal(32)
-        self.drop_loop = Signal(32)
-        self.drop_full = Signal(32)
-        self.drop_malformed = Signal(32)
 
         # # #
 
@@ -147,14 +143,14 @@ class VOQInput(LiteXModule):
                     If(end_bad & ~self.sink.last, discard.eq(1)),
                 ),
             ),
-            If(commit, self.cells_in.eq(self.cells_in + 1), wr_ptr[cur_v].eq(wr_ptr[cur_v] + 1)),
-            If(end_bad, self.drop_malformed.eq(self.drop_malformed + 1)),
-            If(end_ok & ~cur_keep,
-                If(cur_reason == 0, self.drop_hops.eq(self.drop_hops + 1)),
-                If(cur_reason == 1, self.drop_loop.eq(self.drop_loop + 1)),
-                If(cur_reason == 2, self.drop_full.eq(self.drop_full + 1)),
-            ),
+            If(commit, wr_ptr[cur_v].eq(wr_ptr[cur_v] + 1)),
         ]
+        dropped = end_ok & ~cur_keep
+        add_counters(self, VOQ_COUNTERS, {
+            "cells_in": commit, "drop_malformed": end_bad,
+            "drop_hops": dropped & (cur_reason == 0), "drop_loop": dropped & (cur_reason == 1),
+            "drop_full": dropped & (cur_reason == 2),
+        })
 
         # Reservation (grant) and read side.
         grant_ok = Signal()
@@ -199,6 +195,7 @@ class VOQInput(LiteXModule):
                 self.occupancy[d] <= off, self.paused[d].eq(0))
         pend_on, pend_off = Signal(n), Signal(n)
         self.comb += [pend_on.eq(self.paused & ~reported), pend_off.eq(~self.paused & reported)]
+        # Lowest pending channel; not first_set, whose priority chain is another netlist (a carry-chain isolate here).
         on_valid, on_idx, on_oh = round_robin_pick(self, pend_on, Constant(0, w), n)
         off_valid, off_idx, off_oh = round_robin_pick(self, pend_off, Constant(0, w), n)
         self.comb += [

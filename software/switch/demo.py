@@ -1,7 +1,8 @@
 """Host side of the switch SoC block (cores.switch.soc_block.SwitchBlock): load points and results."""
 import time
 
-from cores.switch.common import BLOCK_RESULTS, LOAD_ONE
+from cores.switch.common import BLOCK_CONTROL, BLOCK_INFO, BLOCK_RESULTS, BLOCK_STATUS, LOAD_ONE
+from soc.common import CORE_NAMES
 
 
 def summarise(r, ports, beats, duration=None):
@@ -15,7 +16,7 @@ def summarise(r, ports, beats, duration=None):
     }
 
 
-def run_point(bus, load, offset=0, duration=20000, prefix="switch", timeout=60.0):
+def run_point(bus, load, offset=0, duration=20000, prefix=CORE_NAMES["switch"], timeout=60.0):
     """Run one load point (`load` in cells per cell time, 0..1) and return the raw counters."""
     regs = bus.regs
 
@@ -24,20 +25,20 @@ def run_point(bus, load, offset=0, duration=20000, prefix="switch", timeout=60.0
     reg("load").write(min(LOAD_ONE, int(round(load * LOAD_ONE))))
     reg("pattern").write(offset)
     reg("duration").write(duration)
-    reg("control").write(1)
+    reg("control").write(BLOCK_CONTROL.pack(start=1))
     t0 = time.time()
-    while not reg("status").read() & 1:
+    while not BLOCK_STATUS.get(reg("status").read(), "done"):
         if time.time() - t0 > timeout:
             raise RuntimeError(f"switch run at load {load} did not finish within {timeout} s")
         time.sleep(0.01)
     return {name: reg(name).read() for name, _ in BLOCK_RESULTS}
 
 
-def demo(bus, prefix="switch", cell_times=200):
+def demo(bus, prefix=CORE_NAMES["switch"], cell_times=200):
     """Three load points of `cell_times` cell times through the on-chip RIFL switch; raises if a cell is lost
     or misrouted, or if a full-load permutation does not run at line rate."""
-    info = getattr(bus.regs, f"{prefix}_info").read()
-    ports, beats, iterations = info & 0xFF, (info >> 8) & 0xFF, (info >> 16) & 0xFF
+    info = BLOCK_INFO.unpack(getattr(bus.regs, f"{prefix}_info").read())
+    ports, beats, iterations = info["ports"], info["beats"], info["iterations"]
     lines = [f"switch: {ports} ports, {beats} cycles a cell time, {iterations}-SLIP"]
     duration = cell_times * beats
     for load, offset in ((0.3, 0), (0.8, 0), (1.0, 1)):
