@@ -11,7 +11,7 @@ from migen.sim import passive, run_simulation
 from litex.gen import LiteXModule
 
 from cores.rifl import common as c
-from cores.rifl.l2 import (RX_COUNTERS, BytePacker, L2PacketStore, L2Reassembler, L2Segmenter, L2UnitParser,
+from cores.rifl.l2 import (BytePacker, L2PacketStore, L2Reassembler, L2Segmenter, L2UnitParser,
                            reply_route_statements)
 from cores.rifl.link_bench import RIFLLinkBench
 from software.rifl import reference as ref
@@ -110,7 +110,7 @@ def run_chain(packets, F=256, dw=256, latency=None, valid_p=1.0, ready_p=1.0, se
                 counters[side][k] = yield v
         if latency is not None:
             counters["b_rx_errors"] = yield dut.b.counters["rx_errors"]
-            counters["ab_errors"] = yield dut.ab.errors
+            counters["ab_errors"] = yield dut.ab.counters["errors"]
     run_simulation(dut, [src(), mon_seg(), collect_packets(dut.rea.source, received, random.Random(seed + 1), dw,
                                                            ready_p), wait()])
     return units, received, counters, stamps
@@ -402,4 +402,4 @@ def test_parameter_checks():
     seg = L2Segmenter(256, 64, with_csr=True)
     rea = L2Reassembler(256, 64, with_csr=True)
     assert {csr.name for csr in seg.get_csrs()} == {"packets", "segments", "bad_length", "length_errors"}
-    assert len(rea.get_csrs()) == len(RX_COUNTERS) + 1            # the counters and `timeout`
+    assert len(rea.get_csrs()) == len(c.L2_RX_COUNTERS) + 1            # the counters and `timeout`

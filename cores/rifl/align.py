@@ -6,17 +6,11 @@ from litex.soc.interconnect.csr import CSRStatus, CSRField
 
 from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
-    ALIGN_LOCK_FRAMES, ALIGN_UNLOCK_FRAMES, CHECK_BITS, CTRL_FC, CTRL_HEADER, CTRL_IDLE, CTRL_PAUSE, CTRL_PAYLOAD_BITS,
-    CTRL_REPLAY, CTRL_RETRANS, SYNC_CTRL, SYNC_DATA, check_frame_bits, payload_bits, scrambler_mask)
+    ALIGN_COUNTERS, ALIGN_LOCK_FRAMES, ALIGN_UNLOCK_FRAMES, CHECK_BITS, CTRL_FC, CTRL_HEADER, CTRL_IDLE, CTRL_PAUSE,
+    CTRL_PAYLOAD_BITS, CTRL_REPLAY, CTRL_RETRANS, SYNC_CTRL, SYNC_DATA, check_frame_bits, payload_bits, scrambler_mask)
 from cores.rifl.link import crc12_bits
 
 ALIGNER_LATENCY = 2    # cycles from rx_bits to rx_frame (the window register, the output register)
-
-COUNTERS = [
-    ("slips", "bit offsets tried and given up while hunting"),
-    ("locks", "hunting -> locked transitions"),
-    ("unlocks", "locked -> hunting transitions (bad frames in a row)"),
-]
 
 
 class RIFLAligner(LiteXModule):
@@ -103,7 +97,7 @@ class RIFLAligner(LiteXModule):
                 ),
             ),
         ]
-        add_counters(self, COUNTERS, {
+        add_counters(self, ALIGN_COUNTERS, {
             "slips": trying & ~intact,
             "locks": trying & intact & (good == lock_frames - 1),
             "unlocks": self.locked & bad & (nbad == unlock_frames - 1),
@@ -115,4 +109,4 @@ class RIFLAligner(LiteXModule):
                 CSRField("offset", size=bits_for(F - 1), offset=8, description="bit offset in use or being tried"),
             ])
             self.comb += [self._status.fields.locked.eq(self.locked), self._status.fields.offset.eq(self.offset)]
-            add_counter_csrs(self, COUNTERS)
+            add_counter_csrs(self, ALIGN_COUNTERS)

@@ -3,8 +3,9 @@ from migen import *
 
 from litex.gen import LiteXModule
 
+from cores.lib.counters import add_counters
 from cores.lib.logic import xorshift32
-from cores.rifl.common import check_frame_bits
+from cores.rifl.common import CHANNEL_COUNTERS, check_frame_bits
 
 ERROR_BURST_MAX = 12   # bursts up to the CRC degree are always detected
 
@@ -18,7 +19,7 @@ class RIFLChannel(LiteXModule):
     (wrapping inside the frame). For a bit error rate p the per-frame threshold is 2^32 (1 - (1 - p)^F):
     a frame with two or more independent bit errors (probability about (pF)^2 / 2) is modelled as one.
     `down` replaces every frame by zeros (loss of signal: invalid sync headers).
-    `errors` counts corrupted frames.
+    Counters (CHANNEL_COUNTERS, `counters[name]`): errors (corrupted frames).
     with_slip: the line is no longer frame-aligned: the output is the bit stream delayed by `slip` bits
     (0..F-1), taken from the last two frames; changing `slip` repeats or drops bits (a bit slip).
     """
@@ -34,7 +35,6 @@ class RIFLChannel(LiteXModule):
         self.threshold = Signal(32)
         self.burst = Signal(4)
         self.down = Signal()
-        self.errors = Signal(32)
 
         # # #
 
@@ -82,4 +82,4 @@ class RIFLChannel(LiteXModule):
             self.comb += self.source_frame.eq((Cat(line, prev) >> self.slip)[:F])
         else:
             self.comb += self.source_frame.eq(line)
-        self.sync += If((errmask != 0) & ~self.down, self.errors.eq(self.errors + 1))
+        add_counters(self, CHANNEL_COUNTERS, {"errors": (errmask != 0) & ~self.down})

@@ -37,7 +37,6 @@ META_ALL_VALID = 0b01  # meta bit 0: every payload byte is valid (else the last 
 
 CRC12_POLY = 0x02F     # x^12 + x^5 + x^3 + x^2 + x + 1, init 0, MSB first, no reflection, no final XOR
 SEQ_BITS = 12          # frame id = sequence number modulo 2^12 (XOR'd into the CRC, never sent)
-SEQ_MASK = (1 << SEQ_BITS) - 1
 REPLAY_LOG2_MAX = 10   # replay buffer <= 2^10 frames, so ids in flight stay unambiguous modulo 2^12
 
 # Control codes (first 4 payload bits of a control frame).
@@ -315,3 +314,88 @@ ALIGN_UNLOCK_FRAMES = 4
 
 # SERDES adapter (cores/rifl/serdes.py): every frame slot ends with one word of K28.5 commas.
 SERDES_COMMA = (5 << 5) | 28           # K28.5 byte value (sent with its K flag)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Counters (cores.lib.counters: `module.counters[name]`, CSR `name`) and SoC-block CSR words
+# ---------------------------------------------------------------------------------------------------
+
+# Layer 1 endpoint (cores/rifl/link.py): RIFLTransmitter, RIFLReceiver, RIFLReplayControl; RIFLEndpoint has all.
+EP_TX_COUNTERS = [
+    ("tx_frames", "numbered frames sent (new data and flow control, not replays)"),
+    ("tx_replayed", "frames sent again from the replay buffer"),
+    ("tx_ctrl", "control frames sent (IDLE, PAUSE, RETRANS)"),
+    ("tx_bad", "user beats dropped: nbytes 0 or above the payload size"),
+    ("fc_on_sent", "flow-control ON (pause) frames sent"),
+    ("fc_off_sent", "flow-control OFF (resume) frames sent"),
+]
+EP_RX_COUNTERS = [
+    ("rx_frames", "numbered frames accepted in order"),
+    ("rx_errors", "verification failures on an up link that started a recovery (check, sequence gap)"),
+    ("rx_discarded", "frames dropped on an up link while waiting for a replay"),
+    ("rx_overflow", "frames refused because the receive buffer was full (replayed later)"),
+    ("fc_on_rcvd", "flow-control ON frames received"),
+    ("link_downs", "link up -> down transitions"),
+]
+EP_REPLAY_COUNTERS = [
+    ("replays", "replay episodes started on a RETRANS request"),
+    ("bad_retrans", "RETRANS requests for a frame outside the replay window (ignored)"),
+]
+EP_COUNTERS = EP_TX_COUNTERS + EP_RX_COUNTERS + EP_REPLAY_COUNTERS
+
+# Bit aligner (cores/rifl/align.py).
+ALIGN_COUNTERS = [
+    ("slips", "bit offsets tried and given up while hunting"),
+    ("locks", "hunting -> locked transitions"),
+    ("unlocks", "locked -> hunting transitions (bad frames in a row)"),
+]
+
+# Layer 2 segmenter and reassembler (cores/rifl/l2.py).
+L2_TX_COUNTERS = [
+    ("packets", "upper-layer packets segmented"),
+    ("segments", "Layer 2 packets (segments) sent"),
+    ("bad_length", "packets dropped: length 0 or above L2_MAX_PACKET_BYTES"),
+    ("length_errors", "packets whose `last` disagreed with `length` (zero-padded or truncated to length)"),
+]
+L2_RX_COUNTERS = [
+    ("packets", "upper-layer packets started (first segments given a context)"),
+    ("delivered", "upper-layer packets delivered on source"),
+    ("segments", "Layer 2 packets (segments) received"),
+    ("bad_length", "first segments dropped: length prefix 0 or above L2_MAX_PACKET_BYTES"),
+    ("malformed", "Layer 1 packets not L2_PACKET_BYTES long (completed with zeros or truncated)"),
+    ("no_context", "first segments dropped: every context busy (their continuation segments are skipped)"),
+    ("too_long", "first segments dropped: length above max_packet (their continuation segments are skipped)"),
+    ("orphans", "continuation segments dropped: their packet's first segment was dropped"),
+    ("untracked", "no_context/too_long drops and timeouts that found every skip entry busy: their "
+                  "continuation segments are taken for first segments"),
+    ("timeouts", "assembling contexts freed after `timeout` idle cycles, their partial packet discarded "
+                 "(its continuation segments are skipped)"),
+]
+
+# Simulation channel (cores/rifl/channel.py).
+CHANNEL_COUNTERS = [("errors", "frames corrupted by the channel")]
+
+# SoC block (cores/rifl/soc_block.py): traffic generator and checker, and RIFLLoopback's counters per direction
+# (ab: A -> B, ba: B -> A) and per endpoint (a, b).
+GEN_COUNTERS = [("sent", "packets sent by the generator")]
+CHK_COUNTERS = [
+    ("delivered", "packets delivered intact"),
+    ("lost", "packets missing (the sequence number jumped forward by that many)"),
+    ("duplicated", "packets received again (the previous sequence number)"),
+    ("out_of_order", "packets with any other backward sequence jump"),
+    ("corrupted", "packets whose content, nbytes or last differ"),
+]
+CHK_FAULTS = [name for name, _ in CHK_COUNTERS if name != "delivered"]    # zero when every packet arrives once
+LOOPBACK_DIRECTIONS = ("ab", "ba")
+LOOPBACK_ENDPOINTS = ("a", "b")
+LOOPBACK_DIR_COUNTERS = GEN_COUNTERS + CHK_COUNTERS + [("channel_errors", dict(CHANNEL_COUNTERS)["errors"])]
+LOOPBACK_EP_COUNTERS = ["tx_frames", "tx_replayed", "rx_frames", "rx_errors", "rx_discarded", "rx_overflow", "replays",
+                        "fc_on_sent", "fc_off_sent", "link_downs"]
+LOOPBACK_COUNTERS = (
+    [(f"{d}_{name}", f"{d}: {desc}") for d in LOOPBACK_DIRECTIONS for name, desc in LOOPBACK_DIR_COUNTERS] +
+    [(f"{e}_{name}", f"endpoint {e.upper()}: {dict(EP_COUNTERS)[name]}")
+     for e in LOOPBACK_ENDPOINTS for name in LOOPBACK_EP_COUNTERS])
+
+# RIFLLoopback's CSR words with fields (the others are plain numbers: err_ab, err_ba, limit, rx_ready, cycles).
+LOOPBACK_CONTROL = Header.from_bits({"enable": (0, 1), "down_ab": (1, 1), "down_ba": (2, 1), "burst": (8, 4)})
+LOOPBACK_STATUS = Header.from_lsb_layout([("link_up_a", 1), ("link_up_b", 1)])

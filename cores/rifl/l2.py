@@ -9,31 +9,10 @@ from litex.soc.interconnect.csr import CSRField, CSRStorage
 from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
     L2_DST_PORTS, L2_HEADER, L2_HEADER_BITS, L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_LENGTH_OFFSET,
-    L2_MAX_PACKET_BYTES, L2_PACKET_BYTES, L2_RX_CONTEXTS, L2_RX_CONTEXTS_MAX, L2_RX_PARAMS, L2_RX_TIMEOUT,
-    L2_RX_TIMEOUT_BITS, L2_RX_TIMEOUT_STEPS, L2_TX_PARAMS,
+    L2_MAX_PACKET_BYTES, L2_PACKET_BYTES, L2_RX_CONTEXTS, L2_RX_CONTEXTS_MAX, L2_RX_COUNTERS, L2_RX_PARAMS,
+    L2_RX_TIMEOUT, L2_RX_TIMEOUT_BITS, L2_RX_TIMEOUT_STEPS, L2_TX_COUNTERS, L2_TX_PARAMS,
     MAX_HOPS, SEGMENT_BYTES, check_frame_bits, check_l2_data_width, l2_data_layout, l2_segments,
     payload_bytes, user_layout)
-
-TX_COUNTERS = [
-    ("packets", "upper-layer packets segmented"),
-    ("segments", "Layer 2 packets (segments) sent"),
-    ("bad_length", "packets dropped: length 0 or above L2_MAX_PACKET_BYTES"),
-    ("length_errors", "packets whose `last` disagreed with `length` (zero-padded or truncated to length)"),
-]
-RX_COUNTERS = [
-    ("packets", "upper-layer packets started (first segments given a context)"),
-    ("delivered", "upper-layer packets delivered on source"),
-    ("segments", "Layer 2 packets (segments) received"),
-    ("bad_length", "first segments dropped: length prefix 0 or above L2_MAX_PACKET_BYTES"),
-    ("malformed", "Layer 1 packets not L2_PACKET_BYTES long (completed with zeros or truncated)"),
-    ("no_context", "first segments dropped: every context busy (their continuation segments are skipped)"),
-    ("too_long", "first segments dropped: length above max_packet (their continuation segments are skipped)"),
-    ("orphans", "continuation segments dropped: their packet's first segment was dropped"),
-    ("untracked", "no_context/too_long drops and timeouts that found every skip entry busy: their "
-                  "continuation segments are taken for first segments"),
-    ("timeouts", "assembling contexts freed after `timeout` idle cycles, their partial packet discarded "
-                 "(its continuation segments are skipped)"),
-]
 
 
 def _bytes(value, n):
@@ -119,7 +98,7 @@ class L2Segmenter(LiteXModule):
         P = payload_bytes(frame_bits)
         self.sink = sink = stream.Endpoint(stream.EndpointDescription(l2_data_layout(data_width), L2_TX_PARAMS))
         self.source = source = stream.Endpoint(user_layout(frame_bits))
-        ev = {name: Signal() for name, _ in TX_COUNTERS}
+        ev = {name: Signal() for name, _ in L2_TX_COUNTERS}
 
         # # #
 
@@ -238,9 +217,9 @@ class L2Segmenter(LiteXModule):
             If(final, ubeat.eq(0), final.eq(0)).Else(ubeat.eq(ubeat + 1), final.eq(ubeat == nbeats - 2)),
         )
 
-        add_counters(self, TX_COUNTERS, ev)
+        add_counters(self, L2_TX_COUNTERS, ev)
         if with_csr:
-            add_counter_csrs(self, TX_COUNTERS)
+            add_counter_csrs(self, L2_TX_COUNTERS)
 
 
 def _cat_fields(*fields):
@@ -749,6 +728,6 @@ class L2Reassembler(LiteXModule):
             [getattr(ctxs, name).eq(getattr(store, name)) for name in ("out_beat", "out_last", "out_ctx")],
             store.source.connect(source),
         ]
-        add_counters(self, RX_COUNTERS, {**inp.events, **ctxs.events, **store.events})
+        add_counters(self, L2_RX_COUNTERS, {**inp.events, **ctxs.events, **store.events})
         if with_csr:
-            add_counter_csrs(self, RX_COUNTERS)
+            add_counter_csrs(self, L2_RX_COUNTERS)

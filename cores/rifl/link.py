@@ -13,31 +13,10 @@ from litex.soc.interconnect.csr import CSRStatus, CSRField
 from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
     ALIGN_DOWN_FRAMES, ALIGN_UP_FRAMES, CHECK_BITS, CRC12_POLY, CTRL_FC, CTRL_HEADER, CTRL_IDLE,
-    CTRL_PAUSE, CTRL_REPLAY, CTRL_RETRANS, FC_OFF_DEN, FC_OFF_NUM, FC_ON_DEN, FC_ON_NUM,
-    LINK_FC_CHANNEL, META_ALL_VALID, META_EOP, SEQ_BITS, SYNC_CTRL, SYNC_DATA, check_frame_bits,
+    CTRL_PAUSE, CTRL_REPLAY, CTRL_RETRANS, EP_COUNTERS, EP_REPLAY_COUNTERS, EP_RX_COUNTERS, EP_TX_COUNTERS,
+    FC_OFF_DEN, FC_OFF_NUM, FC_ON_DEN, FC_ON_NUM, LINK_FC_CHANNEL, META_ALL_VALID, META_EOP, SEQ_BITS, SYNC_CTRL, SYNC_DATA, check_frame_bits,
     holdoff_cycles, payload_bytes, replay_log2, rx_depth_for, rx_depth_min, scrambler_mask, user_layout)
 
-TX_COUNTERS = [
-    ("tx_frames", "numbered frames sent (new data and flow control, not replays)"),
-    ("tx_replayed", "frames sent again from the replay buffer"),
-    ("tx_ctrl", "control frames sent (IDLE, PAUSE, RETRANS)"),
-    ("tx_bad", "user beats dropped: nbytes 0 or above the payload size"),
-    ("fc_on_sent", "flow-control ON (pause) frames sent"),
-    ("fc_off_sent", "flow-control OFF (resume) frames sent"),
-]
-RX_COUNTERS = [
-    ("rx_frames", "numbered frames accepted in order"),
-    ("rx_errors", "verification failures on an up link that started a recovery (check, sequence gap)"),
-    ("rx_discarded", "frames dropped on an up link while waiting for a replay"),
-    ("rx_overflow", "frames refused because the receive buffer was full (replayed later)"),
-    ("fc_on_rcvd", "flow-control ON frames received"),
-    ("link_downs", "link up -> down transitions"),
-]
-REPLAY_COUNTERS = [
-    ("replays", "replay episodes started on a RETRANS request"),
-    ("bad_retrans", "RETRANS requests for a frame outside the replay window (ignored)"),
-]
-COUNTERS = TX_COUNTERS + RX_COUNTERS + REPLAY_COUNTERS
 STATUS = [
     ("link_up", "link up: aligned and the remote hears us"),
     ("rx_aligned", "receiver sees valid sync headers"),
@@ -200,7 +179,7 @@ class RIFLTransmitter(LiteXModule):
             If(sel_data | sel_fc, tx_seq.eq(tx_seq + 1)),
             If(sel_fc, fc_sent.eq(self.fc_want)),
         ]
-        add_counters(self, TX_COUNTERS, {
+        add_counters(self, EP_TX_COUNTERS, {
             "tx_frames": sel_data | sel_fc, "tx_replayed": sel_replay, "tx_ctrl": sel_ctrl,
             "tx_bad": sink.valid & ~sink_ok, "fc_on_sent": sel_fc & self.fc_want, "fc_off_sent": sel_fc & ~self.fc_want,
         })
@@ -384,7 +363,7 @@ class RIFLReceiver(LiteXModule):
             state.sync_valid.eq(sync_valid), state.pause.eq(ok_pause), state.fail.eq(fail),
             self.rx_aligned.eq(state.rx_aligned), self.remote_up.eq(state.remote_up), self.link_up.eq(state.link_up),
         ]
-        add_counters(self, RX_COUNTERS, {
+        add_counters(self, EP_RX_COUNTERS, {
             "rx_frames": in_order & (ok_fc | fifo.sink.ready),
             "rx_errors": self.link_up & (fail | gap) & ~self.recovering,
             "rx_discarded": self.link_up & (((fail | gap) & self.recovering) | ((ok_data | ok_fc) & ~accept)),
@@ -453,7 +432,7 @@ class RIFLReplayControl(LiteXModule):
                 ack.eq(hport.dat_r),
             ),
         ]
-        add_counters(self, REPLAY_COUNTERS, {"replays": self.retrans & in_window & fresh,
+        add_counters(self, EP_REPLAY_COUNTERS, {"replays": self.retrans & in_window & fresh,
                                              "bad_retrans": self.retrans & ~in_window})
 
 
@@ -505,9 +484,9 @@ class RIFLEndpoint(LiteXModule):
             [getattr(replay, name).eq(getattr(rx, name)) for name in ("retrans", "retrans_seq", "disturbed")],
         ]
         parts = {**tx.counters, **rx.counters, **replay.counters}
-        self.counters = {name: parts[name] for name, _ in COUNTERS}
+        self.counters = {name: parts[name] for name, _ in EP_COUNTERS}
 
         if with_csr:
             self._status = CSRStatus(fields=[CSRField(name, size=1, description=desc) for name, desc in STATUS])
             self.comb += [getattr(self._status.fields, name).eq(getattr(self, name)) for name, _ in STATUS]
-            add_counter_csrs(self, COUNTERS)
+            add_counter_csrs(self, EP_COUNTERS)

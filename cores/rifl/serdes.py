@@ -6,8 +6,9 @@ from migen.genlib.resetsync import AsyncResetSynchronizer
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from cores.lib.logic import reduce_or
 from cores.rifl.align import RIFLAligner
-from cores.rifl.common import SERDES_COMMA, check_frame_bits, user_layout
+from cores.rifl.common import CHK_FAULTS, SERDES_COMMA, check_frame_bits, user_layout
 from cores.rifl.link import RIFLEndpoint
 
 
@@ -147,6 +148,6 @@ class RIFLVersaSerDesLoopback(LiteXModule):
             link.source.connect(chk.sink),
         ]
         error = Signal()
-        self.sync.tx += If(chk.lost | chk.corrupted | chk.duplicated | chk.out_of_order, error.eq(1))
+        self.sync.tx += If(reduce_or([chk.counters[name] for name in CHK_FAULTS]), error.eq(1))
         leds = [platform.request("user_led", i) for i in range(3)]
         self.comb += [leds[0].eq(~link.link_up), leds[1].eq(~link.locked), leds[2].eq(~error)]

@@ -4,32 +4,25 @@ from migen import *
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
-from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
+from litex.soc.interconnect.csr import CSRStorage, CSRStatus
 
 from cores.lib.counters import add_counter_csrs
+from cores.lib.header import csr_fields
 from cores.lib.logic import reduce_and, xorshift32
-from cores.rifl.common import payload_bytes, user_layout
-from cores.rifl.link import COUNTERS as EP_ALL_COUNTERS
+from cores.rifl.common import (CHK_COUNTERS, GEN_COUNTERS, LOOPBACK_CONTROL, LOOPBACK_COUNTERS, LOOPBACK_DIR_COUNTERS,
+                               LOOPBACK_ENDPOINTS, LOOPBACK_EP_COUNTERS, LOOPBACK_STATUS, payload_bytes, user_layout)
 from cores.rifl.link_bench import RIFLLinkBench
 
-MAX_PACKET_BEATS = 8          # generated packets have 1..8 beats
 MIN_LAST_BYTES = 4            # the first beat carries the 32-bit packet sequence number
 
-CHK_COUNTERS = [
-    ("delivered", "packets delivered intact"),
-    ("lost", "packets missing (the sequence number jumped forward by that many)"),
-    ("duplicated", "packets received again (the previous sequence number)"),
-    ("out_of_order", "packets with any other backward sequence jump"),
-    ("corrupted", "packets whose content, nbytes or last differ"),
-]
-EP_COUNTERS = ["tx_frames", "tx_replayed", "rx_frames", "rx_errors", "rx_discarded", "rx_overflow", "replays",
-               "fc_on_sent", "fc_off_sent", "link_downs"]
-# The block's counters: per direction (ab: A -> B, ba: B -> A) and per endpoint (a, b).
-DIR_COUNTERS = [("sent", "packets sent by the generator")] + CHK_COUNTERS + [
-    ("channel_errors", "frames corrupted by the channel")]
-LOOPBACK_COUNTERS = (
-    [(f"{d}_{name}", f"{d}: {desc}") for d in ("ab", "ba") for name, desc in DIR_COUNTERS] +
-    [(f"{e}_{name}", f"endpoint {e.upper()}: {dict(EP_ALL_COUNTERS)[name]}") for e in ("a", "b") for name in EP_COUNTERS])
+_DESCRIPTIONS = {
+    "enable": "generators run (each ends its current packet on 0)",
+    "down_ab": "channel A->B carries no signal",
+    "down_ba": "channel B->A carries no signal",
+    "burst": "bits inverted per error event (1..12)",
+    "link_up_a": "endpoint A link up",
+    "link_up_b": "endpoint B link up",
+}
 
 
 def mix32(module, x):
@@ -38,7 +31,8 @@ def mix32(module, x):
 
 
 class PacketShape(LiteXModule):
-    """For packet sequence number `seq` and beat `beat`: expected data, nbytes and last."""
+    """For packet sequence number `seq` and beat `beat`: expected data, nbytes and last. A packet has `nbeats`
+    (1..8) beats, full but the last (MIN_LAST_BYTES..P bytes); the first beat starts with `seq`."""
     def __init__(self, frame_bits):
         P = payload_bytes(frame_bits)
         self.seq = Signal(32)
@@ -69,27 +63,31 @@ class PacketShape(LiteXModule):
 
 class TrafficGenerator(LiteXModule):
     """Sends packets 0, 1, 2, ... of PacketShape on `source` while enabled (ends the current packet when
-    disabled); `limit` packets (0 = no limit). One beat a cycle."""
+    disabled); `limit` packets (0 = no limit). One beat a cycle. Counters (GEN_COUNTERS, `counters[name]`):
+    sent (packets; also the next packet's sequence number)."""
     def __init__(self, frame_bits):
         self.source = source = stream.Endpoint(user_layout(frame_bits))
         self.enable = Signal()
         self.limit = Signal(32)
-        self.sent = Signal(32)
 
         # # #
 
         self.shape = shape = PacketShape(frame_bits)
+        # `sent` counts in the handshake below (its enable is that branch's condition), not as an add_counters
+        # event: the event's expression would build other gates (rtl) for the same count.
+        self.counters = {name: Signal(32, name=name) for name, _ in GEN_COUNTERS}
+        sent = self.counters["sent"]
         busy = Signal()
         self.comb += [
-            shape.seq.eq(self.sent),
-            source.valid.eq(busy | (self.enable & ((self.limit == 0) | (self.sent < self.limit)))),
+            shape.seq.eq(sent),
+            source.valid.eq(busy | (self.enable & ((self.limit == 0) | (sent < self.limit)))),
             source.data.eq(shape.data),
             source.nbytes.eq(shape.nbytes),
             source.last.eq(shape.last),
         ]
         self.sync += If(source.valid & source.ready,
             If(shape.last,
-                busy.eq(0), shape.beat.eq(0), self.sent.eq(self.sent + 1),
+                busy.eq(0), shape.beat.eq(0), sent.eq(sent + 1),
             ).Else(
                 busy.eq(1), shape.beat.eq(shape.beat + 1),
             ),
@@ -97,15 +95,14 @@ class TrafficGenerator(LiteXModule):
 
 
 class TrafficChecker(LiteXModule):
-    """Checks packets from `sink` against PacketShape: counts delivered, lost (sequence jumps forward),
-    duplicated (previous sequence again), out_of_order (other backward jumps) and corrupted (content,
-    nbytes or last differ). `ready_rate` (0 = always) accepts a beat when an 8-bit PRNG is below it."""
+    """Checks packets from `sink` against PacketShape. Counters (CHK_COUNTERS, `counters[name]`): delivered,
+    lost (sequence jumps forward, by that many), duplicated (previous sequence again), out_of_order (other
+    backward jumps) and corrupted (content, nbytes or last differ). `ready_rate` (0 = always) accepts a
+    beat when an 8-bit PRNG is below it."""
     def __init__(self, frame_bits, seed=0x1234567):
         P = payload_bytes(frame_bits)
         self.sink = sink = stream.Endpoint(user_layout(frame_bits))
         self.ready_rate = Signal(8)
-        for name, _ in CHK_COUNTERS:
-            setattr(self, name, Signal(32, name=name))
 
         # # #
 
@@ -127,22 +124,30 @@ class TrafficChecker(LiteXModule):
         mismatch = Signal()
         self.comb += mismatch.eq((sink.nbytes != shape.nbytes) | (sink.last != shape.last) |
                                  ~reduce_and(byte_ok))
+        # The counters are branches of the decisions below (a counter's enable is its branch's condition,
+        # `lost` adds the jump under its branch), not add_counters events: separate event expressions (and an
+        # added count for `lost`) would build other gates for the same counts.
+        self.counters = cnt = {name: Signal(32, name=name) for name, _ in CHK_COUNTERS}
         self.sync += If(sink.valid & sink.ready,
             If(first,
                 seq.eq(got),
                 If(got == expected,
                     expected.eq(got + 1),
                 ).Elif((got - expected)[31] == 0,
-                    self.lost.eq(self.lost + (got - expected)), expected.eq(got + 1),
+                    cnt["lost"].eq(cnt["lost"] + (got - expected)), expected.eq(got + 1),
                 ).Elif(got == expected - 1,
-                    self.duplicated.eq(self.duplicated + 1),
+                    cnt["duplicated"].eq(cnt["duplicated"] + 1),
                 ).Else(
-                    self.out_of_order.eq(self.out_of_order + 1),
+                    cnt["out_of_order"].eq(cnt["out_of_order"] + 1),
                 ),
             ),
             If(sink.last,
                 first.eq(1), shape.beat.eq(0), bad.eq(0),
-                If(bad | mismatch, self.corrupted.eq(self.corrupted + 1)).Else(self.delivered.eq(self.delivered + 1)),
+                If(bad | mismatch,
+                    cnt["corrupted"].eq(cnt["corrupted"] + 1),
+                ).Else(
+                    cnt["delivered"].eq(cnt["delivered"] + 1),
+                ),
             ).Else(
                 first.eq(0), shape.beat.eq(shape.beat + 1), bad.eq(bad | mismatch),
             ),
@@ -152,27 +157,19 @@ class TrafficChecker(LiteXModule):
 class RIFLLoopback(LiteXModule):
     """The link bench (endpoints A and B, channels A->B and B->A of `latency` cycles each) with a generator
     and a checker per direction. Parameters: frame_bits (F), latency (channel cycles, each way). CSRs:
-    control (enable, down_ab, down_ba, burst), err_ab / err_ba (per-frame error threshold, probability *
-    2^32), limit (packets per generator, 0 = unlimited), rx_ready (slow-receiver rate, 0 = always ready),
-    cycles, status (link_up_a/b), and the LOOPBACK_COUNTERS (`counters[name]`): <dir>_<name> for dir in ab,
-    ba (sent, delivered, lost, duplicated, out_of_order, corrupted, channel_errors) and <ep>_<name> for ep
-    in a, b (endpoint counters)."""
+    control (LOOPBACK_CONTROL: enable, down_ab, down_ba, burst), err_ab / err_ba (per-frame error threshold,
+    probability * 2^32), limit (packets per generator, 0 = unlimited), rx_ready (slow-receiver rate, 0 =
+    always ready), cycles, status (LOOPBACK_STATUS: link_up_a/b), and the LOOPBACK_COUNTERS
+    (`counters[name]`): <dir>_<name> for dir in ab, ba (sent, delivered, lost, duplicated, out_of_order,
+    corrupted, channel_errors) and <ep>_<name> for ep in a, b (LOOPBACK_EP_COUNTERS of the endpoint)."""
     def __init__(self, frame_bits=256, latency=8):
-        self.control = CSRStorage(fields=[
-            CSRField("enable", size=1, description="generators run (each ends its current packet on 0)"),
-            CSRField("down_ab", size=1, description="channel A->B carries no signal"),
-            CSRField("down_ba", size=1, description="channel B->A carries no signal"),
-            CSRField("burst", size=4, offset=8, description="bits inverted per error event (1..12)"),
-        ])
+        self.control = CSRStorage(fields=csr_fields(LOOPBACK_CONTROL, _DESCRIPTIONS))
         self.err_ab = CSRStorage(32, description="A->B per-frame error probability * 2^32")
         self.err_ba = CSRStorage(32, description="B->A per-frame error probability * 2^32")
         self.limit = CSRStorage(32, description="packets each generator sends (0 = unlimited)")
         self.rx_ready = CSRStorage(8, description="checkers accept a beat with probability rx_ready/256 (0 = always)")
         self.cycles = CSRStatus(32, description="cycles since reset")
-        self.status = CSRStatus(fields=[
-            CSRField("link_up_a", size=1, description="endpoint A link up"),
-            CSRField("link_up_b", size=1, description="endpoint B link up"),
-        ])
+        self.status = CSRStatus(fields=csr_fields(LOOPBACK_STATUS, _DESCRIPTIONS))
 
         # # #
 
@@ -190,20 +187,19 @@ class RIFLLoopback(LiteXModule):
             self.gen_ab.source.connect(link.a.sink), link.b.source.connect(self.chk_ab.sink),
             self.gen_ba.source.connect(link.b.sink), link.a.source.connect(self.chk_ba.sink),
         ]
+        control = lambda name: LOOPBACK_CONTROL.field(self.control.storage, name)
         self.counters = {}
         for d, ch, gen, chk, thr in (("ab", link.ab, self.gen_ab, self.chk_ab, self.err_ab),
                                      ("ba", link.ba, self.gen_ba, self.chk_ba, self.err_ba)):
             self.comb += [
-                ch.threshold.eq(thr.storage), ch.burst.eq(self.control.storage[8:12]),
-                ch.down.eq(self.control.storage[1 if d == "ab" else 2]),
-                gen.enable.eq(self.control.storage[0]), gen.limit.eq(self.limit.storage),
+                ch.threshold.eq(thr.storage), ch.burst.eq(control("burst")), ch.down.eq(control(f"down_{d}")),
+                gen.enable.eq(control("enable")), gen.limit.eq(self.limit.storage),
                 chk.ready_rate.eq(self.rx_ready.storage),
             ]
-            self.counters[f"{d}_sent"] = gen.sent
-            for name, _ in CHK_COUNTERS:
-                self.counters[f"{d}_{name}"] = getattr(chk, name)
-            self.counters[f"{d}_channel_errors"] = ch.errors
-        for e, ep in (("a", link.a), ("b", link.b)):
-            for name in EP_COUNTERS:
+            parts = {**gen.counters, **chk.counters, "channel_errors": ch.counters["errors"]}
+            for name, _ in LOOPBACK_DIR_COUNTERS:
+                self.counters[f"{d}_{name}"] = parts[name]
+        for e, ep in zip(LOOPBACK_ENDPOINTS, (link.a, link.b)):
+            for name in LOOPBACK_EP_COUNTERS:
                 self.counters[f"{e}_{name}"] = ep.counters[name]
         add_counter_csrs(self, LOOPBACK_COUNTERS)

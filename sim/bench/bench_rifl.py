@@ -14,7 +14,8 @@ import time
 
 from migen.sim import run_simulation
 
-from cores.rifl.common import efficiency, holdoff_cycles, payload_bytes, replay_log2, rx_depth_for
+from cores.rifl.common import (CHK_FAULTS, LOOPBACK_CONTROL, LOOPBACK_DIRECTIONS, efficiency, holdoff_cycles,
+                               payload_bytes, replay_log2, rx_depth_for)
 from cores.rifl.link import RIFLEndpoint
 from cores.rifl.link_bench import RIFLLinkBench
 from cores.rifl.soc_block import RIFLLoopback
@@ -28,19 +29,25 @@ LINE_RATE = 100e9
 RTT_S = 300e-9
 MIN_ERRORS = 100
 MAX_CYCLES = 400_000_000   # cap per point (F=256 runs about 450k cycles/s as a Verilated model): never reached
+                           # for BER >= 1e-9 at F >= 256, so every point sees about 100+ channel errors
 REA_SOURCES = 4             # ECP5 figures of the reassembler: 4 contexts of 4094-byte packets (16 KiB)
 REA_MAX_PACKET = 4094
-                           # for BER >= 1e-9 at F >= 256, so every point sees about 100+ channel errors
 
 
 def run_point_migen(frame_bits, latency, cycles, threshold, warm=60):
-    """The same measurement as the Verilated model's, in Migen's simulator (quick mode, short runs)."""
+    """Quick mode's error-rate point: RIFLLoopback(frame_bits, latency) in Migen's simulator, its CSR storages
+    set directly (cycle-exact, as the Verilated harness does). Generators on (1-bit error bursts) with the
+    per-frame error threshold `threshold` both ways, `warm` cycles, `cycles` measured cycles, then the
+    generators off and no errors for warm + 8 * latency cycles. Like sim.verilated.rifl.run_point but with a
+    shorter warm-up and drain (that one: WARM_CYCLES, DRAIN_CYCLES) for short runs, so its figures are not
+    those of a Verilated point. Returns every counter at the end and `frames` (numbered frames both
+    endpoints accepted during the measured cycles)."""
     dut = RIFLLoopback(frame_bits, latency)
     cnt = dut.counters
     res = {}
 
     def proc():
-        yield dut.control.storage.eq(1 | (1 << 8))
+        yield dut.control.storage.eq(LOOPBACK_CONTROL.pack(enable=1, burst=1))
         yield dut.err_ab.storage.eq(threshold)
         yield dut.err_ba.storage.eq(threshold)
         for _ in range(warm):
@@ -49,7 +56,7 @@ def run_point_migen(frame_bits, latency, cycles, threshold, warm=60):
         for _ in range(cycles):
             yield
         res["frames"] = (yield cnt["a_rx_frames"]) - a0 + (yield cnt["b_rx_frames"]) - b0
-        yield dut.control.storage.eq(1 << 8)
+        yield dut.control.storage.eq(LOOPBACK_CONTROL.pack(burst=1))
         yield dut.err_ab.storage.eq(0)
         yield dut.err_ba.storage.eq(0)
         for _ in range(warm + 8 * latency):
@@ -115,10 +122,10 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
             cycles = base_cycles if quick else min(max_cycles, max(base_cycles, int(1.3 * MIN_ERRORS / (2 * p_frame))))
             t_point = time.time()
             r = point(cycles, thr)
-            errors = r["ab_channel_errors"] + r["ba_channel_errors"]
+            errors = sum(r[f"{d}_channel_errors"] for d in LOOPBACK_DIRECTIONS)
             ratio = r["frames"] / cycles / ref_rate
-            bad = sum(r[f"{d}_{k}"] for d in ("ab", "ba") for k in ("lost", "duplicated", "out_of_order", "corrupted"))
-            if bad or r["ab_sent"] != r["ab_delivered"] or r["ba_sent"] != r["ba_delivered"]:
+            bad = sum(r[f"{d}_{k}"] for d in LOOPBACK_DIRECTIONS for k in CHK_FAULTS)
+            if bad or any(r[f"{d}_sent"] != r[f"{d}_delivered"] for d in LOOPBACK_DIRECTIONS):
                 raise RuntimeError(f"RIFL bench: delivery mismatch at F={F} BER={ber}: {r}")
             lost_slots = (ref_rate - r["frames"] / cycles) * cycles / 2   # per direction
             per_error = lost_slots / max(1, errors / 2) / rtt if errors else 0.0

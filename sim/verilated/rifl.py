@@ -10,7 +10,8 @@ per-frame error threshold `threshold` both ways, WARM_CYCLES cycles, `cycles` me
 generators off and no errors for DRAIN_CYCLES cycles. It returns every counter at the end and `frames`: the
 numbered frames both endpoints accepted during the measured cycles.
 """
-from cores.rifl.soc_block import LOOPBACK_COUNTERS, RIFLLoopback
+from cores.rifl.common import LOOPBACK_CONTROL, LOOPBACK_COUNTERS
+from cores.rifl.soc_block import RIFLLoopback
 from sim.verilated import Model, flat_ports
 
 INPUTS = ("control", "err_ab", "err_ba", "limit", "rx_ready")
@@ -28,14 +29,14 @@ int main(int argc, char **argv) {
     unsigned thr = strtoul(argv[2], 0, 10);
     Vrifl_loopback *t = new Vrifl_loopback;
     t->rst = 1; t->clk = 0; t->eval(); t->clk = 1; t->eval(); t->clk = 0; t->rst = 0;
-    t->control = 1 | (1 << 8); t->err_ab = thr; t->err_ba = thr; t->limit = 0; t->rx_ready = 0;
+    t->control = %(control_on)d; t->err_ab = thr; t->err_ba = thr; t->limit = 0; t->rx_ready = 0;
     unsigned long long a0 = 0, b0 = 0, warm = %(warm)d;
     for (unsigned long long c = 0; c < cycles + warm; c++) {
         if (c == warm) { a0 = t->a_rx_frames; b0 = t->b_rx_frames; }
         t->clk = 1; t->eval(); t->clk = 0; t->eval();
     }
     unsigned long long a1 = t->a_rx_frames, b1 = t->b_rx_frames;
-    t->control = 1 << 8; t->err_ab = 0; t->err_ba = 0;   // drain
+    t->control = %(control_off)d; t->err_ab = 0; t->err_ba = 0;   // drain
     for (int c = 0; c < %(drain)d; c++) { t->clk = 1; t->eval(); t->clk = 0; t->eval(); }
     printf("frames %%llu\n", (unsigned long long)((a1 - a0) & 0xffffffffULL) + ((b1 - b0) & 0xffffffffULL));
 %(prints)s
@@ -51,7 +52,9 @@ def loopback(frame_bits, latency):
     ports = {name: (getattr(dut, name).storage, True) for name in INPUTS}
     ports.update({name: (dut.counters[name], False) for name, _ in LOOPBACK_COUNTERS})
     prints = "\n".join(f'    printf("{name} %u\\n", (unsigned)t->{name});' for name, _ in LOOPBACK_COUNTERS)
-    harness = HARNESS % dict(warm=WARM_CYCLES, drain=DRAIN_CYCLES, prints=prints)
+    harness = HARNESS % dict(warm=WARM_CYCLES, drain=DRAIN_CYCLES, prints=prints,
+                             control_on=LOOPBACK_CONTROL.pack(enable=1, burst=1),
+                             control_off=LOOPBACK_CONTROL.pack(burst=1))
     return Model(f"rifl_loopback_F{frame_bits}_L{latency}",
                  {"rifl_loopback.v": flat_ports(dut, ports, "rifl_loopback")}, "rifl_loopback", harness)
 

@@ -1,7 +1,6 @@
 """RIFL demo over a live SoC: error rates in, delivered/lost/duplicated counts out (make sim)."""
-
-DIRECTIONS = ("ab", "ba")
-CHECKS = ("sent", "delivered", "lost", "duplicated", "out_of_order", "corrupted", "channel_errors")
+from cores.rifl.common import (CHK_COUNTERS, CHK_FAULTS, LOOPBACK_CONTROL, LOOPBACK_DIR_COUNTERS, LOOPBACK_DIRECTIONS,
+                               LOOPBACK_ENDPOINTS, LOOPBACK_STATUS)
 
 
 def frame_error_threshold(ber, frame_bits):
@@ -16,8 +15,9 @@ def _reg(bus, prefix, name):
 
 
 def _snapshot(bus, prefix):
-    snap = {f"{d}_{k}": _reg(bus, prefix, f"{d}_{k}").read() for d in DIRECTIONS for k in CHECKS}
-    for e in ("a", "b"):
+    names = [f"{d}_{k}" for d in LOOPBACK_DIRECTIONS for k, _ in LOOPBACK_DIR_COUNTERS]
+    snap = {name: _reg(bus, prefix, name).read() for name in names}
+    for e in LOOPBACK_ENDPOINTS:
         snap[f"{e}_replays"] = _reg(bus, prefix, f"{e}_replays").read()
     return snap
 
@@ -33,6 +33,10 @@ def _wait_cycles(bus, prefix, cycles, until=lambda: False):
     return True
 
 
+def _links_up(bus, prefix):
+    return all(LOOPBACK_STATUS.unpack(_reg(bus, prefix, "status").read()).values())
+
+
 def run_rate(bus, ber, prefix="rifl", frame_bits=256, cycles=20_000, burst=1, drain_cycles=200_000):
     """Run both generators for `cycles` SoC clock cycles at bit error rate `ber`, then wait (up to
     `drain_cycles`) until every sent packet is accounted for; returns the counter deltas."""
@@ -42,15 +46,15 @@ def run_rate(bus, ber, prefix="rifl", frame_bits=256, cycles=20_000, burst=1, dr
     _reg(bus, prefix, "limit").write(0)
     _reg(bus, prefix, "rx_ready").write(0)
     before = _snapshot(bus, prefix)
-    _reg(bus, prefix, "control").write(1 | (burst << 8))
+    _reg(bus, prefix, "control").write(LOOPBACK_CONTROL.pack(enable=1, burst=burst))
     _wait_cycles(bus, prefix, cycles)
-    _reg(bus, prefix, "control").write(burst << 8)
+    _reg(bus, prefix, "control").write(LOOPBACK_CONTROL.pack(burst=burst))
     after = {}
 
     def drained():
         after.update(_snapshot(bus, prefix))
         return all(after[f"{d}_sent"] - before[f"{d}_sent"] <=
-                   sum(after[f"{d}_{k}"] - before[f"{d}_{k}"] for k in CHECKS[1:6]) for d in DIRECTIONS)
+                   sum(after[f"{d}_{k}"] - before[f"{d}_{k}"] for k, _ in CHK_COUNTERS) for d in LOOPBACK_DIRECTIONS)
     _wait_cycles(bus, prefix, drain_cycles, drained)
     return {k: (after[k] - before[k]) % 2**32 for k in after}
 
@@ -59,18 +63,16 @@ def demo(bus, prefix="rifl", frame_bits=256, rates=(0, 1e-6, 1e-5, 1e-4), cycles
     """Report delivered/lost/duplicated per direction at a few bit error rates, `cycles` SoC clock cycles of
     traffic each; raise if the links are not up within `up_cycles` cycles or on any loss. All waits count
     the SoC's own clock (the `cycles` CSR), so a slow simulator only slows the demo down."""
-    if not _wait_cycles(bus, prefix, up_cycles, lambda: _reg(bus, prefix, "status").read() & 3 == 3):
+    if not _wait_cycles(bus, prefix, up_cycles, lambda: _links_up(bus, prefix)):
         raise RuntimeError(f"RIFL links did not come up within {up_cycles} cycles "
                            f"(status {_reg(bus, prefix, 'status').read():#x})")
     lines = []
     for ber in rates:
         d = run_rate(bus, ber, prefix, frame_bits, cycles)
-        for di in DIRECTIONS:
-            lines.append(f"rifl BER {ber:g} {di}: sent {d[f'{di}_sent']} delivered {d[f'{di}_delivered']} "
-                         f"lost {d[f'{di}_lost']} duplicated {d[f'{di}_duplicated']} "
-                         f"out-of-order {d[f'{di}_out_of_order']} corrupted {d[f'{di}_corrupted']} "
-                         f"channel errors {d[f'{di}_channel_errors']}")
-            bad = sum(d[f"{di}_{k}"] for k in ("lost", "duplicated", "out_of_order", "corrupted"))
+        for di in LOOPBACK_DIRECTIONS:
+            lines.append(f"rifl BER {ber:g} {di}: " + " ".join(f"{k.replace('_', ' ')} {d[f'{di}_{k}']}"
+                                                              for k, _ in LOOPBACK_DIR_COUNTERS))
+            bad = sum(d[f"{di}_{k}"] for k in CHK_FAULTS)
             if bad or d[f"{di}_sent"] == 0 or d[f"{di}_delivered"] != d[f"{di}_sent"]:
                 raise RuntimeError("RIFL delivery mismatch: " + lines[-1])
         lines.append(f"rifl BER {ber:g}: {cycles} cycles, replays A {d['a_replays']} B {d['b_replays']}")

@@ -127,7 +127,7 @@ def read_counters(bench):
     for name in ("a", "b"):
         out[name]["link_up"] = yield getattr(bench, name).link_up
     for name in ("ab", "ba"):
-        out[f"{name}_errors"] = yield getattr(bench, name).errors
+        out[f"{name}_errors"] = yield getattr(bench, name).counters["errors"]
     return out
 
 
