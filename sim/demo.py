@@ -22,13 +22,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cores", default=None, help="comma-separated cores (default: all integrated ones)")
     parser.add_argument("--cpu-type", default=None, choices=["vexriscv"], help="add a CPU (default: none)")
+    parser.add_argument("--threads", type=int, default=target.SIM_THREADS,
+                        help="Verilator threads of the model (2 pays only while the host is mostly idle)")
     args = parser.parse_args(argv)
     cores = available_cores() if args.cores is None else [c for c in args.cores.split(",") if c]
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     t0 = time.monotonic()
     print(f"Building the simulated SoC (cores: {', '.join(cores) or 'none'})...", flush=True)
     try:
-        gateware = target.build(cores, cpu_type=args.cpu_type)
+        gateware = target.build(cores, cpu_type=args.cpu_type, threads=args.threads)
         t_build = time.monotonic() - t0
         print(f"  gateware: {gateware} ({t_build:.0f} s)", flush=True)
         with SimSession(gateware) as sim:

@@ -29,7 +29,7 @@ HOST_IP = "192.168.1.100"      # the TAP's address, inside the namespace
 MANAGEMENT_BYTES = 4           # the management port moves 4 bytes a cycle (32-bit LiteEth datapath)
 MAX_DATA_PORTS = 4
 MINISHARP_PORTS = 2            # data ports of the simulated MiniSharp, TAPs ms0.. in the namespace
-SIM_THREADS = 2                # Verilator threads of the litex_sim model (see docs/CORE_CONTRACT.md)
+SIM_THREADS = 1                # Verilator threads of the litex_sim model (see docs/CORE_CONTRACT.md)
 MODULES_DIR = os.path.join(ROOT, "sim", "litex_sim", "modules")
 
 

@@ -44,7 +44,7 @@ def _processes(pattern):
 
 @pytest.fixture(scope="module")
 def gateware():
-    return target.build((), threads=1)      # tests share the cores: one Verilator thread (docs/CORE_CONTRACT.md)
+    return target.build(())
 
 
 def test_identifier_and_1000_scratch_pairs(gateware, tmp_path):

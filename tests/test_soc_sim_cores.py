@@ -17,7 +17,7 @@ pytestmark = pytest.mark.sim
 
 def test_every_core_demo_passes_in_litex_sim():
     cores = available_cores()
-    gateware = target.build(cores, threads=1)      # tests share the cores: one Verilator thread
+    gateware = target.build(cores)
     with open(os.path.join(gateware, "sim.v")) as f:
         assert backward_part_selects(f.read()) == []
     with SimSession(gateware, boot_timeout=300) as sim:

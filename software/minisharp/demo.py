@@ -8,6 +8,7 @@ import time
 from cores.minisharp import common as ms
 from software.minisharp import packets as P
 from software.minisharp.reference import reduce_vectors
+from soc.common import CORE_NAMES
 
 def random_vector(rng, n):
     """FP32 bit patterns of mixed magnitudes, so that float32 summation order would matter."""
@@ -57,7 +58,7 @@ def check_results(frames, collective_id, elements, expected, chunk_elements):
     return vector
 
 
-def demo(bus, prefix="minisharp", ranks=3, elements=300, collective_id=0x5EED, seed=1, timeout=30.0):
+def demo(bus, prefix=CORE_NAMES["minisharp"], ranks=3, elements=300, collective_id=0x5EED, seed=1, timeout=30.0):
     """Run one reduction through the SoC block's injector/capture; returns report lines, raises on error."""
     def reg(name):
         return getattr(bus.regs, f"{prefix}_{name}")

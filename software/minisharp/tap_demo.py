@@ -11,6 +11,7 @@ from software.minisharp import packets as P
 from software.minisharp.demo import random_vector
 from software.minisharp.host import RawSocketTransport, SplitTransport, reduce
 from software.minisharp.reference import reduce_vectors
+from soc.common import CORE_NAMES
 
 def _counters(bus, prefix):
     return {name[len(prefix) + 1:]: reg.read() for name, reg in bus.regs.d.items()
@@ -28,7 +29,7 @@ def _await_result(transport, collective_id, chunk, element_count, timeout=20.0):
             return parsed
 
 
-def tap_demo(bus, prefix="minisharp", iface_in="ms0", iface_out="ms1", ranks=4, elements=100_000, seed=7):
+def tap_demo(bus, prefix=CORE_NAMES["minisharp"], iface_in="ms0", iface_out="ms1", ranks=4, elements=100_000, seed=7):
     lines = []
     rng = random.Random(seed)
     tx, rx = RawSocketTransport(iface_in), RawSocketTransport(iface_out)

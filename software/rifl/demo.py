@@ -1,6 +1,7 @@
 """RIFL demo over a live SoC: error rates in, delivered/lost/duplicated counts out (make sim)."""
 from cores.rifl.common import (CHK_COUNTERS, CHK_FAULTS, LOOPBACK_CONTROL, LOOPBACK_DIR_COUNTERS, LOOPBACK_DIRECTIONS,
                                LOOPBACK_ENDPOINTS, LOOPBACK_STATUS)
+from soc.common import CORE_NAMES
 
 
 def frame_error_threshold(ber, frame_bits):
@@ -37,7 +38,7 @@ def _links_up(bus, prefix):
     return all(LOOPBACK_STATUS.unpack(_reg(bus, prefix, "status").read()).values())
 
 
-def run_rate(bus, ber, prefix="rifl", frame_bits=256, cycles=20_000, burst=1, drain_cycles=200_000):
+def run_rate(bus, ber, prefix=CORE_NAMES["rifl"], frame_bits=256, cycles=20_000, burst=1, drain_cycles=200_000):
     """Run both generators for `cycles` SoC clock cycles at bit error rate `ber`, then wait (up to
     `drain_cycles`) until every sent packet is accounted for; returns the counter deltas."""
     thr = frame_error_threshold(ber, frame_bits)
@@ -59,7 +60,8 @@ def run_rate(bus, ber, prefix="rifl", frame_bits=256, cycles=20_000, burst=1, dr
     return {k: (after[k] - before[k]) % 2**32 for k in after}
 
 
-def demo(bus, prefix="rifl", frame_bits=256, rates=(0, 1e-6, 1e-5, 1e-4), cycles=20_000, up_cycles=2_000_000):
+def demo(bus, prefix=CORE_NAMES["rifl"], frame_bits=256, rates=(0, 1e-6, 1e-5, 1e-4), cycles=20_000,
+         up_cycles=2_000_000):
     """Report delivered/lost/duplicated per direction at a few bit error rates, `cycles` SoC clock cycles of
     traffic each; raise if the links are not up within `up_cycles` cycles or on any loss. All waits count
     the SoC's own clock (the `cycles` CSR), so a slow simulator only slows the demo down."""

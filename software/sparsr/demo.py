@@ -9,6 +9,7 @@ from cores.sparsr.common import ROW_LANES, KIND_LIL, FRAME_WORDS, ROW_WORDS
 from software.sparsr.api import Sparsr
 from software.sparsr.frames import encode_rows, choose_kind
 from software.sparsr.links import EtherboneLink
+from soc.common import CORE_NAMES
 
 DEMO_DENSITIES = (0, 1, 8, 48, 49, 102, 103, 204, 256)
 
@@ -20,7 +21,7 @@ def random_row(rng, n_nonzero):
     return row
 
 
-def demo(bus, n_rows=300, seed=1, prefix="sparsr"):
+def demo(bus, n_rows=300, seed=1, prefix=CORE_NAMES["sparsr"]):
     link = EtherboneLink(bus, name=prefix)
     config = getattr(bus.regs, f"{prefix}_config").read()
     wmem_rows, xmem_rows = config & 0xffff, config >> 16
