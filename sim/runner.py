@@ -27,7 +27,6 @@ from sim import ROOT, target
 from soc.common import SOC_IP_ADDRESS
 
 
-
 class SimulationFailed(RuntimeError):
     """The simulator could not be started, stopped early, or never answered."""
 

@@ -10,7 +10,8 @@ import pytest
 
 from cores.minisharp import common as ms
 from software.minisharp import packets as P
-from sim.verilated.minisharp import VerilatedMiniSharp, available
+from sim.verilated import available
+from sim.verilated.minisharp import VerilatedMiniSharp
 from software.minisharp.reference import exact_sum_fp32
 
 pytestmark = pytest.mark.skipif(not available(), reason="no Verilated models on this machine")

@@ -6,7 +6,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from cores.lib.buffers import RegisteredBuffer, SkidBuffer
-from cores.lib.logic import first_set, reduce_or
+from cores.lib.logic import first_set, index_bits, reduce_or
 from cores.minisharp.accumulator import MSAccumulatorBank, ACC_OP_ADD, acc_op_layout
 from cores.minisharp.common import (
     KIND_SETUP, DROP, SETUP_RECORD, SETUP_RECORD_BYTES, descriptor_layout, result_meta_layout, MS_HEADER_BYTES,
@@ -24,8 +24,8 @@ def engine_meta_layout(num_ports):
 def job_layout(num_ports, n_slots):
     """A frame's job for the payload stage. lastw: payload words - 1; awords: words added (the rest, and
     every word of a dropped frame, is drained); emit: the frame completes its slot; init: it opens it."""
-    return [("port", bits_for(max(num_ports - 1, 1))), ("drop", 1), ("emit", 1), ("init", 1),
-            ("slot", bits_for(max(n_slots - 1, 1))), ("lastw", 16), ("awords", 16)]
+    return [("port", index_bits(num_ports)), ("drop", 1), ("emit", 1), ("init", 1),
+            ("slot", index_bits(n_slots)), ("lastw", 16), ("awords", 16)]
 
 
 class MSSetupCheck(LiteXModule):
@@ -170,7 +170,7 @@ class MSPortSelect(LiteXModule):
     descriptor; fetching: high (a flip-flop) in the cycle it is taken; any_valid: some port has one.
     """
     def __init__(self, num_ports):
-        pw = bits_for(max(num_ports - 1, 1))
+        pw = index_bits(num_ports)
         self.sinks = [stream.Endpoint(descriptor_layout) for _ in range(num_ports)]
         self.desc = stream.Endpoint(descriptor_layout)
         self.sel, self.pick = Signal(pw), Signal(pw)
@@ -425,8 +425,7 @@ class MSPayloadStage(LiteXModule):
 
         # # #
 
-        pw = bits_for(max(num_ports - 1, 1))
-        sw = bits_for(max(n_slots - 1, 1))
+        pw, sw = index_bits(num_ports), index_bits(n_slots)
         self.queue = stream.SyncFIFO(layout, 2)
         # The stage reads the queue through a skid buffer: `load` (late, from the payload handshake) reaches
         # only its flag, not the queue's level logic and LUT RAM.

@@ -218,8 +218,6 @@ class MSPortIngress(LiteXModule):
     """
     def __init__(self, dw=8, lanes=1, payload_bytes=2048, raw_bytes=2048, desc_depth=4):
         _check_dw(dw)
-        if (32 * lanes) % dw:
-            raise ValueError(f"lanes*32 ({32 * lanes}) must be a multiple of dw ({dw})")
         B = dw // 8
         self.sink = stream.Endpoint(port_description(dw))
         self.policy = Signal()

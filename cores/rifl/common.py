@@ -175,15 +175,9 @@ L2_HEADER_BYTES = 6
 MAX_HOPS = 5
 HOPS_BITS = 4
 DST_PORT_BITS = 8
-L2_HEADER_LAYOUT = [           # MSB first: the first header byte holds total_hops | remain_hops
-    ("total_hops", HOPS_BITS),
-    ("remain_hops", HOPS_BITS),
-    ("dst_port1", DST_PORT_BITS),
-    ("dst_port2", DST_PORT_BITS),
-    ("dst_port3", DST_PORT_BITS),
-    ("dst_port4", DST_PORT_BITS),
-    ("dst_port5", DST_PORT_BITS),
-]
+L2_DST_PORTS = [f"dst_port{k}" for k in range(1, MAX_HOPS + 1)]     # DP1..DP5, L2_HEADER field names
+# MSB first: the first header byte holds total_hops | remain_hops
+L2_HEADER_LAYOUT = [("total_hops", HOPS_BITS), ("remain_hops", HOPS_BITS)] + [(n, DST_PORT_BITS) for n in L2_DST_PORTS]
 L2_HEADER_BITS = sum(b for _, b in L2_HEADER_LAYOUT)
 L2_HEADER = Header.from_msb_layout(L2_HEADER_LAYOUT)      # the descriptor: L2_HEADER.field(sig, "remain_hops")
 assert L2_HEADER_BITS == 8 * L2_HEADER_BYTES and L1_OVERHEAD_BYTES + L2_HEADER_BYTES == 8
@@ -193,8 +187,6 @@ L2_PACKET_BYTES = L2_HEADER_BYTES + SEGMENT_BYTES  # 262 bytes on the L1 stream,
 L2_LENGTH_BYTES = 2
 L2_MAX_PACKET_BYTES = (1 << (8 * L2_LENGTH_BYTES)) - 1 - L2_LENGTH_BYTES
 
-
-L2_DST_PORTS = [f"dst_port{k}" for k in range(1, MAX_HOPS + 1)]     # DP1..DP5, L2_HEADER field names
 
 
 def l2_header_pack(total, remain, ports):

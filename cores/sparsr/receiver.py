@@ -26,6 +26,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from cores.lib.counters import add_counters, add_counter_csrs
+from cores.lib.logic import index_bits
 from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, MAX_SLOTS, ROW_WORDS, ROW_LANES, LIL_ENTRY_BYTES,
     TAG, KIND_END, KIND_RAW, KIND_LIL, LANE_WIDTH_CODE, LIL_MAX_ENTRIES, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
@@ -832,7 +833,7 @@ class SparsrReceiver(LiteXModule):
 
         # # #
 
-        row_bits = max(bits_for(max(wmem_rows, xmem_rows) - 1), 1)
+        row_bits = index_bits(max(wmem_rows, xmem_rows))
         self.wmem = wmem = WMEM(wmem_rows, row_bits)
         self.xmem = xmem = XMEM(xmem_rows, row_bits)
         self.banks = banks = FrameBanks(row_bits)

@@ -71,10 +71,10 @@ SWITCH_COUNTERS = [         # of the RIFLSwitch itself
     ("fc_hold", "Cycles outputs held a cell whose downstream queue was paused."),
     ("fc_bad", "Downstream flow-control channels out of range (ignored)."),
 ]
-NETWORK_COUNTERS = [("collisions", "Batcher-Banyan contention events (0 unless the scheduler failed).")]
 # RIFLSwitch(with_csr=True), in the CSR bank's order: the VOQ counters summed over the inputs, the switch's own
 # and the network's.
-_COUNTER_DOC = dict(VOQ_COUNTERS + SWITCH_COUNTERS + NETWORK_COUNTERS)
+_COUNTER_DOC = dict(VOQ_COUNTERS + SWITCH_COUNTERS +
+                    [("collisions", "Batcher-Banyan contention events (0 unless the scheduler failed).")])
 SWITCH_CSRS = [(name, _COUNTER_DOC[name]) for name in (
     "cells_in", "cells_out", "drop_hops", "drop_loop", "drop_full", "drop_malformed", "collisions",
     "out_overflow", "fc_hold", "fc_bad")]

@@ -133,8 +133,8 @@ class SyncSlots(LiteXModule):
         """Flag `index` of a slot vector (0 for an index past the slots)."""
         return (vector >> index)[0]
 
-    def values(self, index, nxt=False):
-        """(err, mode, acc) of slot `index` (current or next round), as one multiplexer."""
+    def values(self, nxt=False):
+        """(err, mode, acc) of every slot (current or next round), for `pick`."""
         err, mode, acc = (self.nerr, self.nmode, self.nacc) if nxt else (self.err, self.mode, self.acc)
         return [Cat(e, m, a) for e, m, a in zip(err, mode, acc)]
 
@@ -253,8 +253,8 @@ class SyncMerge(LiteXModule):
             ),
             e_ok.eq(e_valid & ~e_drop),
         ]
-        st_cur = Cat(bit(slots.act, e_ident), pick(self, slots.values(e_ident), e_ident))
-        st_nxt = Cat(bit(slots.nact, e_ident), pick(self, slots.values(e_ident, nxt=True), e_ident))
+        st_cur = Cat(bit(slots.act, e_ident), pick(self, slots.values(), e_ident))
+        st_nxt = Cat(bit(slots.nact, e_ident), pick(self, slots.values(nxt=True), e_ident))
         t_act, t_err, t_mode, t_acc = Signal(), Signal(), Signal(MODE_BITS), Signal(value_width)
         self.comb += Cat(t_act, t_err, t_mode, t_acc).eq(Mux(e_cur, st_cur, st_nxt))
         comb_val, comb_stmts = combine(t_mode, t_acc, e_val, value_width)
@@ -292,7 +292,7 @@ class SyncCompletion(LiteXModule):
             use_fresh.eq(fresh & (cand == 0)),
             sel.eq(Mux(locked, sel_q, Mux(cand != 0, pe, merge.e_ident))),
         ]
-        held = pick(self, slots.values(sel), sel)
+        held = pick(self, slots.values(), sel)
         self.comb += [
             source.valid.eq((cand != 0) | fresh), source.ident.eq(sel),
             Cat(source.error, source.mode, source.value).eq(

@@ -18,7 +18,7 @@ import numpy as np
 from cores.minisharp import common as ms
 from cores.minisharp.accumulator import round_latency
 from sim.bench.framework import BenchResult, Table
-from sim.bench.ecp5 import ROOT
+from sim import ROOT
 from software.minisharp import packets as P
 from software.minisharp.reference import reduce_vectors
 
@@ -110,7 +110,8 @@ def run(quick=False, ecp5=True):
     """quick: accuracy table only (seconds). Otherwise the Verilated model's tables (about 3 minutes); ecp5: also
     synthesise ECP5_BUILDS (2 x 8-bit and 4 x 64-bit on both devices; 5-10 minutes each for 2 x 8-bit,
     about an hour for the 4 x 64-bit place and route on the 85F)."""
-    from sim.verilated.minisharp import VerilatedMiniSharp, available
+    from sim.verilated import available
+    from sim.verilated.minisharp import VerilatedMiniSharp
     res = BenchResult("minisharp")
     if quick or not available():
         t, _ = accuracy_table(vectors(8, 512, 3))

@@ -19,12 +19,12 @@ from cores.rifl.common import (CHK_FAULTS, LOOPBACK_CONTROL, LOOPBACK_DIRECTIONS
 from cores.rifl.link import RIFLEndpoint
 from cores.rifl.link_bench import RIFLLinkBench
 from cores.rifl.soc_block import RIFLLoopback
+from sim import ROOT
 from sim.bench.ecp5 import synth_ecp5
 from sim.bench.framework import BenchResult, Table, plot_path
 from sim.verilated import rifl as verilated
 from software.rifl.demo import frame_error_threshold
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LINE_RATE = 100e9
 RTT_S = 300e-9
 MIN_ERRORS = 100

@@ -101,7 +101,7 @@ def make_sim(tree, cores, threads=None):
     """`python -m sim.demo` in `tree` (with `--threads threads` if given): cold (its build folder for `cores`
     removed) and warm. Returns (cold s, warm s, gateware folder)."""
     args = ["--threads", str(threads)] if threads else []
-    name = target.config_name(cores, threads=threads) if threads else target.config_name(cores)
+    name = target.config_name(cores, threads=threads or target.SIM_THREADS)
     shutil.rmtree(os.path.join(tree, "build", "sim", name), ignore_errors=True)
     out, cold = _in_tree(tree, ["-m", "sim.demo", *args])
     _, warm = _in_tree(tree, ["-m", "sim.demo", *args])

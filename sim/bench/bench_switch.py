@@ -17,12 +17,12 @@ import numpy as np
 from cores.switch.batcher_banyan import BatcherBanyan
 from cores.switch.common import CELL_BYTES
 from cores.switch.islip import ISLIPScheduler
+from sim import ROOT
 from sim.bench.ecp5 import synth_ecp5
 from sim.bench.framework import BenchResult, Table, plot_path
 from sim.verilated.switch import run_scheduler, scheduler
 from software.switch import reference, traffic
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCALE = 1 / 32                  # fraction of the spec's 2.5 MB per flow simulated in the load sweeps
 SCALE_LONG = 1 / 4              # ... and at the goal point (N = 32, load 0.99)
 LOADS = [0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99]

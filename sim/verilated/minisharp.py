@@ -15,14 +15,14 @@ PORT P` (probability of output ready), `port I DST_HEX SRC_HEX FWD` (COL_RES MAC
 frame, `inlast PORT N CYCLE` per input frame, `cycles N`, `beats PORT TAKEN VALID_CYCLES`, `cnt NAME VALUE`.
 """
 import os
-import time
+import tempfile
 from dataclasses import dataclass, field
 
 from cores.minisharp.common import counters
 from cores.minisharp.core import MiniSharpCore
-from sim.verilated import Model, available, flat_ports
+from sim.verilated import Model, flat_ports
 
-__all__ = ["VerilatedMiniSharp", "VRun", "available", "core_ports"]
+__all__ = ["VerilatedMiniSharp", "VRun", "core_ports"]
 
 
 def core_ports(core):
@@ -165,18 +165,13 @@ class VerilatedMiniSharp:
     def run(self, inputs, policy=0, macs=None, fwd_map=None, ready_p=1.0, seed=1, drain=2000):
         """inputs[i]: list of frames: bytes, (start_cycle, bytes) or (start_cycle, bytes, phy_error) for port i.
         macs[i] = (dst, src) ints; ready_p: probability of output ready, one value or one per port."""
-        tag = f"{os.getpid()}_{time.monotonic_ns()}"
-        stim, res = (os.path.join(self.model.dir, f"run_{tag}.{ext}") for ext in ("stim", "out"))
-        try:
+        with tempfile.TemporaryDirectory(dir=self.model.dir) as tmp:
+            stim, res = os.path.join(tmp, "run.stim"), os.path.join(tmp, "run.out")
             with open(stim, "w") as f:
                 f.write(self._stimulus(inputs, policy, macs, fwd_map, ready_p, seed, drain))
             self.model.run([stim, res])
             with open(res) as f:
                 return self._parse(f)
-        finally:
-            for path in (stim, res):
-                if os.path.exists(path):
-                    os.remove(path)
 
     def _stimulus(self, inputs, policy, macs, fwd_map, ready_p, seed, drain):
         lines = [f"policy {policy}", f"seed {seed}", f"drain {drain}"]

@@ -14,7 +14,8 @@ input). Completion back-pressure: `source.ready` is 1 with probability `ready_pr
 import os
 from collections import namedtuple
 
-from cores.sync.common import DIR_NAMES, LINK_WIDTH, MAX_IDENTS, OPPOSITE, min_hop_latency
+from cores.sync.common import (DEFAULT_HOP_LATENCY, DEFAULT_VALUE_WIDTH, DIR_NAMES, LINK_WIDTH, MAX_IDENTS, OPPOSITE,
+                               min_hop_latency)
 from cores.sync.grid import grid_nodes, grid_links
 from cores.sync.node import SyncNode
 from sim.verilated import Model, convert
@@ -127,7 +128,8 @@ def _get(node, path):
 
 class GridSim:
     """A Verilator build of a width x height grid (+ lamlet) of `SyncNode`s; see the module docstring."""
-    def __init__(self, width, height, n_idents=8, value_width=32, hop_latency=5, with_lamlet=True):
+    def __init__(self, width, height, n_idents=MAX_IDENTS, value_width=DEFAULT_VALUE_WIDTH,
+                 hop_latency=DEFAULT_HOP_LATENCY, with_lamlet=True):
         if value_width > 64:
             raise ValueError("the harness handles values up to 64 bits")
         if hop_latency < min_hop_latency(value_width):
