@@ -74,11 +74,7 @@ class InnetSoC(SoCCore):
         if len(phys) < 2:
             raise ValueError(f"MiniSharp needs at least 2 data ports, got {len(phys)}")
         block = self._register_core(name, MiniSharpSoCBlock(num_ports=len(phys), **kwargs))
-        for i, (to_port, from_port) in enumerate(phys):
-            self.comb += [
-                from_port.connect(block.sinks[i], omit={"error"}),
-                block.sources[i].connect(to_port, omit={"error"}),
-            ]
+        block.connect_phys(phys)
         return block
 
     def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=64, xmem_rows=8, origin=0x40000000):

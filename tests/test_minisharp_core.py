@@ -11,66 +11,11 @@ import pytest
 from cores.minisharp import common as ms
 from software.minisharp import packets as P
 from sim.verilated import available
-from sim.verilated.minisharp import VerilatedMiniSharp
-from software.minisharp.reference import exact_sum_fp32
+from tests.harness.minisharp import (
+    CE, HOST, MAX_RANKS, NAN_BITS, SW, check_results, port_macs, rand_value, verilated_core,
+)
 
 pytestmark = pytest.mark.skipif(not available(), reason="no Verilated models on this machine")
-
-HOST, SW = ms.HOST_MAC, ms.DEFAULT_SRC_MAC      # frames from the host to the switch
-CE = 8                 # small chunks keep frames short; the ABI default is exercised by the benchmark
-MAX_RANKS = 8
-NAN_BITS = 0x7FC00000
-
-
-def port_macs(n):
-    return [(0x02AA00000100 + i, 0x02BB00000200 + i) for i in range(n)]
-
-
-_models = {}
-
-
-def verilated_core(**kw):
-    """The Verilated MiniSharpCore of these tests (3 x 8-bit ports, CE-element chunks unless `kw` says
-    otherwise), built once per configuration."""
-    params = dict(num_ports=3, dw=8, chunk_elements=CE, max_ranks=MAX_RANKS, n_slots=4)
-    params.update(kw)
-    key = tuple(sorted(params.items()))
-    if key not in _models:
-        _models[key] = VerilatedMiniSharp(**params)
-    return _models[key]
-
-
-def rand_value(rng, special=0.0):
-    r = rng.random()
-    if r < special:
-        return rng.choice([0x7F800000, 0xFF800000, 0x7FC00001, 0x80000000])
-    if r < 0.15:
-        return rng.getrandbits(23) | (rng.getrandbits(1) << 31)
-    if r < 0.6:
-        return (rng.getrandbits(1) << 31) | (rng.randrange(110, 150) << 23) | rng.getrandbits(23)
-    return (rng.getrandbits(1) << 31) | (rng.randrange(0, 255) << 23) | rng.getrandbits(23)
-
-
-def check_results(run, port, coll, element_count, vectors, n_ports):
-    """Every COL_RES frame on `port` for `coll`: header and exact values; returns chunk indices seen."""
-    exp = [exact_sum_fp32(col) for col in zip(*vectors)]
-    seen = []
-    for f in run.outputs[port]:
-        p = P.parse(f)
-        if p.get("opcode") != ms.MS_OP_COL_RES or p["collective_id"] != coll:
-            continue
-        p = P.parse(f, element_count, CE)
-        dst, src = port_macs(n_ports)[port]
-        assert (p["dst_mac"], p["src_mac"], p["ethertype"]) == (dst, src, ms.ETHERTYPE)
-        assert (p["major"], p["minor"]) == (ms.VERSION_MAJOR, ms.VERSION_MINOR)
-        assert p["reserved0"] == 0 and p["reserved1"] == 0
-        c = p["chunk_index"]
-        n = ms.chunk_length(element_count, c, CE)
-        assert len(f) == ms.MS_HEADER_BYTES + 4 * n          # the core does not pad (the MAC/PHY does)
-        assert p["values"] == exp[c * CE:c * CE + n], (coll, c)
-        seen.append(c)
-    return seen
-
 
 def test_reduce_out_of_order_chunks_random_backpressure():
     vm = verilated_core()

@@ -94,9 +94,9 @@ def test_payload_writer_words_of_committed_frames_only(dw, lanes):
     assert [g["data"] for g in got] == want
 
 
-def classify(header, length, error, policy):
-    """The spec's rules for a frame of `length` bytes with the first 24 bytes `header`, in priority order:
-    ("drop", reason), ("forward",) or ("engine", kind)."""
+def classify(header, length, error, policy, admin=1, mac_filter=0, mac=ms.DEFAULT_MAC):
+    """The spec's rules (v0.2: addressing, admin ports, COL_TEARDOWN) for a frame of `length` bytes with the
+    first 24 bytes `header`, in priority order: ("drop", reason), ("forward",) or ("engine", kind)."""
     h = ms.MS_HEADER.unpack(ms.MS_HEADER.from_wire(header))
     major, _ = ms.split_version(h["version"])
     if error:
@@ -105,13 +105,17 @@ def classify(header, length, error, policy):
         return "drop", "runt"
     if h["ethertype"] != ms.ETHERTYPE:
         return ("forward",) if policy == ms.MSP_TRANSPARENT else ("drop", "not_minisharp")
+    if mac_filter and h["dst_mac"] not in (mac, ms.GROUP_MAC):
+        return ("forward",)
     if length < ms.MS_HEADER_BYTES:
         return "drop", "runt"
     if major != ms.VERSION_MAJOR:
         return "drop", "bad_version"
     if h["opcode"] == ms.MS_OP_COL_RES:
         return ("forward",)
-    if h["opcode"] in (ms.MS_OP_COL_SETUP, ms.MS_OP_COL_DATA):
+    if h["opcode"] in (ms.MS_OP_COL_SETUP, ms.MS_OP_COL_DATA, ms.MS_OP_COL_TEARDOWN):
+        if h["opcode"] != ms.MS_OP_COL_DATA and not admin:
+            return "drop", "not_admin"
         hdr = ms.OP_HEADERS[h["opcode"]]
         if hdr.get(hdr.from_wire(header), "reserved"):
             return "drop", "bad_reserved"
@@ -120,6 +124,8 @@ def classify(header, length, error, policy):
             if plen < ms.SETUP_RECORD_BYTES or (plen > ms.SETUP_RECORD_BYTES and length > ms.ETH_MIN_FRAME):
                 return "drop", "bad_length"
             return "engine", ms.KIND_SETUP
+        if h["opcode"] == ms.MS_OP_COL_TEARDOWN:
+            return ("drop", "bad_length") if length > ms.ETH_MIN_FRAME else ("engine", ms.KIND_TEARDOWN)
         return "engine", ms.KIND_DATA
     return "drop", "bad_opcode"
 
@@ -131,21 +137,26 @@ def test_frame_classifier_rules_in_priority_order(dw):
     dut = MSFrameClassifier(dw)
     cases = []
     for _ in range(400):
-        op = rng.choice([ms.MS_OP_COL_SETUP, ms.MS_OP_COL_DATA, ms.MS_OP_COL_RES, 0, 0x55])
-        fields = dict(ethertype=ms.ETHERTYPE if rng.random() < 0.85 else 0x0800, opcode=op,
+        op = rng.choice([ms.MS_OP_COL_SETUP, ms.MS_OP_COL_DATA, ms.MS_OP_COL_RES, ms.MS_OP_COL_TEARDOWN, 0, 0x55])
+        dst = rng.choice([ms.DEFAULT_MAC, ms.GROUP_MAC, ms.BROADCAST_MAC, 0x024D5300FF00])
+        fields = dict(ethertype=ms.ETHERTYPE if rng.random() < 0.85 else 0x0800, opcode=op, dst_mac=dst,
                       version=ms.version_byte(0 if rng.random() < 0.9 else 1, rng.randrange(16)))
         if rng.random() < 0.15:
             fields["op_header"] = 1 << (8 * rng.choice([0, 3, 7]))    # reserved bytes of one opcode or another
         header = ms.MS_HEADER.to_bytes(ms.MS_HEADER.pack(**fields))
         length = rng.choice([rng.randrange(1, 80), 40, 60, 61, 14, 24, 23, 13])
-        cases.append((header, length, rng.random() < 0.05, rng.random() < 0.3))
+        cases.append((header, length, rng.random() < 0.05, rng.random() < 0.3, rng.random() < 0.8,
+                      rng.random() < 0.3))
     got = []
 
     def gen():
-        for header, length, error, policy in cases:
+        yield dut.mac.eq(ms.DEFAULT_MAC)
+        for header, length, error, policy, admin, mac_filter in cases:
             count = B * ((length - 1) // B)
             yield dut.header.eq(int.from_bytes(header, "little"))
             yield dut.policy.eq(policy)
+            yield dut.admin.eq(admin)
+            yield dut.mac_filter.eq(mac_filter)
             yield dut.last_beat.eq(1)
             yield dut.count.eq(count)
             yield dut.nvalid.eq(length - count)
@@ -165,8 +176,9 @@ def test_frame_classifier_rules_in_priority_order(dw):
 
     run_simulation(dut, gen())
     reasons = {v: k for k, v in ms.DROP.items()}
-    for (header, length, error, policy), (fwd, eng, kind, dropping, reason, plen, raw_c, pl_c) in zip(cases, got):
-        want = classify(header, length, error, policy)
+    for (header, length, error, policy, admin, mf), (fwd, eng, kind, dropping, reason, plen, raw_c, pl_c) in \
+            zip(cases, got):
+        want = classify(header, length, error, policy, admin, mf)
         if want[0] == "drop":
             assert (dropping, reasons[reason], fwd, eng) == (1, want[1], 0, 0), (header.hex(), length, want)
         else:

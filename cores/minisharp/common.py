@@ -17,7 +17,8 @@ from cores.lib.header import Header
 
 ETHERTYPE          = 0x88B5   # local experimental EtherType
 VERSION_MAJOR      = 0
-VERSION_MINOR      = 1
+VERSION_MINOR      = 1        # the minor of the frames the core sends, and of v0.1 senders
+VERSION_MINOR_V02  = 2        # v0.2 (COL_TEARDOWN, addressing, admin ports); any minor is accepted
 ETH_HEADER_BYTES   = 14       # dst MAC, src MAC, EtherType
 CONTROL_BYTES      = 2        # Major(4) | Minor(4) | Opcode(8)
 OP_HEADER_BYTES    = 8        # 64-bit operation header
@@ -31,7 +32,9 @@ MS_OP_INVALID      = 0
 MS_OP_COL_SETUP    = 1
 MS_OP_COL_DATA     = 2
 MS_OP_COL_RES      = 3
-OPCODES = {MS_OP_COL_SETUP: "COL_SETUP", MS_OP_COL_DATA: "COL_DATA", MS_OP_COL_RES: "COL_RES"}
+MS_OP_COL_TEARDOWN = 4        # v0.2: remove a context (op header as COL_SETUP's; no record)
+OPCODES = {MS_OP_COL_SETUP: "COL_SETUP", MS_OP_COL_DATA: "COL_DATA", MS_OP_COL_RES: "COL_RES",
+           MS_OP_COL_TEARDOWN: "COL_TEARDOWN"}
 
 # Setup record enumerations (0 is never valid, so an all-zero record is rejected) -----------------
 
@@ -91,7 +94,8 @@ SETUP_HEADER = _ms_header([("collective_id", 16, 4), ("reserved", 20, 4)])
 DATA_HEADER  = _ms_header([("rank", 16, 1), ("collective_id", 17, 4), ("chunk_index", 21, 2), ("reserved", 23, 1)])
 RES_HEADER   = _ms_header([("reserved0", 16, 1), ("collective_id", 17, 4), ("chunk_index", 21, 2),
                            ("reserved1", 23, 1)])
-OP_HEADERS = {MS_OP_COL_SETUP: SETUP_HEADER, MS_OP_COL_DATA: DATA_HEADER, MS_OP_COL_RES: RES_HEADER}
+OP_HEADERS = {MS_OP_COL_SETUP: SETUP_HEADER, MS_OP_COL_DATA: DATA_HEADER, MS_OP_COL_RES: RES_HEADER,
+              MS_OP_COL_TEARDOWN: SETUP_HEADER}
 VERSION_MAJOR_SHIFT = 4      # Major in the version byte's high nibble, Minor in the low one
 
 
@@ -143,6 +147,11 @@ BROADCAST_MAC   = 0xFFFFFFFFFFFF
 DEFAULT_DST_MAC = BROADCAST_MAC   # port<i>_dst_mac reset: COL_RES frames are broadcast unless configured
 DEFAULT_SRC_MAC = 0x024D53000000  # port<i>_src_mac reset: 02:4d:53 ("MS") + port number i
 HOST_MAC        = 0x0200000000AA  # the Aggregation Manager and the ranks in the demos, tests and benchmark
+# v0.2 addressing: with the core's `mac_filter` on, a switch consumes the COL_SETUP / COL_DATA / COL_TEARDOWN
+# frames whose Dst MAC is its own `mac` or the MiniSharp group address, and forwards every other MiniSharp
+# frame on the static port map (mac_filter off, the reset value: every MiniSharp frame is consumed, as v0.1).
+GROUP_MAC       = 0x014D53000000  # 01:4d:53:00:00:00, a locally administered multicast address ("MS")
+DEFAULT_MAC     = DEFAULT_SRC_MAC # the switch's `mac` reset value (port 0's source MAC)
 
 # Drop reasons (one counter each) -------------------------------------------------------------------
 
@@ -154,7 +163,7 @@ DROP_REASONS = [
     ("bad_reserved",   "a reserved field is non-zero"),
     ("bad_length",     "payload length inconsistent with the opcode or the installed context"),
     ("bad_setup",      "setup record value unsupported or out of range (incl. capability limits)"),
-    ("unknown_coll",   "COL_DATA for a Collective ID that is not installed"),
+    ("unknown_coll",   "COL_DATA or COL_TEARDOWN for a Collective ID that is not installed"),
     ("bad_rank",       "rank >= expected_local_contributors"),
     ("bad_chunk",      "chunk index >= number of chunks"),
     ("duplicate",      "second contribution of a (Collective ID, Rank, Chunk Index)"),
@@ -162,6 +171,9 @@ DROP_REASONS = [
     ("overflow",       "ingress buffer full: frame truncated"),
     ("ctx_full",       "setup for a new Collective ID with the context table full"),
     ("phy_error",      "the PHY flagged an error in the frame"),
+    ("not_admin",      "COL_SETUP or COL_TEARDOWN from a port outside the admin_ports mask"),
+    ("ahead",          "chunk index beyond the context's completion window (DONE_WINDOW chunks past its oldest "
+                       "incomplete chunk)"),
 ]
 DROP = {name: i for i, (name, _) in enumerate(DROP_REASONS)}
 PORT_COUNTERS = [
@@ -177,7 +189,23 @@ def counters(num_ports):
     setups and chunks; MiniSharpSoCBlock's CSRs have these names."""
     return ([(f"drop_{name}", f"Frames dropped: {desc}.") for name, desc in DROP_REASONS] +
             [(f"port{i}_{kind}", f"Port {i}: {desc}.") for kind, desc in PORT_COUNTERS for i in range(num_ports)] +
-            [("setups", "Contexts installed or replaced."), ("chunks", "Chunk results emitted.")])
+            [("setups", "Contexts installed or replaced."), ("chunks", "Chunk results emitted."),
+             ("teardowns", "Contexts removed by COL_TEARDOWN."),
+             ("slot_timeouts", "Chunk slots freed by the idle timeout (their partial sums discarded)."),
+             ("ctx_timeouts", "Contexts removed by the idle timeout.")])
+
+
+# Completion window and idle timeouts ---------------------------------------------------------------
+# Each context remembers which chunks completed: every chunk below its oldest incomplete chunk `base`, and a
+# bitmap of DONE_WINDOW chunks from `base` on. A contribution to a completed chunk (a late duplicate) is
+# dropped as `duplicate` and holds no slot; one to a chunk at base + DONE_WINDOW or beyond is dropped as
+# `ahead` (its sender resends it later, as after no_slot).
+DONE_WINDOW = 64
+# Idle timeouts count ticks of 2^TIMEOUT_TICK_LOG2 cycles (524 us at 125 MHz); 0 (the reset value) = never.
+# A slot that received no contribution for slot_timeout ticks is freed (slot_timeouts); a context that
+# received no accepted frame for ctx_timeout ticks is removed with its slots (ctx_timeouts).
+TIMEOUT_TICK_LOG2 = 16
+TIMEOUT_BITS = 16
 
 
 # Exact accumulator (MS_ACC_EXACT_FP32_MAG277) ----------------------------------------------------
@@ -217,10 +245,11 @@ def port_description(dw):
 
 
 # Descriptor of one ingress frame handed from a port parser to the collective engine.
-KIND_SETUP = 0
-KIND_DATA  = 1
+KIND_SETUP    = 0
+KIND_DATA     = 1
+KIND_TEARDOWN = 2
 descriptor_layout = [
-    ("kind",           1),
+    ("kind",           2),
     ("collective_id", 32),
     ("rank",           8),
     ("chunk_index",   16),

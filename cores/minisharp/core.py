@@ -8,7 +8,10 @@ from litex.soc.interconnect.packet import Arbiter, Dispatcher
 from cores.lib.buffers import RegisteredBuffer, SkidBuffer
 from cores.lib.commit_fifo import CommitFIFO
 from cores.lib.counters import add_counters
-from cores.minisharp.common import DROP_REASONS, MS_CHUNK_ELEMENTS, counters, port_description, result_meta_layout
+from cores.minisharp.common import (
+    DEFAULT_MAC, DONE_WINDOW, DROP_REASONS, MS_CHUNK_ELEMENTS, TIMEOUT_BITS, TIMEOUT_TICK_LOG2, counters,
+    port_description, result_meta_layout,
+)
 from cores.minisharp.egress import MSResultFanout, MSResultSerializer
 from cores.minisharp.engine import MSCollectiveEngine
 from cores.minisharp.ingress import MSPortIngress
@@ -22,15 +25,17 @@ class MiniSharpCore(LiteXModule):
     MACs, and a packet arbiter between results and forwarded frames. One collective engine of `lanes`
     FP32 lanes serves all ports (round robin per frame).
     Config inputs: policy (MSP_*), dst_macs[i]/src_macs[i] (COL_RES headers), fwd_map[i] (output port of
-    frames forwarded from input i). Counters (cores.lib.counters, 32-bit, wrap): counters[name] for each name of
+    frames forwarded from input i), admin_ports (bit i: port i may send COL_SETUP / COL_TEARDOWN), mac_filter
+    and mac (v0.2 addressing, common.GROUP_MAC), slot_timeout / ctx_timeout (idle timeouts in ticks of
+    2^tick_log2 cycles, 0: never). Counters (cores.lib.counters, 32-bit, wrap): counters[name] for each name of
     common.counters(num_ports): drop_<reason>, port<i>_rx_frames / _rx_drops / _fwd_frames / _tx_frames,
     setups, chunks.
     Parameters: num_ports >= 2, dw in (8, 16, 32, 64), lanes (power of two, lanes*32 multiple of dw;
     default max(1, dw/32)), chunk_elements (ABI: MS_CHUNK_ELEMENTS), n_contexts >= 8, n_slots >= 1,
-    max_ranks <= 256.
+    max_ranks <= 256, window (completion window, DONE_WINDOW), tick_log2 (TIMEOUT_TICK_LOG2).
     """
     def __init__(self, num_ports=2, dw=8, lanes=None, chunk_elements=MS_CHUNK_ELEMENTS, n_contexts=8,
-                 n_slots=4, max_ranks=64, res_fifo_words=None):
+                 n_slots=4, max_ranks=64, res_fifo_words=None, window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2):
         if num_ports < 2:
             raise ValueError(f"num_ports must be >= 2, got {num_ports}")
         if n_contexts < 8:
@@ -44,13 +49,18 @@ class MiniSharpCore(LiteXModule):
         self.dst_macs = [Signal(48) for _ in range(num_ports)]
         self.src_macs = [Signal(48) for _ in range(num_ports)]
         self.fwd_map = [Signal(max=num_ports) for _ in range(num_ports)]
+        self.admin_ports = Signal(num_ports, reset=2**num_ports - 1)
+        self.mac_filter, self.mac = Signal(), Signal(48, reset=DEFAULT_MAC)
+        self.slot_timeout, self.ctx_timeout = Signal(TIMEOUT_BITS), Signal(TIMEOUT_BITS)
 
         # # #
 
         chunk_bytes = 4 * chunk_elements
         pbytes = 1 << max(11, (2 * chunk_bytes - 1).bit_length())   # two chunks, at least 2 KiB
         self.ingress = [MSPortIngress(dw, lanes, payload_bytes=pbytes, raw_bytes=2048) for _ in range(num_ports)]
-        self.engine = engine = MSCollectiveEngine(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks)
+        self.engine = engine = MSCollectiveEngine(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks,
+                                                  window, tick_log2)
+        self.comb += engine.slot_timeout.eq(self.slot_timeout), engine.ctx_timeout.eq(self.ctx_timeout)
         self.fanout = fanout = MSResultFanout(num_ports, lanes)
         # Between the engine and the fan-out: a meta queue (the engine emits a chunk's meta record when it
         # accepts the completing contribution, while the previous results may still be in flight) and a
@@ -68,7 +78,8 @@ class MiniSharpCore(LiteXModule):
         for i, ing in enumerate(self.ingress):
             self.submodules += ing
             self.comb += [
-                self.sinks[i].connect(ing.sink), ing.policy.eq(self.policy),
+                self.sinks[i].connect(ing.sink), ing.policy.eq(self.policy), ing.admin.eq(self.admin_ports[i]),
+                ing.mac_filter.eq(self.mac_filter), ing.mac.eq(self.mac),
                 ing.desc.connect(engine.desc_sinks[i]),
             ]
             # Payload words cross to the engine register to register (valid and ready): the engine's payload
@@ -122,5 +133,6 @@ class MiniSharpCore(LiteXModule):
                 f"port{i}_rx_frames": ing.frame, f"port{i}_rx_drops": total([ev[i][0], e_drop & (e_port == i)]),
                 f"port{i}_fwd_frames": ing.fwd_frame, f"port{i}_tx_frames": src.valid & src.ready & src.last,
             })
-        events.update(setups=engine.setup_done, chunks=engine.chunk_done)
+        events.update(setups=engine.setup_done, chunks=engine.chunk_done, teardowns=engine.teardown_done,
+                      slot_timeouts=engine.slots_expired, ctx_timeouts=engine.ctx_expired)
         add_counters(self, counters(num_ports), events, register=True)

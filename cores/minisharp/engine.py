@@ -9,8 +9,9 @@ from cores.lib.buffers import RegisteredBuffer, SkidBuffer
 from cores.lib.logic import first_set, index_bits, reduce_or
 from cores.minisharp.accumulator import MSAccumulatorBank, ACC_OP_ADD, acc_op_layout
 from cores.minisharp.common import (
-    KIND_SETUP, DROP, SETUP_RECORD, SETUP_RECORD_BYTES, descriptor_layout, result_meta_layout, MS_HEADER_BYTES,
-    ETH_MIN_FRAME, MS_COL_REDUCE, MS_RED_SUM, MS_FMT_FP32, MS_ACC_EXACT_FP32_MAG277, FP32_BYTES,
+    KIND_DATA, DROP, SETUP_RECORD, SETUP_RECORD_BYTES, descriptor_layout, result_meta_layout, MS_HEADER_BYTES,
+    ETH_MIN_FRAME, MS_COL_REDUCE, MS_RED_SUM, MS_FMT_FP32, MS_ACC_EXACT_FP32_MAG277, FP32_BYTES, KIND_TEARDOWN,
+    DONE_WINDOW, TIMEOUT_BITS, TIMEOUT_TICK_LOG2,
 )
 
 MAX_CHUNK_INDEX = 1 << 16
@@ -68,20 +69,32 @@ class MSSetupCheck(LiteXModule):
 
 class MSContextTable(LiteXModule):
     """`n_contexts` installed collectives (registers): Collective ID, expected contributors, last chunk,
-    elements of the last chunk, output ports.
+    elements of the last chunk, output ports; per context its completion window (`base`, the oldest
+    incomplete chunk, and a bitmap of the `window` chunks from there, chunk c at bit c mod window) and its
+    idle age (ticks since its last accepted frame).
 
     Lookups (combinational): match (bit i: context i is valid and holds `coll`), free (bit i: context i is
     not valid), is_last (bit i: `chunk` is context i's last chunk), and context `idx`'s expected, lastchunk,
-    lastlen and targets. `install()` gives the statements (NextValue, for an FSM state) that install a
-    context at `idx`.
+    lastlen, targets, base and done_bit (the bitmap's bit of `chunk`). expired (registered): bit i: context
+    i is valid and idle for `timeout` ticks (0: never); a pulse for context i clears it for two cycles. `install()` / `remove()` give the statements
+    (NextValue, for an FSM state) that install / remove the context at `idx`; pulses, for context `idx`:
+    win_clear (a new window, age 0), win_set (`chunk` completed), touch (age 0).
+    Each context's window advances by itself, one chunk a cycle, while the bit of `base` is set.
     """
-    def __init__(self, n_contexts, num_ports, expected_bits, lastlen_bits):
+    def __init__(self, n_contexts, num_ports, expected_bits, lastlen_bits, window=DONE_WINDOW):
+        if window < 2 or window & (window - 1):
+            raise ValueError(f"window must be a power of two >= 2, got {window}")
+        lw = log2_int(window)
         self.coll = Signal(32)
         self.chunk = Signal(16)
         self.idx = Signal(max=max(n_contexts, 2))
         self.match, self.free, self.is_last = Signal(n_contexts), Signal(n_contexts), Signal(n_contexts)
         self.expected, self.lastchunk = Signal(expected_bits), Signal(16)
         self.lastlen, self.targets = Signal(lastlen_bits), Signal(num_ports)
+        self.base, self.done_bit = Signal(17), Signal()
+        self.win_clear, self.win_set, self.touch = Signal(), Signal(), Signal()
+        self.tick, self.timeout = Signal(), Signal(TIMEOUT_BITS)
+        self.expired = Signal(n_contexts)
 
         # # #
 
@@ -91,13 +104,33 @@ class MSContextTable(LiteXModule):
         self._lastchunk = Array(Signal(16) for _ in range(n_contexts))         # number of chunks - 1
         self._lastlen = Array(Signal(lastlen_bits) for _ in range(n_contexts))  # elements of the last chunk
         self._targets = Array(Signal(num_ports) for _ in range(n_contexts))
+        base = Array(Signal(17) for _ in range(n_contexts))
+        done = Array(Signal(window) for _ in range(n_contexts))
+        age = [Signal(TIMEOUT_BITS) for _ in range(n_contexts)]
         self.comb += [
             self.match.eq(Cat(*[self._valid[i] & (self._id[i] == self.coll) for i in range(n_contexts)])),
             self.free.eq(Cat(*[~self._valid[i] for i in range(n_contexts)])),
             self.is_last.eq(Cat(*[self.chunk == self._lastchunk[i] for i in range(n_contexts)])),
             self.expected.eq(self._expected[self.idx]), self.lastchunk.eq(self._lastchunk[self.idx]),
             self.lastlen.eq(self._lastlen[self.idx]), self.targets.eq(self._targets[self.idx]),
+            self.base.eq(base[self.idx]), self.done_bit.eq(Array(done[self.idx])[self.chunk[:lw]]),
         ]
+        chunk_bit = Signal(window)
+        self.comb += chunk_bit.eq(1 << self.chunk[:lw])
+        for i in range(n_contexts):
+            me = self.idx == i
+            at_base = Signal()
+            self.comb += at_base.eq(Array(done[i])[base[i][:lw]])
+            busy = me & (self.win_clear | self.touch)
+            self.sync += [
+                If(me & self.win_clear, base[i].eq(0), done[i].eq(0)
+                ).Else(
+                    If(at_base, base[i].eq(base[i] + 1)),
+                    done[i].eq((done[i] & ~Mux(at_base, 1 << base[i][:lw], 0)) | Mux(me & self.win_set, chunk_bit, 0))),
+                If(busy, age[i].eq(0)).Elif(self.tick & (age[i] != 2**TIMEOUT_BITS - 1), age[i].eq(age[i] + 1)),
+                self.expired[i].eq(self._valid[i] & ~busy & (self.timeout != 0) &
+                                   (age[i] >= self.timeout)),
+            ]
 
     def install(self, coll, expected, lastchunk, lastlen, targets):
         i = self.idx
@@ -107,6 +140,9 @@ class MSContextTable(LiteXModule):
             NextValue(self._targets[i], targets),
         ]
 
+    def remove(self):
+        return [NextValue(self._valid[self.idx], 0)]
+
 
 class MSSlotTable(LiteXModule):
     """`n_slots` chunk slots (registers): context (one-hot of `n_contexts`), Chunk Index, rank bitmap
@@ -115,9 +151,11 @@ class MSSlotTable(LiteXModule):
     Lookups (combinational): match (bit j: slot j is valid and holds context `ctx_oh`, chunk `chunk`), empty
     (bit j: slot j is free), rank_seen (bit j: rank `rank_oh` (one-hot) contributed to slot j), completes
     (bit j: one more contribution brings slot j to `expected`), count (slot `idx`'s count).
-    Writes, one cycle after `commit` (with the one-hot `upd` / `free` of the frame) or `replace` (frees
-    the slots of context `ctx_oh`), from registered per-slot enables: `upd` (re)opens or adds to a slot for
-    ctx_oh/chunk (the rank's bit set in its bitmap, cleared first with `init`, count set to `count_w`).
+    Writes, one cycle after `commit` (with the one-hot `upd` / `free` of the frame), `replace` (frees
+    the slots of context `ctx_oh`) or `expire` (frees the `expired` slots), from registered per-slot enables:
+    `upd` (re)opens or adds to a slot for ctx_oh/chunk (the rank's bit set in its bitmap, cleared first with
+    `init`, count set to `count_w`). expired (registered): bit j: slot j is valid and got no contribution for
+    `timeout` ticks (0: never); never set for a slot being written.
     """
     def __init__(self, n_slots, n_contexts, max_ranks):
         rw = bits_for(max_ranks)
@@ -129,6 +167,8 @@ class MSSlotTable(LiteXModule):
         self.commit, self.replace, self.init = Signal(), Signal(), Signal()
         self.upd, self.free = Signal(n_slots), Signal(n_slots)
         self.count_w = Signal(rw)
+        self.tick, self.timeout, self.expire = Signal(), Signal(TIMEOUT_BITS), Signal()
+        self.expired = Signal(n_slots)
 
         # # #
 
@@ -151,13 +191,22 @@ class MSSlotTable(LiteXModule):
         ap_upd, ap_free = Signal(n_slots), Signal(n_slots)
         self.sync += [
             ap_upd.eq(Mux(self.commit, self.upd, 0)),
-            ap_free.eq(Mux(self.commit, self.free, 0) | Mux(self.replace, of_ctx, 0)),
+            ap_free.eq(Mux(self.commit, self.free, 0) | Mux(self.replace, of_ctx, 0) |
+                       Mux(self.expire, self.expired, 0)),
             [If(ap_free[j], s_valid[j].eq(0)) for j in range(n_slots)],
             [If(ap_upd[j],
                 s_valid[j].eq(1), s_ctx[j].eq(self.ctx_oh), s_chunk[j].eq(self.chunk),
                 s_bitmap[j].eq(Mux(self.init, 0, s_bitmap[j]) | self.rank_oh), s_count[j].eq(self.count_w)
              ) for j in range(n_slots)],
         ]
+        age = [Signal(TIMEOUT_BITS) for _ in range(n_slots)]
+        for j in range(n_slots):
+            writing = ((self.commit | self.expire) & (self.upd[j] | self.free[j] | self.expired[j])) | \
+                      (self.replace & of_ctx[j]) | ap_upd[j] | ap_free[j]
+            self.sync += [
+                If(ap_upd[j], age[j].eq(0)).Elif(self.tick & (age[j] != 2**TIMEOUT_BITS - 1), age[j].eq(age[j] + 1)),
+                self.expired[j].eq(s_valid[j] & ~writing & (self.timeout != 0) & (age[j] >= self.timeout)),
+            ]
 
 
 class MSPortSelect(LiteXModule):
@@ -205,9 +254,13 @@ class MSValidation(LiteXModule):
     updates the slot (rank bit, count; the completing one frees it and emits the result `meta` record) and
     queues a `job` for the payload stage; a rejected one is reported on drop/drop_reason/drop_port and
     queues a drain job for its payload. `job` and `meta` leave through registered buffers.
-    9 cycles a frame (5 for a setup); setup_done/chunk_done pulse once per installed context/completed chunk.
+    COL_TEARDOWN removes a context and frees its slots. Between frames, slots idle for `slot_timeout` ticks
+    and contexts idle for `ctx_timeout` ticks (ticks of 2^tick_log2 cycles; 0: never) are freed.
+    9 cycles a frame (5 for a setup); setup_done/chunk_done/teardown_done/ctx_expired pulse once per
+    installed context/completed chunk/teardown/expired context, slots_expired counts the expired slots.
     """
-    def __init__(self, num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks):
+    def __init__(self, num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks,
+                 window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2):
         self.desc_sinks = [stream.Endpoint(descriptor_layout) for _ in range(num_ports)]
         self.job = stream.Endpoint(job_layout(num_ports, n_slots))
         self.meta = stream.Endpoint(engine_meta_layout(num_ports))
@@ -216,9 +269,14 @@ class MSValidation(LiteXModule):
         self.drop_port = Signal(max=max(num_ports, 2))
         self.setup_done = Signal()
         self.chunk_done = Signal()
+        self.teardown_done, self.ctx_expired = Signal(), Signal()
+        self.slots_expired = Signal(max=n_slots + 1)
+        self.slot_timeout, self.ctx_timeout = Signal(TIMEOUT_BITS), Signal(TIMEOUT_BITS)
 
         # # #
 
+        if tick_log2 < 1:
+            raise ValueError(f"tick_log2 must be >= 1, got {tick_log2}")
         lce = log2_int(chunk_elements)
         rw = bits_for(max_ranks)
         # Jobs and meta records leave through registered buffers: DECIDE's handshake does not reach the
@@ -228,7 +286,7 @@ class MSValidation(LiteXModule):
         self.comb += job_in.source.connect(self.job), meta_out.source.connect(self.meta)
         job_w, meta_w = job_in.sink, meta_out.sink
         self.setup_check = check = MSSetupCheck(num_ports, max_ranks, chunk_elements)
-        self.contexts = contexts = MSContextTable(n_contexts, num_ports, rw, lce + 1)
+        self.contexts = contexts = MSContextTable(n_contexts, num_ports, rw, lce + 1, window)
         self.slots = slots = MSSlotTable(n_slots, n_contexts, max_ranks)
         self.select = select = MSPortSelect(num_ports)
         self.comb += [s.connect(d) for s, d in zip(self.desc_sinks, select.sinks)]
@@ -236,7 +294,7 @@ class MSValidation(LiteXModule):
         sel, desc = select.sel, select.desc
 
         # Current frame.
-        d_kind, d_coll, d_rank, d_chunk = Signal(), Signal(32), Signal(8), Signal(16)
+        d_kind, d_coll, d_rank, d_chunk = Signal(2), Signal(32), Signal(8), Signal(16)
         d_pbytes, d_record = Signal(16), Signal(len(desc.record))
         ctx_hit, ctx_idx, ctx_free, ctx_free_idx = Signal(), Signal(max=max(n_contexts, 2)), Signal(), \
             Signal(max=max(n_contexts, 2))
@@ -245,6 +303,7 @@ class MSValidation(LiteXModule):
         slot_hit, slot_idx, slot_free, slot_free_idx = Signal(), Signal(max=max(n_slots, 2)), Signal(), \
             Signal(max=max(n_slots, 2))
         rank_bad, chunk_bad, dup, len_ok, complete = Signal(), Signal(), Signal(), Signal(), Signal()
+        late, ahead = Signal(), Signal()       # the chunk completed already; it is past the context's window
         rbit = Signal(n_slots)
         cfull, exp1 = [Signal() for _ in range(n_slots)], Signal()
         exp_elems = Signal(max=chunk_elements + 1)
@@ -252,6 +311,14 @@ class MSValidation(LiteXModule):
         cur, init = Signal(max=max(n_slots, 2)), Signal()
         nwords, awords, new_count = Signal(16), Signal(16), Signal(rw)
         rank_oh = Signal(max_ranks)
+        # Idle-timeout ticks.
+        prescaler, tick = Signal(tick_log2), Signal()
+        self.sync += prescaler.eq(prescaler + 1), tick.eq(prescaler == 0)
+        self.comb += [
+            contexts.tick.eq(tick), contexts.timeout.eq(self.ctx_timeout),
+            slots.tick.eq(tick), slots.timeout.eq(self.slot_timeout),
+        ]
+        any_cexp, cexp_i, _ = first_set(self, contexts.expired, n_contexts)
         self.comb += [
             check.record.eq(d_record),
             contexts.coll.eq(d_coll), contexts.chunk.eq(d_chunk), contexts.idx.eq(ctx_idx),
@@ -271,6 +338,7 @@ class MSValidation(LiteXModule):
         k_expected, k_lastchunk = Signal(rw), Signal(16)
         k_targets = Signal(num_ports)
         k_islast, k_lastlen = Signal(), Signal(lce + 1)
+        k_base, k_done = Signal(17), Signal()
         self.comb += slots.expected.eq(k_expected)
 
         exp_bytes = Signal(17)
@@ -289,7 +357,8 @@ class MSValidation(LiteXModule):
             ).Elif(rank_bad, reason_c.eq(DROP["bad_rank"])
             ).Elif(chunk_bad, reason_c.eq(DROP["bad_chunk"])
             ).Elif(~len_ok, reason_c.eq(DROP["bad_length"])
-            ).Elif(dup, reason_c.eq(DROP["duplicate"])
+            ).Elif(dup | (~slot_hit & late), reason_c.eq(DROP["duplicate"])
+            ).Elif(~slot_hit & ahead, reason_c.eq(DROP["ahead"])
             ).Elif(~slot_hit & ~slot_free, reason_c.eq(DROP["no_slot"])
             ).Else(drop_c.eq(0)),
         ]
@@ -316,7 +385,17 @@ class MSValidation(LiteXModule):
 
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
-            If(select.any_valid, *select.start(), NextState("FETCH"))
+            If(slots.expired != 0, NextState("EXPIRE_SLOTS")
+            ).Elif(any_cexp, NextValue(ctx_idx, cexp_i), NextValue(ctx_oh, 1 << cexp_i), NextState("EXPIRE_CTX")
+            ).Elif(select.any_valid, *select.start(), NextState("FETCH"))
+        )
+        fsm.act("EXPIRE_SLOTS",
+            slots.expire.eq(1), self.slots_expired.eq(sum(slots.expired[j] for j in range(n_slots))),
+            NextState("IDLE")
+        )
+        fsm.act("EXPIRE_CTX",
+            slots.replace.eq(1), *contexts.remove(), contexts.touch.eq(1), self.ctx_expired.eq(1),
+            NextState("IDLE")
         )
         fsm.act("FETCH",
             *select.stop(),
@@ -341,10 +420,14 @@ class MSValidation(LiteXModule):
             NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i), NextValue(ctx_oh, 1 << hit_i),
             NextValue(ctx_free, any_free), NextValue(ctx_free_idx, free_i),
             NextValue(nwords, words(d_pbytes)),
-            If(d_kind == KIND_SETUP, NextState("SETUP")).Else(NextState("CTX"))
+            If(d_kind != KIND_DATA, NextState("SETUP")).Else(NextState("CTX"))
         )
         fsm.act("SETUP",
-            If(s_res_bad, *drop("bad_reserved")
+            If(d_kind == KIND_TEARDOWN,
+                If(~ctx_hit, *drop("unknown_coll")
+                ).Else(self.teardown_done.eq(1), slots.replace.eq(1), *contexts.remove(), contexts.touch.eq(1)),
+                NextState("IDLE")
+            ).Elif(s_res_bad, *drop("bad_reserved")
             ).Elif(s_bad, *drop("bad_setup")
             ).Elif(~ctx_hit & ~ctx_free, *drop("ctx_full")
             ).Else(
@@ -358,6 +441,7 @@ class MSValidation(LiteXModule):
         )
         fsm.act("INSTALL",
             *contexts.install(d_coll, check.expected, check.lastchunk, check.lastlen, check.targets),
+            contexts.win_clear.eq(1),
             NextState("IDLE")
         )
         fsm.act("CTX",
@@ -366,6 +450,7 @@ class MSValidation(LiteXModule):
             [NextValue(rbit[j], slots.rank_seen[j]) for j in range(n_slots)],
             NextValue(shit_r, slots.match),
             NextValue(k_islast, Array(is_last)[ctx_idx]), NextValue(k_lastlen, contexts.lastlen),
+            NextValue(k_base, contexts.base), NextValue(k_done, contexts.done_bit),
             NextState("CTX2")
         )
         fsm.act("CTX2",
@@ -384,6 +469,8 @@ class MSValidation(LiteXModule):
             # per slot: would this contribution complete it (registered, off the CHECK2 decision path)
             [NextValue(cfull[j], slots.completes[j]) for j in range(n_slots)],
             NextValue(exp1, k_expected == 1),
+            NextValue(late, (d_chunk < k_base) | (k_done & (d_chunk < k_base + window))),
+            NextValue(ahead, d_chunk >= k_base + window),
             NextState("CHECK2")
         )
         cur_c, count_c, complete_c = Signal(max=max(n_slots, 2)), Signal(rw), Signal()
@@ -406,6 +493,7 @@ class MSValidation(LiteXModule):
                 meta_w.valid.eq(~data_drop & complete), job_w.valid.eq(need_job),
                 If(data_drop, self.drop.eq(1), self.drop_reason.eq(data_reason)),
                 self.chunk_done.eq(free != 0), slots.commit.eq(1),
+                contexts.touch.eq(~data_drop), contexts.win_set.eq(free != 0),
                 NextState("IDLE")
             )
         )
@@ -496,7 +584,8 @@ class MSCollectiveEngine(LiteXModule):
     (9 cycles), the job queue and the accumulator bank's `latency`; MiniSharpCore end to end: 54 cycles
     at 1 lane, 50 with more (rounding pipelines of 18 and 14 stages).
     """
-    def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64):
+    def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64,
+                 window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2):
         for name, v in (("lanes", lanes), ("chunk_elements", chunk_elements)):
             if v < 1 or v & (v - 1):
                 raise ValueError(f"{name} must be a power of two, got {v}")
@@ -515,6 +604,9 @@ class MSCollectiveEngine(LiteXModule):
         self.drop_port = Signal(max=max(num_ports, 2))
         self.setup_done = Signal()
         self.chunk_done = Signal()
+        self.teardown_done, self.ctx_expired = Signal(), Signal()
+        self.slots_expired = Signal(max=n_slots + 1)
+        self.slot_timeout, self.ctx_timeout = Signal(TIMEOUT_BITS), Signal(TIMEOUT_BITS)
 
         # # #
 
@@ -524,7 +616,8 @@ class MSCollectiveEngine(LiteXModule):
         # Registered ready and valid between the engine and the bank (timing); order is kept.
         self.bank_buf = RegisteredBuffer(bank.sink.description)
         self.comb += self.bank_buf.source.connect(bank.sink)
-        self.validation = val = MSValidation(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks)
+        self.validation = val = MSValidation(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks,
+                                             window, tick_log2)
         self.payload_stage = pay = MSPayloadStage(num_ports, lanes, wpc, n_slots)
         self.comb += [
             [s.connect(d) for s, d in zip(self.desc_sinks, val.desc_sinks)],
@@ -532,4 +625,7 @@ class MSCollectiveEngine(LiteXModule):
             val.job.connect(pay.jobs), val.meta.connect(self.meta), pay.source.connect(self.bank_buf.sink),
             self.drop.eq(val.drop), self.drop_reason.eq(val.drop_reason), self.drop_port.eq(val.drop_port),
             self.setup_done.eq(val.setup_done), self.chunk_done.eq(val.chunk_done),
+            self.teardown_done.eq(val.teardown_done), self.ctx_expired.eq(val.ctx_expired),
+            self.slots_expired.eq(val.slots_expired),
+            val.slot_timeout.eq(self.slot_timeout), val.ctx_timeout.eq(self.ctx_timeout),
         ]

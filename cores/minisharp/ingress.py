@@ -7,8 +7,8 @@ from litex.soc.interconnect import stream
 from cores.lib.commit_fifo import CommitFIFO
 from cores.minisharp.common import (
     ETHERTYPE, VERSION_MAJOR, VERSION_MAJOR_SHIFT, MS_HEADER_BYTES, ETH_HEADER_BYTES, ETH_MIN_FRAME,
-    SETUP_RECORD_BYTES, MS_OP_COL_SETUP, MS_OP_COL_DATA, MS_OP_COL_RES, MSP_TRANSPARENT, KIND_SETUP, KIND_DATA,
-    DROP, MS_HEADER, SETUP_HEADER, DATA_HEADER, descriptor_layout, port_description, payload_word,
+    SETUP_RECORD_BYTES, MS_OP_COL_SETUP, MS_OP_COL_DATA, MS_OP_COL_RES, MS_OP_COL_TEARDOWN, MSP_TRANSPARENT,
+    KIND_SETUP, KIND_DATA, KIND_TEARDOWN, GROUP_MAC, DROP, MS_HEADER, SETUP_HEADER, DATA_HEADER, descriptor_layout, port_description, payload_word,
 )
 
 
@@ -108,7 +108,8 @@ class MSFrameClassifier(LiteXModule):
 
     Inputs, in the cycle of the frame's last beat: last_beat (1), count (its byte position), nvalid (its
     valid bytes, 1..dw/8), error (the PHY flagged the frame); header (the frame's bytes 0..23, complete one
-    cycle later); policy (MSP_*).
+    cycle later); policy (MSP_*); admin (this port may send COL_SETUP / COL_TEARDOWN); mac_filter and mac
+    (v0.2 addressing: only frames to `mac` or GROUP_MAC are consumed, the other MiniSharp frames forwarded).
     Three registered steps: t+1 holds the frame length and its compares (from `count`: no subtraction, one
     compare each); t+2 one flag per header check; t+3 the decision, the first failing check in priority
     order: end, forward, to_engine, kind, dropping, reason and payload_bytes (frame length - 24). The
@@ -122,8 +123,10 @@ class MSFrameClassifier(LiteXModule):
         self.count = Signal(16)
         self.nvalid = Signal(max=B + 1)
         self.header = Signal(8 * MS_HEADER_BYTES)
-        self.policy = Signal()
-        self.end, self.forward, self.to_engine, self.kind, self.dropping = (Signal() for _ in range(5))
+        self.policy, self.admin, self.mac_filter = Signal(), Signal(), Signal()
+        self.mac = Signal(48)
+        self.end, self.forward, self.to_engine, self.dropping = (Signal() for _ in range(4))
+        self.kind = Signal(2)
         self.reason = Signal(max=len(DROP))
         self.payload_bytes = Signal(16)
         self.raw_commit_end, self.raw_abort_end = Signal(), Signal()
@@ -155,22 +158,28 @@ class MSFrameClassifier(LiteXModule):
         opcode = MS_HEADER.field(hdr, "opcode")
         f_end, f_error, f_runt_eth, f_runt_ms, f_not_ms, f_major_bad = (Signal() for _ in range(6))
         f_res, f_setup, f_data, f_setup_res_bad, f_data_res_bad, f_setup_len_bad = (Signal() for _ in range(6))
+        f_teardown, f_td_len_bad, f_foreign, f_admin = Signal(), Signal(), Signal(), Signal()
+        dst = MS_HEADER.field(hdr, "dst_mac")
         f_plen = Signal(16)
         self.sync += [
             f_end.eq(end), f_error.eq(e_error),
             f_runt_eth.eq(e_lt[ETH_HEADER_BYTES]), f_runt_ms.eq(e_lt[MS_HEADER_BYTES]),
             # setup payload < 16 bytes, or > 16 bytes in a frame longer than the Ethernet minimum
             f_setup_len_bad.eq(e_lt[rec_end] | ~e_lt[ETH_MIN_FRAME + 1]),
+            # a teardown has no record: its payload is the Ethernet padding only
+            f_td_len_bad.eq(~e_lt[ETH_MIN_FRAME + 1]),
+            f_foreign.eq(self.mac_filter & (dst != self.mac) & (dst != GROUP_MAC)),
+            f_admin.eq(self.admin),
             f_plen.eq(e_flen - MS_HEADER_BYTES),
             f_not_ms.eq(MS_HEADER.field(hdr, "ethertype") != ETHERTYPE), f_major_bad.eq(major != VERSION_MAJOR),
             f_res.eq(opcode == MS_OP_COL_RES), f_setup.eq(opcode == MS_OP_COL_SETUP),
-            f_data.eq(opcode == MS_OP_COL_DATA),
+            f_data.eq(opcode == MS_OP_COL_DATA), f_teardown.eq(opcode == MS_OP_COL_TEARDOWN),
             f_setup_res_bad.eq(SETUP_HEADER.field(hdr, "reserved") != 0),
             f_data_res_bad.eq(DATA_HEADER.field(hdr, "reserved") != 0),
         ]
 
         # t+3: the first failing check in priority order, registered.
-        forward, to_engine, kind = Signal(), Signal(), Signal()
+        forward, to_engine, kind = Signal(), Signal(), Signal(2)
         reason = Signal(max=len(DROP))
         dropping = Signal()
 
@@ -182,13 +191,16 @@ class MSFrameClassifier(LiteXModule):
             ).Elif(f_runt_eth, *drop("runt")
             ).Elif(f_not_ms,
                 If(self.policy == MSP_TRANSPARENT, forward.eq(1)).Else(*drop("not_minisharp"))
+            ).Elif(f_foreign, forward.eq(1)
             ).Elif(f_runt_ms, *drop("runt")
             ).Elif(f_major_bad, *drop("bad_version")
             ).Elif(f_res, forward.eq(1)
-            ).Elif(f_setup,
-                If(f_setup_res_bad, *drop("bad_reserved")
-                ).Elif(f_setup_len_bad, *drop("bad_length")
-                ).Else(to_engine.eq(1), kind.eq(KIND_SETUP))
+            ).Elif(f_setup | f_teardown,
+                If(~f_admin, *drop("not_admin")
+                ).Elif(f_setup_res_bad, *drop("bad_reserved")
+                ).Elif(f_setup & f_setup_len_bad, *drop("bad_length")
+                ).Elif(f_teardown & f_td_len_bad, *drop("bad_length")
+                ).Else(to_engine.eq(1), kind.eq(Mux(f_setup, KIND_SETUP, KIND_TEARDOWN)))
             ).Elif(f_data,
                 If(f_data_res_bad, *drop("bad_reserved")
                 ).Else(to_engine.eq(1), kind.eq(KIND_DATA))
@@ -205,9 +217,9 @@ class MSFrameClassifier(LiteXModule):
 
 class MSPortIngress(LiteXModule):
     """Parses the Ethernet/MiniSharp frames of one port and sorts them, at the end of each frame, into:
-    a descriptor + committed payload words for the collective engine (COL_SETUP, COL_DATA), a committed
-    raw frame for the forwarding path (non-MiniSharp frames under MSP_TRANSPARENT, received COL_RES), or
-    a drop with a reason. Nothing of a dropped frame reaches the engine (validate before commit).
+    a descriptor + committed payload words for the collective engine (COL_SETUP, COL_DATA, COL_TEARDOWN), a
+    committed raw frame for the forwarding path (non-MiniSharp frames under MSP_TRANSPARENT, received
+    COL_RES, MiniSharp frames for another switch under mac_filter), or a drop with a reason. Nothing of a dropped frame reaches the engine (validate before commit).
 
     sink: LiteEth PHY layout, `dw` bits (8, 16, 32 or 64), always ready (a PHY cannot be stalled);
     frames that do not fit the buffers are dropped as `overflow`.
@@ -220,7 +232,8 @@ class MSPortIngress(LiteXModule):
         _check_dw(dw)
         B = dw // 8
         self.sink = stream.Endpoint(port_description(dw))
-        self.policy = Signal()
+        self.policy, self.admin, self.mac_filter = Signal(), Signal(), Signal()
+        self.mac = Signal(48)
         self.desc = stream.Endpoint(descriptor_layout)
         self.payload = stream.Endpoint([("data", 32 * lanes)])
         self.fwd = stream.Endpoint(port_description(dw))
@@ -294,7 +307,8 @@ class MSPortIngress(LiteXModule):
         self.classifier = cl = MSFrameClassifier(dw)
         self.comb += [
             cl.last_beat.eq(beat & sink.last), cl.count.eq(count), cl.nvalid.eq(nvalid), cl.error.eq(error_now),
-            cl.header.eq(hdr), cl.policy.eq(self.policy),
+            cl.header.eq(hdr), cl.policy.eq(self.policy), cl.admin.eq(self.admin),
+            cl.mac_filter.eq(self.mac_filter), cl.mac.eq(self.mac),
         ]
         end, forward, to_engine, kind = cl.end, cl.forward, cl.to_engine, cl.kind
         fwd_go, eng_go = Signal(), Signal()
@@ -323,7 +337,7 @@ class MSPortIngress(LiteXModule):
         self.sync += [
             dfifo.sink.valid.eq(eng_go),
             dfifo.sink.kind.eq(kind),
-            dfifo.sink.collective_id.eq(Mux(kind == KIND_SETUP, SETUP_HEADER.field(hdr, "collective_id"),
+            dfifo.sink.collective_id.eq(Mux(kind != KIND_DATA, SETUP_HEADER.field(hdr, "collective_id"),
                                             DATA_HEADER.field(hdr, "collective_id"))),
             dfifo.sink.rank.eq(DATA_HEADER.field(hdr, "rank")),
             dfifo.sink.chunk_index.eq(DATA_HEADER.field(hdr, "chunk_index")),

@@ -12,6 +12,7 @@ from cores.lib.header import csr_fields
 from cores.minisharp.common import (
     CAPTURE_CTRL_CSR, CAPTURE_DATA_CSR, CONFIG_CSR, DEFAULT_DST_MAC, DEFAULT_SRC_MAC, INJECT_COUNTERS,
     INJECT_CTRL_CSR, INJECT_STATUS_CSR, MS_CHUNK_ELEMENTS, MSP_TRANSPARENT, counters, port_description,
+    DEFAULT_MAC, TIMEOUT_BITS,
 )
 from cores.minisharp.core import MiniSharpCore
 
@@ -134,7 +135,8 @@ class MiniSharpSoCBlock(LiteXModule):
     port<i>_src_mac (COL_RES headers); config (capability limits); drop_<reason> counters; per port
     port<i>_rx_frames / _rx_drops / _fwd_frames / _tx_frames; setups, chunks; inject_* (a frame buffer
     sent into any input port: while it sends, that port's PHY frames are not accepted); capture_* (the bytes
-    leaving one output port).
+    leaving one output port); v0.2: admin_ports, mac_filter, mac, slot_timeout, ctx_timeout (MiniSharpCore's
+    inputs of the same names); teardowns, slot_timeouts, ctx_timeouts counters.
     """
     def __init__(self, num_ports=2, chunk_elements=MS_CHUNK_ELEMENTS, n_contexts=8, n_slots=4, max_ranks=64,
                  inject_bytes=2048, capture_bytes=4096):
@@ -169,6 +171,21 @@ class MiniSharpSoCBlock(LiteXModule):
             setattr(self, f"port{i}_src_mac", src)
             self.comb += [core.dst_macs[i].eq(dst.storage), core.src_macs[i].eq(src.storage),
                           core.fwd_map[i].eq(getattr(self.fwd_map.fields, f"port{i}"))]
+        self.admin_ports = CSRStorage(num_ports, reset=2**num_ports - 1, description=
+            "Bit i: port i may send COL_SETUP / COL_TEARDOWN (others are dropped as not_admin).")
+        self.mac_filter = CSRStorage(fields=[CSRField("enable", size=1, reset=0, description=
+            "1: consume only MiniSharp frames to `mac` or the group MAC, forward the others (v0.2); "
+            "0: consume every MiniSharp frame (v0.1).")])
+        self.mac = CSRStorage(48, reset=DEFAULT_MAC, description="The switch's MAC (v0.2 addressing).")
+        self.timeouts = CSRStorage(fields=[
+            CSRField("slot", size=TIMEOUT_BITS, description="Chunk slot idle timeout in ticks (0: never)."),
+            CSRField("ctx", size=TIMEOUT_BITS, description="Context idle timeout in ticks (0: never)."),
+        ])
+        self.comb += [
+            core.admin_ports.eq(self.admin_ports.storage), core.mac_filter.eq(self.mac_filter.fields.enable),
+            core.mac.eq(self.mac.storage),
+            core.slot_timeout.eq(self.timeouts.fields.slot), core.ctx_timeout.eq(self.timeouts.fields.ctx),
+        ]
         add_counter_csrs(self, counters(num_ports), core.counters)
 
         # # #
@@ -178,3 +195,11 @@ class MiniSharpSoCBlock(LiteXModule):
         for i in range(num_ports):
             arb = Arbiter([self.sinks[i], inj.sources[i]], core.sinks[i])
             self.submodules += arb
+
+    def connect_phys(self, phys):
+        """Connects port i to phys[i] = (to_port, from_port): whole Ethernet frames, 8 bits, LiteEth PHY
+        layout, every field (a frame the PHY/MAC flags in `error`, e.g. a bad FCS, is dropped as phy_error)."""
+        if len(phys) != len(self.sinks):
+            raise ValueError(f"{len(self.sinks)} ports, {len(phys)} PHYs given")
+        for i, (to_port, from_port) in enumerate(phys):
+            self.comb += from_port.connect(self.sinks[i]), self.sources[i].connect(to_port)

@@ -9,7 +9,7 @@ drains the outputs with a seeded random ready, and returns the output frames, th
 throughput/latency figures, and every counter (`counters[name]` by the core's counter names). The Migen
 simulator needs ~0.1 s a cycle for the whole core; this runs millions of cycles a minute.
 
-Stimulus file, one item a line: `policy P`, `seed S`, `drain CYCLES` (idle cycles that end the run), `ready
+Stimulus file, one item a line: `policy P`, `cfg ADMIN_PORTS MAC_FILTER MAC_HEX SLOT_TIMEOUT CTX_TIMEOUT`, `seed S`, `drain CYCLES` (idle cycles that end the run), `ready
 PORT P` (probability of output ready), `port I DST_HEX SRC_HEX FWD` (COL_RES MACs and forwarding map),
 `frame PORT START PHY_ERROR HEX_BYTES`. Output file: `out PORT FIRST_CYCLE LAST_CYCLE HEX_BYTES` per output
 frame, `inlast PORT N CYCLE` per input frame, `cycles N`, `beats PORT TAKEN VALID_CYCLES`, `cnt NAME VALUE`.
@@ -18,17 +18,23 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from cores.minisharp.common import counters
+from cores.minisharp.common import DEFAULT_MAC, counters
 from cores.minisharp.core import MiniSharpCore
 from sim.verilated import Model, flat_ports
 
-__all__ = ["VerilatedMiniSharp", "VRun", "core_ports"]
+__all__ = ["VerilatedMiniSharp", "VRun", "core_ports", "CFG_DEFAULTS", "SMALL_CORE"]
+# The small core of the end-to-end tests and of the MiniSharp bench's quick mode (one Verilator build for both):
+# 3 x 8-bit ports, 8-element chunks, 8 ranks, 4 slots, idle-timeout ticks of 16 cycles.
+SMALL_CORE = dict(num_ports=3, dw=8, chunk_elements=8, max_ranks=8, n_slots=4, tick_log2=4)
+CFG_DEFAULTS = dict(admin_ports=None, mac_filter=0, mac=DEFAULT_MAC, slot_timeout=0, ctx_timeout=0)
 
 
 def core_ports(core):
     """Every port, configuration input and counter of a MiniSharpCore as plainly named ports (name ->
     (signal, is_input)); the counters as c_<counter name>."""
-    ports = {"policy": (core.policy, True)}
+    ports = {"policy": (core.policy, True), "admin_ports": (core.admin_ports, True),
+             "mac_filter": (core.mac_filter, True), "mac": (core.mac, True),
+             "slot_timeout": (core.slot_timeout, True), "ctx_timeout": (core.ctx_timeout, True)}
     for i in range(core.num_ports):
         sk, sr = core.sinks[i], core.sources[i]
         ports.update({
@@ -67,9 +73,12 @@ int main(int argc, char** argv) {
   double ready_p[N]; for (int i = 0; i < N; i++) ready_p[i] = 1.0;
   uint64_t drain = 2000, max_cycles = 100000000ULL;
   char kw[32];
-  t->policy = 0;
+  t->policy = 0; t->admin_ports = (1u << N) - 1; t->mac = @MAC@ULL;
   while (fscanf(in, "%31s", kw) == 1) {
     if (!strcmp(kw, "policy")) { unsigned p; fscanf(in, "%u", &p); t->policy = p; }
+    else if (!strcmp(kw, "cfg")) { unsigned a, mf, st, ct; unsigned long long m;
+      fscanf(in, "%u %u %llx %u %u", &a, &mf, &m, &st, &ct);
+      t->admin_ports = a; t->mac_filter = mf; t->mac = m; t->slot_timeout = st; t->ctx_timeout = ct; }
     else if (!strcmp(kw, "port")) { unsigned i; unsigned long long d, s; unsigned f;
       fscanf(in, "%u %llx %llx %u", &i, &d, &s, &f); set_cfg(t, i, d, s, f); }
     else if (!strcmp(kw, "seed")) { fscanf(in, "%lu", &rng_state); if (!rng_state) rng_state = 1; }
@@ -160,21 +169,29 @@ class VerilatedMiniSharp:
         acc += ["} }"]
         cnt = "\n".join(f'  fprintf(out, "cnt {c} %u\\n", (unsigned)t->c_{c});' for c in self.counter_names)
         return (_HARNESS.replace("@N@", str(n)).replace("@B@", str(self.dw // 8))
-                .replace("@ACCESS@", "\n".join(acc)).replace("@COUNTERS@", cnt))
+                .replace("@MAC@", hex(DEFAULT_MAC)).replace("@ACCESS@", "\n".join(acc)).replace("@COUNTERS@", cnt))
 
-    def run(self, inputs, policy=0, macs=None, fwd_map=None, ready_p=1.0, seed=1, drain=2000):
+    def run(self, inputs, policy=0, macs=None, fwd_map=None, ready_p=1.0, seed=1, drain=2000, **cfg):
         """inputs[i]: list of frames: bytes, (start_cycle, bytes) or (start_cycle, bytes, phy_error) for port i.
-        macs[i] = (dst, src) ints; ready_p: probability of output ready, one value or one per port."""
+        macs[i] = (dst, src) ints; ready_p: probability of output ready, one value or one per port.
+        cfg: admin_ports, mac_filter, mac, slot_timeout, ctx_timeout (the core's inputs; reset values if
+        absent)."""
         with tempfile.TemporaryDirectory(dir=self.model.dir) as tmp:
             stim, res = os.path.join(tmp, "run.stim"), os.path.join(tmp, "run.out")
             with open(stim, "w") as f:
-                f.write(self._stimulus(inputs, policy, macs, fwd_map, ready_p, seed, drain))
+                f.write(self._stimulus(inputs, policy, macs, fwd_map, ready_p, seed, drain, cfg))
             self.model.run([stim, res])
             with open(res) as f:
                 return self._parse(f)
 
-    def _stimulus(self, inputs, policy, macs, fwd_map, ready_p, seed, drain):
-        lines = [f"policy {policy}", f"seed {seed}", f"drain {drain}"]
+    def _stimulus(self, inputs, policy, macs, fwd_map, ready_p, seed, drain, cfg):
+        unknown = set(cfg) - set(CFG_DEFAULTS)
+        if unknown:
+            raise TypeError(f"unknown core inputs {sorted(unknown)}; known: {sorted(CFG_DEFAULTS)}")
+        c = dict(CFG_DEFAULTS, admin_ports=2**self.num_ports - 1)
+        c.update(cfg)
+        lines = [f"policy {policy}", f"seed {seed}", f"drain {drain}",
+                 f"cfg {c['admin_ports']} {int(c['mac_filter'])} {c['mac']:x} {c['slot_timeout']} {c['ctx_timeout']}"]
         rp = ready_p if isinstance(ready_p, (list, tuple)) else [ready_p] * self.num_ports
         lines += [f"ready {i} {p}" for i, p in enumerate(rp)]
         for i in range(self.num_ports):

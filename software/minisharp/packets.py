@@ -1,4 +1,4 @@
-"""MiniSharp v0.1 frames as bytes: builders and a parser, all from the headers of cores.minisharp.common."""
+"""MiniSharp v0.1 / v0.2 frames as bytes: builders and a parser, all from the headers of cores.minisharp.common."""
 import struct
 
 from cores.minisharp import common as ms
@@ -48,6 +48,12 @@ def setup_record(element_count, expected_local, egress_first=0, egress_last=0, c
 
 def setup_frame(dst, src, collective_id, record, reserved=0, **kw):
     return frame(dst, src, ms.MS_OP_COL_SETUP, record, collective_id=collective_id, reserved=reserved, **kw)
+
+
+def teardown_frame(dst, src, collective_id, reserved=0, **kw):
+    """v0.2 COL_TEARDOWN: removes the context of `collective_id` (no record; padded to the minimum)."""
+    return frame(dst, src, ms.MS_OP_COL_TEARDOWN, collective_id=collective_id, reserved=reserved,
+                 minor=kw.pop("minor", ms.VERSION_MINOR_V02), **kw)
 
 
 def fp32_payload(values):
