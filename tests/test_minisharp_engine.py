@@ -25,46 +25,71 @@ def until(done, limit=5000, tail=20):
 
 
 def test_setup_check_rules():
+    """v0.1 records (minor 1: 16 bytes, the tree fields ignored) and v0.2 ones (minor 2: 32 bytes) against
+    the rules written from the spec and docs/minisharp.md."""
     rng = random.Random(1)
-    num_ports, max_ranks, ce = 3, 8, 4
-    dut = MSSetupCheck(num_ports, max_ranks, ce)
+    num_ports, max_ranks, ce = 3, 8, 64
+    ce2 = ms.v02_chunk_elements(ce)
+    dut = MSSetupCheck(num_ports, max_ranks, ce, partials=True)
     good = dict(collective=ms.MS_COL_REDUCE, reduce_op=ms.MS_RED_SUM, input_fmt=ms.MS_FMT_FP32,
                 acc_mode=ms.MS_ACC_EXACT_FP32_MAG277, output_fmt=ms.MS_FMT_FP32, egress_first=0, egress_last=2,
-                expected_local=2, element_count=10)
-    edges = dict(collective=[0, 2], reduce_op=[0, 7], input_fmt=[2], acc_mode=[0], output_fmt=[3],
+                expected_local=2, element_count=100, role=ms.MS_ROLE_ROOT, uplink_port=0, parent_rank=3,
+                parent_mac=0x024D5300AB00)
+    edges = dict(collective=[0, 2, 3], reduce_op=[0, 7], input_fmt=[2, 3], acc_mode=[0], output_fmt=[2, 3],
                  egress_first=[1, 2, 3], egress_last=[0, 1, 3, 255], expected_local=[0, 1, 8, 9, 300],
-                 element_count=[0, 1, 4, 5, 65536 * ce, 65536 * ce + 1], reserved0=[1], reserved1=[0x100])
-    records = [good]
-    for _ in range(300):
+                 element_count=[0, 1, 32, 33, 65536 * ce2, 65536 * ce2 + 1, 65536 * ce, 65536 * ce + 1],
+                 reserved0=[1], reserved1=[0x100], role=[0, 2, 2, 3], uplink_port=[1, 2, 3, 9],
+                 reserved2=[1], reserved3=[1 << 40])
+    records = [(good, v2) for v2 in (0, 1)]
+    for _ in range(500):
         r = dict(good)
-        for name in rng.sample(sorted(edges), rng.randrange(1, 3)):
+        for name in rng.sample(sorted(edges), rng.randrange(1, 4)):
             r[name] = rng.choice(edges[name])
-        records.append(r)
+        records.append((r, rng.random() < 0.6))
     got = []
 
     def gen():
-        for r in records:
-            yield dut.record.eq(ms.SETUP_RECORD.pack(**r))
+        for r, v2 in records:
+            yield dut.record.eq(ms.SETUP_RECORD_V02.pack(**r))
+            yield dut.minor2.eq(v2)
             yield
             row = []
             for sig in (dut.reserved_bad, dut.checks, dut.expected, dut.lastchunk, dut.lastlen, dut.targets):
                 row.append((yield sig))
+            tree = {}
+            for name, sig in dut.tree.items():
+                tree[name] = yield sig
+            row.append(tree)
             got.append(row)
 
     run_simulation(dut, gen())
-    for r, (res_bad, checks, expected, lastchunk, lastlen, targets) in zip(records, got):
-        rules = [r["collective"] != ms.MS_COL_REDUCE, r["reduce_op"] != ms.MS_RED_SUM,
-                 r["input_fmt"] != ms.MS_FMT_FP32, r["acc_mode"] != ms.MS_ACC_EXACT_FP32_MAG277,
-                 r["output_fmt"] != ms.MS_FMT_FP32, r["egress_first"] > r["egress_last"],
-                 r["egress_last"] >= num_ports, r["expected_local"] == 0, r["expected_local"] > max_ranks,
-                 r["element_count"] == 0, r["element_count"] > 65536 * ce]
-        assert checks == sum(bool(v) << i for i, v in enumerate(rules)), r
-        assert res_bad == bool(r.get("reserved0") or r.get("reserved1"))
+    for (r, v2), (res_bad, checks, expected, lastchunk, lastlen, targets, tree) in zip(records, got):
+        child = v2 and r["role"] == ms.MS_ROLE_CHILD
+        fmt_ok = lambda f: f == ms.MS_FMT_FP32 or (v2 and f == ms.MS_FMT_EXACT)
+        n = r["element_count"]
+        rules = [not (r["collective"] == ms.MS_COL_REDUCE or (v2 and r["collective"] == ms.MS_COL_ALLREDUCE)),
+                 r["reduce_op"] != ms.MS_RED_SUM, not fmt_ok(r["input_fmt"]),
+                 r["acc_mode"] != ms.MS_ACC_EXACT_FP32_MAG277, not fmt_ok(r["output_fmt"]),
+                 not child and r["output_fmt"] != ms.MS_FMT_FP32,
+                 v2 and r["role"] not in (ms.MS_ROLE_ROOT, ms.MS_ROLE_CHILD),
+                 child and r["uplink_port"] >= num_ports,
+                 r["egress_first"] > r["egress_last"], r["egress_last"] >= num_ports,
+                 r["expected_local"] == 0, r["expected_local"] > max_ranks, n == 0,
+                 not v2 and n > 65536 * ce, v2 and n > 65536 * ce2]
+        assert checks == sum(bool(v) << i for i, v in enumerate(rules)), (r, v2)
+        assert res_bad == bool(r.get("reserved0") or r.get("reserved1") or
+                               (v2 and (r.get("reserved2") or r.get("reserved3"))))
         if not checks:
-            n = r["element_count"]
-            assert (expected, lastchunk, lastlen) == (r["expected_local"], (n - 1) // ce, n - ce * ((n - 1) // ce))
+            c = ce2 if v2 else ce
+            assert (expected, lastchunk, lastlen) == (r["expected_local"], (n - 1) // c, n - c * ((n - 1) // c))
             assert targets == sum(1 << i for i in range(r["egress_first"], r["egress_last"] + 1))
-    assert sum(1 for g in got if g[1] == 0) > 10 and sum(1 for g in got if g[1]) > 200
+            assert tree["v02"] == v2 and tree["child"] == child
+            assert tree["in_exact"] == (v2 and r["input_fmt"] == ms.MS_FMT_EXACT)
+            assert tree["uplink"] == (1 << r["uplink_port"] if child else 0)
+            if child:
+                assert (tree["parent_rank"], tree["parent_mac"]) == (r["parent_rank"], r["parent_mac"])
+    assert sum(1 for g in got if g[1] == 0) > 10 and sum(1 for g in got if g[1]) > 300
+    assert sum(1 for (r, v2), g in zip(records, got) if g[1] == 0 and v2 and r["role"] == ms.MS_ROLE_CHILD) > 3
 
 
 def test_slot_table_against_a_model():

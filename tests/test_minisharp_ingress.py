@@ -94,11 +94,11 @@ def test_payload_writer_words_of_committed_frames_only(dw, lanes):
     assert [g["data"] for g in got] == want
 
 
-def classify(header, length, error, policy, admin=1, mac_filter=0, mac=ms.DEFAULT_MAC):
+def classify(header, length, error, policy, admin=1, mac_filter=0, mac=ms.DEFAULT_MAC, partial_bad=0):
     """The spec's rules (v0.2: addressing, admin ports, COL_TEARDOWN) for a frame of `length` bytes with the
     first 24 bytes `header`, in priority order: ("drop", reason), ("forward",) or ("engine", kind)."""
     h = ms.MS_HEADER.unpack(ms.MS_HEADER.from_wire(header))
-    major, _ = ms.split_version(h["version"])
+    major, minor = ms.split_version(h["version"])
     if error:
         return "drop", "phy_error"
     if length < ms.ETH_HEADER_BYTES:
@@ -112,20 +112,26 @@ def classify(header, length, error, policy, admin=1, mac_filter=0, mac=ms.DEFAUL
     if major != ms.VERSION_MAJOR:
         return "drop", "bad_version"
     if h["opcode"] == ms.MS_OP_COL_RES:
-        return ("forward",)
-    if h["opcode"] in (ms.MS_OP_COL_SETUP, ms.MS_OP_COL_DATA, ms.MS_OP_COL_TEARDOWN):
-        if h["opcode"] != ms.MS_OP_COL_DATA and not admin:
+        if not mac_filter:
+            return ("forward",)
+        r = ms.RES_HEADER.unpack(ms.RES_HEADER.from_wire(header))
+        return ("drop", "bad_reserved") if r["reserved0"] or r["reserved1"] else ("engine", ms.KIND_RESULT)
+    if h["opcode"] in (ms.MS_OP_COL_SETUP, ms.MS_OP_COL_DATA, ms.MS_OP_COL_TEARDOWN, ms.MS_OP_COL_PDATA):
+        if h["opcode"] in (ms.MS_OP_COL_SETUP, ms.MS_OP_COL_TEARDOWN) and not admin:
             return "drop", "not_admin"
         hdr = ms.OP_HEADERS[h["opcode"]]
         if hdr.get(hdr.from_wire(header), "reserved"):
             return "drop", "bad_reserved"
         plen = length - ms.MS_HEADER_BYTES
         if h["opcode"] == ms.MS_OP_COL_SETUP:
-            if plen < ms.SETUP_RECORD_BYTES or (plen > ms.SETUP_RECORD_BYTES and length > ms.ETH_MIN_FRAME):
+            rec = ms.setup_record_bytes(minor)
+            if plen < rec or (plen > rec and length > ms.ETH_MIN_FRAME):
                 return "drop", "bad_length"
             return "engine", ms.KIND_SETUP
         if h["opcode"] == ms.MS_OP_COL_TEARDOWN:
             return ("drop", "bad_length") if length > ms.ETH_MIN_FRAME else ("engine", ms.KIND_TEARDOWN)
+        if h["opcode"] == ms.MS_OP_COL_PDATA and partial_bad:
+            return "drop", "bad_partial"
         return "engine", ms.KIND_DATA
     return "drop", "bad_opcode"
 
@@ -137,7 +143,8 @@ def test_frame_classifier_rules_in_priority_order(dw):
     dut = MSFrameClassifier(dw)
     cases = []
     for _ in range(400):
-        op = rng.choice([ms.MS_OP_COL_SETUP, ms.MS_OP_COL_DATA, ms.MS_OP_COL_RES, ms.MS_OP_COL_TEARDOWN, 0, 0x55])
+        op = rng.choice([ms.MS_OP_COL_SETUP, ms.MS_OP_COL_DATA, ms.MS_OP_COL_RES, ms.MS_OP_COL_TEARDOWN,
+                         ms.MS_OP_COL_PDATA, 0, 0x55])
         dst = rng.choice([ms.DEFAULT_MAC, ms.GROUP_MAC, ms.BROADCAST_MAC, 0x024D5300FF00])
         fields = dict(ethertype=ms.ETHERTYPE if rng.random() < 0.85 else 0x0800, opcode=op, dst_mac=dst,
                       version=ms.version_byte(0 if rng.random() < 0.9 else 1, rng.randrange(16)))
@@ -146,17 +153,18 @@ def test_frame_classifier_rules_in_priority_order(dw):
         header = ms.MS_HEADER.to_bytes(ms.MS_HEADER.pack(**fields))
         length = rng.choice([rng.randrange(1, 80), 40, 60, 61, 14, 24, 23, 13])
         cases.append((header, length, rng.random() < 0.05, rng.random() < 0.3, rng.random() < 0.8,
-                      rng.random() < 0.3))
+                      rng.random() < 0.3, rng.random() < 0.3))
     got = []
 
     def gen():
         yield dut.mac.eq(ms.DEFAULT_MAC)
-        for header, length, error, policy, admin, mac_filter in cases:
+        for header, length, error, policy, admin, mac_filter, pbad in cases:
             count = B * ((length - 1) // B)
             yield dut.header.eq(int.from_bytes(header, "little"))
             yield dut.policy.eq(policy)
             yield dut.admin.eq(admin)
             yield dut.mac_filter.eq(mac_filter)
+            yield dut.partial_bad.eq(pbad)
             yield dut.last_beat.eq(1)
             yield dut.count.eq(count)
             yield dut.nvalid.eq(length - count)
@@ -176,15 +184,15 @@ def test_frame_classifier_rules_in_priority_order(dw):
 
     run_simulation(dut, gen())
     reasons = {v: k for k, v in ms.DROP.items()}
-    for (header, length, error, policy, admin, mf), (fwd, eng, kind, dropping, reason, plen, raw_c, pl_c) in \
+    for (header, length, error, policy, admin, mf, pbad), (fwd, eng, kind, dropping, reason, plen, raw_c, pl_c) in \
             zip(cases, got):
-        want = classify(header, length, error, policy, admin, mf)
+        want = classify(header, length, error, policy, admin, mf, partial_bad=pbad)
         if want[0] == "drop":
             assert (dropping, reasons[reason], fwd, eng) == (1, want[1], 0, 0), (header.hex(), length, want)
         else:
             assert (fwd, eng, dropping) == (want[0] == "forward", want[0] == "engine", 0), (length, want)
             if eng:
                 assert kind == want[1]
-        assert raw_c == fwd and pl_c == (eng and kind == ms.KIND_DATA)
+        assert raw_c == fwd and pl_c == (eng and kind in (ms.KIND_DATA, ms.KIND_RESULT))
         assert plen == (length - ms.MS_HEADER_BYTES) % 2**16
     assert sum(g[3] for g in got) > 100 and sum(g[0] for g in got) > 30 and sum(g[1] for g in got) > 30

@@ -16,10 +16,13 @@ from litex.soc.interconnect import stream
 
 from cores.lib.block_ram import BlockRAM
 from cores.minisharp.common import (ACC_LIMBS, ACC_LIMB_BITS, ACC_FLAGS, FP32_QNAN, FP32_PINF, FP32_NINF,
-                                    limb_width)
+                                    PARTIAL_ELEMENT_BYTES, PARTIAL_TOP_EXTRA, PARTIAL_VALUE_BITS, limb_width)
 
-ACC_OP_ADD  = 0
-ACC_OP_READ = 1
+ACC_OP_ADD  = 0      # add the lanes' FP32 values (`data`)
+ACC_OP_READ = 1      # send the stored sums
+ACC_OP_ADDP = 2      # add an exact partial (`pdata`, one MS_FMT_EXACT element; builds with partials)
+ACC_OP_PASS = 3      # send `data` through unchanged (an FP32 value, summed alone and rounded: itself;
+                     # NaNs canonical); the RAM is neither read for it nor written
 
 
 def round_latency(carry_limbs):
@@ -27,9 +30,10 @@ def round_latency(carry_limbs):
     return -(-ACC_LIMBS // carry_limbs) + 9
 
 
-def acc_state_bits(max_ranks):
-    """Bits of one lane's accumulator state: signed limbs and sticky flags."""
-    return ACC_LIMBS * limb_width(max_ranks) + len(ACC_FLAGS)
+def acc_state_bits(max_ranks, top_extra=0):
+    """Bits of one lane's accumulator state: signed limbs (the top one `top_extra` bits wider) and sticky
+    flags."""
+    return ACC_LIMBS * limb_width(max_ranks) + top_extra + len(ACC_FLAGS)
 
 
 class _Decode(Module):
@@ -93,16 +97,23 @@ class _Round(Module):
     the same cycle); fewer stages, fewer flip-flops (every stage holds the whole state), a longer path. The
     last stage must take a single limb, so that the zero flags of the digits below each limb come from
     registered digits: (ACC_LIMBS - 1) must be a multiple of carry_limbs."""
-    def __init__(self, state, valid_i, max_ranks, carry_limbs):
-        self.valid_o = Signal()
+    def __init__(self, state, valid_i, max_ranks, carry_limbs, top_extra=0):
+        vw = len(valid_i)
+        self.valid_o = Signal(vw)
         self.result = Signal(32)
+        # after the carry stages: the exact sum as a MS_FMT_EXACT element (flags, 24-bit top, 9 digits) and
+        # the valid/tag bits that travel with it
+        self.exact = Signal(8 * PARTIAL_ELEMENT_BYTES)
+        self.exact_valid = Signal(vw)
         lw = limb_width(max_ranks)
+        widths = [lw] * (ACC_LIMBS - 1) + [lw + top_extra]
         self.latency = round_latency(carry_limbs)
 
         # # #
 
-        limbs = [state[k * lw:(k + 1) * lw] for k in range(ACC_LIMBS)]
-        flags = state[ACC_LIMBS * lw:]
+        offs = [sum(widths[:k]) for k in range(ACC_LIMBS + 1)]
+        limbs = [state[offs[k]:offs[k + 1]] for k in range(ACC_LIMBS)]
+        flags = state[offs[-1]:]
         valid = valid_i
 
         # Carry propagation, carry_limbs limbs a stage (a chain of about carry_limbs x (lw + 1) bits).
@@ -110,16 +121,17 @@ class _Round(Module):
         # zero" for every k up to its first limb, from the digits registered so far (off the adders), for the
         # negation below.
         digits, lowz = [], [C(1, 1)]
-        carry = Signal((lw - ACC_LIMB_BITS + 1, True))
+        tw = widths[-1]
+        carry = Signal((tw - ACC_LIMB_BITS + 1, True))
         self.comb += carry.eq(0)
-        pending = [Signal((lw, True)) for _ in limbs]
+        pending = [Signal((w, True)) for w in widths]
         self.comb += [p.eq(l) for p, l in zip(pending, limbs)]
         fl = flags
         for k0 in range(0, ACC_LIMBS, carry_limbs):
             group = range(k0, min(k0 + carry_limbs, ACC_LIMBS))
             c, new_digits = carry, []
             for k in group:
-                t = Signal((lw + 1, True))
+                t = Signal((widths[k] + 1, True))
                 self.comb += t.eq(pending[k] + c)
                 new_digits.append(t[:ACC_LIMB_BITS])
                 c = t >> ACC_LIMB_BITS
@@ -128,9 +140,9 @@ class _Round(Module):
             for m in range(len(lowz), k0 + 1):
                 lowz_next.append(lowz_next[m - 1] & (digits[m - 1] == 0))
             n_lowz = [Signal() for _ in lowz_next]
-            n_pending = [Signal((lw, True)) for _ in range(ACC_LIMBS)]
-            n_carry = Signal((lw - ACC_LIMB_BITS + 1, True))
-            n_valid, n_fl = Signal(), Signal(len(ACC_FLAGS))
+            n_pending = [Signal((w, True)) for w in widths]
+            n_carry = Signal((tw - ACC_LIMB_BITS + 1, True))
+            n_valid, n_fl = Signal(vw), Signal(len(ACC_FLAGS))
             self.sync += [
                 [nd.eq(d) for nd, d in zip(n_digits, digits + new_digits)],
                 [nz.eq(z) for nz, z in zip(n_lowz, lowz_next)],
@@ -140,11 +152,21 @@ class _Round(Module):
             ]
             digits, lowz, pending, carry, valid, fl = n_digits, n_lowz, n_pending, n_carry, n_valid, n_fl
 
+        top_bits = PARTIAL_VALUE_BITS - ACC_LIMBS * ACC_LIMB_BITS
+        top = Cat(carry, Replicate(carry[-1], max(0, top_bits - len(carry))))[:top_bits]
+        self.comb += [
+            self.exact.eq(Cat(*digits, top, fl)),
+            self.exact_valid.eq(valid),
+        ]
+        # Sums of 2^288 (x 2^-149) or more in magnitude (only partial inputs reach them): the carry is more
+        # than a sign; the result overflows to Inf.
+        huge = [Signal() for _ in range(7)]      # in step with sign, ..2b, ..2c, ..3, ..4, ..4b, ..5
+        self.sync += huge[0].eq((carry != 0) & (carry != -1)), [b.eq(a) for a, b in zip(huge, huge[1:])]
         # Sign and magnitude: negative sums are negated as ~D + 1, the +1 reaching digit k when all lower
         # digits are zero (the registered lowz flag, no long carry chain).
         neg = carry < 0
         mag = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
-        sign, valid2, fl2 = Signal(), Signal(), Signal(len(ACC_FLAGS))
+        sign, valid2, fl2 = Signal(), Signal(vw), Signal(len(ACC_FLAGS))
         for k in range(ACC_LIMBS):
             self.sync += mag[k].eq(Mux(neg, ~digits[k] + lowz[k], digits[k]))
         self.sync += sign.eq(neg), valid2.eq(valid), fl2.eq(fl)
@@ -153,7 +175,7 @@ class _Round(Module):
         nz = [Signal() for _ in range(ACC_LIMBS)]
         magr = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
         lowhi_zero = Signal()
-        sign2b, valid2b, fl2b = Signal(), Signal(), Signal(len(ACC_FLAGS))
+        sign2b, valid2b, fl2b = Signal(), Signal(vw), Signal(len(ACC_FLAGS))
         self.sync += [
             [z.eq(m != 0) for z, m in zip(nz, mag)], [r.eq(m) for r, m in zip(magr, mag)],
             lowhi_zero.eq(mag[0][24:] == 0),
@@ -165,7 +187,7 @@ class _Round(Module):
         top1 = [Signal() for _ in range(ACC_LIMBS)]
         magt = [Signal(ACC_LIMB_BITS) for _ in range(ACC_LIMBS)]
         sticky_t, is_zero_t, small_t = Signal(), Signal(), Signal()
-        sign2c, valid2c, fl2c = Signal(), Signal(), Signal(len(ACC_FLAGS))
+        sign2c, valid2c, fl2c = Signal(), Signal(vw), Signal(len(ACC_FLAGS))
         top1_c = [nz[k] & ~reduce(or_, nz[k + 1:], C(0, 1)) for k in range(ACC_LIMBS)]
         self.sync += [
             [a.eq(b) for a, b in zip(top1, top1_c)], [a.eq(b) for a, b in zip(magt, magr)],
@@ -178,7 +200,7 @@ class _Round(Module):
         window = Signal(2 * ACC_LIMB_BITS)
         sticky = Signal()
         is_zero, small = Signal(), Signal()
-        sign3, valid3, fl3 = Signal(), Signal(), Signal(len(ACC_FLAGS))
+        sign3, valid3, fl3 = Signal(), Signal(vw), Signal(len(ACC_FLAGS))
         wins = [Mux(top1[k], Cat(magt[k - 1] if k else C(0, ACC_LIMB_BITS), magt[k]), 0) for k in range(ACC_LIMBS)]
         self.sync += [
             t.eq(reduce(or_, [Mux(top1[k], k, 0) for k in range(1, ACC_LIMBS)])),
@@ -194,7 +216,7 @@ class _Round(Module):
         self.comb += lzv.eq(_lzc(top)[1])
         p = Signal(10)          # position of the leading one (weight 2^(p-149))
         win4, t4, sticky4 = Signal(2 * ACC_LIMB_BITS), Signal(max=ACC_LIMBS), Signal()
-        is_zero4, small4, sign4, valid4, fl4 = Signal(), Signal(), Signal(), Signal(), Signal(len(ACC_FLAGS))
+        is_zero4, small4, sign4, valid4, fl4 = Signal(), Signal(), Signal(), Signal(vw), Signal(len(ACC_FLAGS))
         self.sync += [
             lz.eq(lzv), win4.eq(window), t4.eq(t), sticky4.eq(sticky),
             is_zero4.eq(is_zero), small4.eq(small), sign4.eq(sign3), valid4.eq(valid3), fl4.eq(fl3),
@@ -202,7 +224,7 @@ class _Round(Module):
         # Shift (registered), then significand, round and sticky bits.
         norm = Signal(2 * ACC_LIMB_BITS)
         p4b, sticky4b, small_bits4b = Signal(10), Signal(), Signal(24)
-        is_zero4b, small4b, sign4b, valid4b, fl4b = Signal(), Signal(), Signal(), Signal(), Signal(len(ACC_FLAGS))
+        is_zero4b, small4b, sign4b, valid4b, fl4b = Signal(), Signal(), Signal(), Signal(vw), Signal(len(ACC_FLAGS))
         self.comb += p.eq(t4 * ACC_LIMB_BITS + (ACC_LIMB_BITS - 1) - lz)
         # p - 22 is the biased exponent of 2^(p-149) (normal results only: p >= 24 past the `small` case).
         self.sync += [
@@ -212,7 +234,7 @@ class _Round(Module):
         ]
         sig, rnd, stk = Signal(24), Signal(), Signal()
         small_bits = Signal(24)
-        is_zero5, small5, sign5, valid5, fl5 = Signal(), Signal(), Signal(), Signal(), Signal(len(ACC_FLAGS))
+        is_zero5, small5, sign5, valid5, fl5 = Signal(), Signal(), Signal(), Signal(vw), Signal(len(ACC_FLAGS))
         p5 = Signal(10)
         self.sync += [
             sig.eq(norm[-24:]), rnd.eq(norm[-25]), stk.eq((norm[:-25] != 0) | sticky4b),
@@ -223,7 +245,7 @@ class _Round(Module):
         # Assemble: (p - 22) << 23 | fraction, +1 to round up (the carry runs into the exponent by itself).
         body = Signal(34)
         sel6 = Signal(3)
-        sign6, valid6 = Signal(), Signal()
+        sign6, valid6 = Signal(), Signal(vw)
         nan_f, pinf_f, ninf_f, negzero_f = (fl5[ACC_FLAGS.index(f)] for f in ACC_FLAGS)
         self.sync += [
             body.eq(Cat(sig[:23], p5) + (rnd & (stk | sig[0]))),
@@ -231,6 +253,7 @@ class _Round(Module):
             If(nan_f | (pinf_f & ninf_f), sel6.eq(0)
             ).Elif(pinf_f, sel6.eq(1)
             ).Elif(ninf_f, sel6.eq(2)
+            ).Elif(huge[-1], sel6.eq(7)
             ).Elif(is_zero5, sel6.eq(Mux(negzero_f, 4, 3))
             ).Elif(small5, sel6.eq(5)
             ).Else(sel6.eq(6)),
@@ -246,6 +269,7 @@ class _Round(Module):
                 3: self.result.eq(0),
                 4: self.result.eq(0x80000000),
                 5: self.result.eq(Cat(small6, C(0, 7), sign6)),
+                7: self.result.eq(Cat(C(FP32_PINF, 31), sign6)),
                 "default": If(body >= FP32_PINF,
                         self.result.eq(Cat(C(FP32_PINF, 31), sign6))
                     ).Else(
@@ -255,9 +279,19 @@ class _Round(Module):
         ]
 
 
-def acc_op_layout(lanes, depth):
-    """The bank's op stream: op (ACC_OP_*), addr, init, emit, data (`lanes` FP32)."""
-    return [("op", 1), ("addr", bits_for(depth - 1)), ("init", 1), ("emit", 1), ("data", 32 * lanes)]
+def acc_op_layout(lanes, depth, partials=False):
+    """The bank's op stream: op (ACC_OP_*), addr, init, emit, data (`lanes` FP32); with partials, xout (the
+    emitted result is the exact element, not its rounding) and pdata (an ADDP's element)."""
+    return ([("op", 2), ("addr", bits_for(depth - 1)), ("init", 1), ("emit", 1), ("data", 32 * lanes)] +
+            ([("xout", 1), ("pdata", 8 * PARTIAL_ELEMENT_BYTES)] if partials else []))
+
+
+def acc_result_layout(lanes, partials=False):
+    """The bank's results: `lanes` FP32 in data; with partials, data is 320 bits: an exact element (exact=1)
+    or an FP32 in its low 32 bits."""
+    if partials:
+        return [("data", 8 * PARTIAL_ELEMENT_BYTES), ("exact", 1)]
+    return [("data", 32 * lanes)]
 
 
 class MSAccumulatorBank(LiteXModule):
@@ -275,11 +309,14 @@ class MSAccumulatorBank(LiteXModule):
     Latency: a result enters the output FIFO 6 + round_latency(carry_limbs) cycles after its op is accepted.
     Parameters: lanes >= 1, depth >= 2, max_ranks (additions per accumulator) 1..1024, carry_limbs (limbs
     resolved per stage of the rounding pipelines: 1, 2, 4 or 8; default 1 for one lane, the fastest, and 2
-    for more lanes, where each lane's pipeline holds about 1.4k flip-flops fewer).
+    for more lanes, where each lane's pipeline holds about 1.4k flip-flops fewer), partials (ADDP and exact
+    results; one lane only; the top limb PARTIAL_TOP_EXTRA bits wider).
     """
-    def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32, carry_limbs=None):
+    def __init__(self, lanes=1, depth=256, max_ranks=256, out_depth=32, carry_limbs=None, partials=False):
         if lanes < 1:
             raise ValueError(f"lanes must be >= 1, got {lanes}")
+        if partials and lanes != 1:
+            raise ValueError(f"exact partials need lanes == 1, got {lanes}")
         if carry_limbs is None:
             carry_limbs = 1 if lanes == 1 else 2
         if carry_limbs < 1 or (ACC_LIMBS - 1) % carry_limbs:
@@ -289,12 +326,15 @@ class MSAccumulatorBank(LiteXModule):
             raise ValueError(f"depth must be >= 2, got {depth}")
         if not 1 <= max_ranks <= 1024:
             raise ValueError(f"max_ranks must be in 1..1024 (288-bit window), got {max_ranks}")
-        self.sink = stream.Endpoint(acc_op_layout(lanes, depth))
+        self.sink = stream.Endpoint(acc_op_layout(lanes, depth, partials))
         aw = len(self.sink.addr)
-        self.source = stream.Endpoint([("data", 32 * lanes)])
+        self.source = stream.Endpoint(acc_result_layout(lanes, partials))
         self.lanes, self.depth = lanes, depth
-        sw = acc_state_bits(max_ranks)
+        extra = PARTIAL_TOP_EXTRA if partials else 0
+        sw = acc_state_bits(max_ranks, extra)
         lw = limb_width(max_ranks)
+        widths = [lw] * (ACC_LIMBS - 1) + [lw + extra]
+        offs = [sum(widths[:k]) for k in range(ACC_LIMBS + 1)]
 
         # # #
 
@@ -303,12 +343,15 @@ class MSAccumulatorBank(LiteXModule):
         self.ram = ram = BlockRAM(sw * lanes, depth)
 
         # Pipeline registers: valid, op, addr, init, emit per stage r0..r5.
-        st = [dict(valid=Signal(), op=Signal(), addr=Signal(aw), init=Signal(), emit=Signal()) for _ in range(6)]
+        st = [dict(valid=Signal(), op=Signal(2), addr=Signal(aw), init=Signal(), emit=Signal(), xout=Signal())
+              for _ in range(6)]
         r0_data, r1_data = Signal(32 * lanes), Signal(32 * lanes, reset_less=True)
+        pw = 8 * PARTIAL_ELEMENT_BYTES
+        r0_pdata, r1_pdata = Signal(pw if partials else 1), Signal(pw if partials else 1, reset_less=True)
         r5_state = Signal(sw * lanes)
 
         # Result FIFO and credits.
-        self.fifo = fifo = stream.SyncFIFO([("data", 32 * lanes)], out_depth, buffered=True)
+        self.fifo = fifo = stream.SyncFIFO(acc_result_layout(lanes, partials), out_depth, buffered=True)
         self.comb += fifo.source.connect(self.source)
         outstanding = Signal(max=out_depth + 1)
 
@@ -318,7 +361,7 @@ class MSAccumulatorBank(LiteXModule):
         stall0, adv0 = Signal(), Signal()
         self.comb += adv0.eq(~(st[0]["valid"] & stall0))
         emits = Signal()
-        self.comb += emits.eq((self.sink.op == ACC_OP_READ) | self.sink.emit)
+        self.comb += emits.eq((self.sink.op == ACC_OP_READ) | (self.sink.op == ACC_OP_PASS) | self.sink.emit)
         credit = Signal()
         self.comb += credit.eq(~emits | (outstanding != out_depth))
         self.comb += self.sink.ready.eq(adv0 & credit)
@@ -333,12 +376,13 @@ class MSAccumulatorBank(LiteXModule):
         self.sync += If(rd_issue & ~rd_done, outstanding.eq(out_up)).Elif(rd_done & ~rd_issue, outstanding.eq(out_dn))
 
         def add_to(addr, r):
-            return r["valid"] & (r["op"] == ACC_OP_ADD) & (r["addr"] == addr)
+            return r["valid"] & ((r["op"] == ACC_OP_ADD) | (r["op"] == ACC_OP_ADDP)) & (r["addr"] == addr)
         self.sync += [
             If(accept,      # r0 -> r1, the new op -> r0; it will meet the ops now in r0..r3 in r1..r4
                 st[0]["valid"].eq(1), st[0]["op"].eq(self.sink.op), st[0]["addr"].eq(self.sink.addr),
-                st[0]["init"].eq(self.sink.init), st[0]["emit"].eq(self.sink.emit),
-                r0_data.eq(self.sink.data),
+                st[0]["init"].eq(self.sink.init | (self.sink.op == ACC_OP_PASS)), st[0]["emit"].eq(self.sink.emit),
+                st[0]["xout"].eq(self.sink.xout if partials else 0),
+                r0_data.eq(self.sink.data), r0_pdata.eq(self.sink.pdata if partials else 0),
                 stall0.eq(reduce(or_, [add_to(self.sink.addr, r) for r in st[:4]]))
             ).Elif(adv0,
                 st[0]["valid"].eq(0), stall0.eq(0)
@@ -346,6 +390,7 @@ class MSAccumulatorBank(LiteXModule):
                 stall0.eq(reduce(or_, [add_to(st[0]["addr"], r) for r in st[1:4]]))
             ),
             r1_data.eq(r0_data),     # the op's data while it is in r1 (r0 holds it until the op leaves)
+            r1_pdata.eq(r0_pdata),
             [st[1][k].eq(st[0][k]) for k in st[0] if k != "valid"],
             st[1]["valid"].eq(st[0]["valid"] & adv0),
         ]
@@ -354,8 +399,11 @@ class MSAccumulatorBank(LiteXModule):
         self.comb += [
             ram.adr_r.eq(st[1]["addr"]),
             ram.adr_w.eq(st[5]["addr"]), ram.dat_w.eq(r5_state),
-            ram.we.eq(st[5]["valid"] & (st[5]["op"] == ACC_OP_ADD)),
+            ram.we.eq(st[5]["valid"] & ((st[5]["op"] == ACC_OP_ADD) | (st[5]["op"] == ACC_OP_ADDP))),
         ]
+        # An ADDP's element reaches the limb addends in r3, as a decoded FP32 does.
+        pd2, pd3 = Signal.like(r1_pdata), Signal.like(r1_pdata)
+        self.sync += pd2.eq(r1_pdata), pd3.eq(pd2)
 
         rounds = []
         for ln in range(lanes):
@@ -365,37 +413,62 @@ class MSAccumulatorBank(LiteXModule):
             # neutral), so r5 needs no op multiplexer.
             dec = _Decode(r1_data[32 * ln:32 * ln + 32])
             self.submodules += dec
-            is_add = st[3]["op"] == ACC_OP_ADD
-            addend, cin = [Signal(lw) for _ in range(ACC_LIMBS)], Signal()
+            is_add = (st[3]["op"] == ACC_OP_ADD) | (st[3]["op"] == ACC_OP_PASS)
+            addend, cin = [Signal(w) for w in widths], Signal()
             vfl = {f: Signal() for f in ACC_FLAGS}
             old = Signal(sw, reset_less=True)
+            fp32_addend = [Mux(is_add, Mux(dec.negative, ~Cat(m, C(0, w - ACC_LIMB_BITS)), m), 0)
+                           for m, w in zip(dec.mags, widths)]
+            fp32_flags = {f: Mux(is_add, dec.flags[f], f == "negzero") for f in ACC_FLAGS}
+            if partials:
+                # N's digits; the top limb also takes N[311:288] (sign-extended) above its digit
+                is_addp = st[3]["op"] == ACC_OP_ADDP
+                top = pd3[ACC_LIMBS * ACC_LIMB_BITS:PARTIAL_VALUE_BITS]
+                p_addend = [pd3[32 * k:32 * k + 32] for k in range(ACC_LIMBS - 1)]
+                p_addend.append(Cat(pd3[32 * (ACC_LIMBS - 1):32 * ACC_LIMBS],
+                                    Replicate(top[-1], widths[-1] - ACC_LIMB_BITS - len(top)), top)[:widths[-1]]
+                                if widths[-1] - ACC_LIMB_BITS > len(top) else
+                                Cat(pd3[32 * (ACC_LIMBS - 1):32 * ACC_LIMBS], top)[:widths[-1]])
+                p_flags = {f: pd3[PARTIAL_VALUE_BITS + i] for i, f in enumerate(ACC_FLAGS)}
+                fp32_addend = [Mux(is_addp, pa, fa) for pa, fa in zip(p_addend, fp32_addend)]
+                fp32_flags = {f: Mux(is_addp, p_flags[f], fp32_flags[f]) for f in ACC_FLAGS}
             self.sync += [
-                [a.eq(Mux(is_add, Mux(dec.negative, ~Cat(m, C(0, lw - ACC_LIMB_BITS)), m), 0))
-                 for a, m in zip(addend, dec.mags)],
+                [a.eq(x) for a, x in zip(addend, fp32_addend)],
                 cin.eq(is_add & dec.negative),
-                [vfl[f].eq(Mux(is_add, dec.flags[f], f == "negzero")) for f in ACC_FLAGS],
+                [vfl[f].eq(fp32_flags[f]) for f in ACC_FLAGS],
                 old.eq(ram.dat_r[sw * ln:sw * (ln + 1)]),
             ]
 
             # r4: per-limb add (carry chunking: no carry crosses limbs), sticky flags.
-            old_limbs = [old[k * lw:(k + 1) * lw] for k in range(ACC_LIMBS)]
-            old_fl = {f: old[ACC_LIMBS * lw + i] for i, f in enumerate(ACC_FLAGS)}
+            old_limbs = [old[offs[k]:offs[k + 1]] for k in range(ACC_LIMBS)]
+            old_fl = {f: old[offs[-1] + i] for i, f in enumerate(ACC_FLAGS)}
             init = st[4]["init"]
-            new_limbs = [Signal(lw + 1) for _ in range(ACC_LIMBS)]
+            new_limbs = [Signal(w + 1) for w in widths]
             new_fl = {f: Signal() for f in ACC_FLAGS}
             self.comb += [nl.eq(Cat(C(1, 1), Mux(init, 0, ol)) + Cat(cin, a))     # bit 0: the carry in
                           for nl, ol, a in zip(new_limbs, old_limbs, addend)]
             self.comb += [new_fl[f].eq(Mux(init, 0, old_fl[f]) | vfl[f]) for f in ("nan", "pinf", "ninf")]
             self.comb += new_fl["negzero"].eq(Mux(init, 1, old_fl["negzero"]) & vfl["negzero"])
             self.sync += r5_state[sw * ln:sw * (ln + 1)].eq(
-                Cat(*[nl[1:lw + 1] for nl in new_limbs], *[new_fl[f] for f in ACC_FLAGS]))
+                Cat(*[nl[1:w + 1] for nl, w in zip(new_limbs, widths)], *[new_fl[f] for f in ACC_FLAGS]))
 
-            emit5 = st[5]["valid"] & ((st[5]["op"] == ACC_OP_READ) | st[5]["emit"])
-            rnd = _Round(r5_state[sw * ln:sw * (ln + 1)], emit5, max_ranks, carry_limbs)
+            emit5 = st[5]["valid"] & ((st[5]["op"] == ACC_OP_READ) | (st[5]["op"] == ACC_OP_PASS) | st[5]["emit"])
+            rnd = _Round(r5_state[sw * ln:sw * (ln + 1)], Cat(emit5, st[5]["xout"]), max_ranks, carry_limbs, extra)
             self.submodules += rnd
             rounds.append(rnd)
         self.latency = 6 + rounds[0].latency
-        self.comb += [
-            fifo.sink.valid.eq(rounds[0].valid_o),
-            fifo.sink.data.eq(Cat(*[r.result for r in rounds])),
-        ]
+        out_valid, out_xout = rounds[0].valid_o[0], rounds[0].valid_o[1]
+        self.comb += fifo.sink.valid.eq(out_valid)
+        if partials:
+            # Exact results leave the rounding pipeline after its carry stages and wait for their turn here
+            # (results stay in op order: each emitting op gives one result at the pipeline's end).
+            self.xfifo = xfifo = stream.SyncFIFO([("data", pw)], 16)
+            xv = rounds[0].exact_valid
+            self.comb += [
+                xfifo.sink.valid.eq(xv[0] & xv[1]), xfifo.sink.data.eq(rounds[0].exact),
+                xfifo.source.ready.eq(out_valid & out_xout),
+                fifo.sink.exact.eq(out_xout),
+                fifo.sink.data.eq(Mux(out_xout, xfifo.source.data, rounds[0].result)),
+            ]
+        else:
+            self.comb += fifo.sink.data.eq(Cat(*[r.result for r in rounds]))

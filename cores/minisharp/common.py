@@ -33,18 +33,28 @@ MS_OP_COL_SETUP    = 1
 MS_OP_COL_DATA     = 2
 MS_OP_COL_RES      = 3
 MS_OP_COL_TEARDOWN = 4        # v0.2: remove a context (op header as COL_SETUP's; no record)
+MS_OP_COL_PDATA    = 5        # v0.2: a contribution in the exact partial format (op header as COL_DATA's)
 OPCODES = {MS_OP_COL_SETUP: "COL_SETUP", MS_OP_COL_DATA: "COL_DATA", MS_OP_COL_RES: "COL_RES",
-           MS_OP_COL_TEARDOWN: "COL_TEARDOWN"}
+           MS_OP_COL_TEARDOWN: "COL_TEARDOWN", MS_OP_COL_PDATA: "COL_PDATA"}
 
 # Setup record enumerations (0 is never valid, so an all-zero record is rejected) -----------------
 
 MS_COL_REDUCE             = 1
+MS_COL_ALLREDUCE          = 2     # v0.2: the root's result travels back down the tree
 MS_RED_SUM                = 1
 MS_FMT_FP32               = 1
+MS_FMT_EXACT              = 2     # v0.2: the exact partial format (below)
 MS_ACC_EXACT_FP32_MAG277  = 1
-COLLECTIVES   = {MS_COL_REDUCE: "REDUCE"}
+COLLECTIVES   = {MS_COL_REDUCE: "REDUCE", MS_COL_ALLREDUCE: "ALLREDUCE"}
 REDUCE_OPS    = {MS_RED_SUM: "SUM"}
-FORMATS       = {MS_FMT_FP32: "FP32"}
+FORMATS       = {MS_FMT_FP32: "FP32", MS_FMT_EXACT: "EXACT"}
+# v0.2 roles of a context: ROOT sends COL_RES out of its egress range; CHILD sends each chunk result to its
+# parent switch (Dst MAC parent_mac, out of uplink_port) as the contribution of rank parent_rank, in the
+# context's output format (COL_PDATA for EXACT, COL_DATA for FP32), and, for ALLREDUCE, multicasts the
+# COL_RES it receives from above to its egress range.
+MS_ROLE_ROOT  = 1
+MS_ROLE_CHILD = 2
+ROLES = {MS_ROLE_ROOT: "ROOT", MS_ROLE_CHILD: "CHILD"}
 ACC_MODES     = {MS_ACC_EXACT_FP32_MAG277: "EXACT_FP32_MAG277"}
 
 # Outer forwarding policy (CSR) ---------------------------------------------------------------------
@@ -62,6 +72,18 @@ FP32_BYTES              = 4
 MS_CHUNK_PAYLOAD_MAX    = ETH_MTU - CONTROL_BYTES - OP_HEADER_BYTES          # 1490
 MS_CHUNK_PAYLOAD_BYTES  = 1 << int(math.log2(MS_CHUNK_PAYLOAD_MAX))          # 1024
 MS_CHUNK_ELEMENTS       = MS_CHUNK_PAYLOAD_BYTES // FP32_BYTES                # 256
+
+
+# v0.2 contexts (setup records of minor 2) use chunks of MS_V02_CHUNK_ELEMENTS FP32 (or the build's
+# chunk_elements if smaller): a chunk's exact partial, 32 x 40 = 1280 bytes, fits one 1500-byte frame, so a
+# chunk is one frame at every level of the tree (FP32 frames of 152 bytes from the hosts).
+MS_V02_CHUNK_ELEMENTS   = 32
+MS_V02_MAX_ELEMENTS     = (1 << 16) * MS_V02_CHUNK_ELEMENTS   # 2,097,152: 16-bit Chunk Index
+
+
+def v02_chunk_elements(chunk_elements=MS_CHUNK_ELEMENTS):
+    """Elements of a v0.2 context's chunk in a build with `chunk_elements` (the v0.1 chunk)."""
+    return min(MS_V02_CHUNK_ELEMENTS, chunk_elements)
 
 
 def num_chunks(element_count, chunk_elements=MS_CHUNK_ELEMENTS):
@@ -95,7 +117,7 @@ DATA_HEADER  = _ms_header([("rank", 16, 1), ("collective_id", 17, 4), ("chunk_in
 RES_HEADER   = _ms_header([("reserved0", 16, 1), ("collective_id", 17, 4), ("chunk_index", 21, 2),
                            ("reserved1", 23, 1)])
 OP_HEADERS = {MS_OP_COL_SETUP: SETUP_HEADER, MS_OP_COL_DATA: DATA_HEADER, MS_OP_COL_RES: RES_HEADER,
-              MS_OP_COL_TEARDOWN: SETUP_HEADER}
+              MS_OP_COL_TEARDOWN: SETUP_HEADER, MS_OP_COL_PDATA: DATA_HEADER}
 VERSION_MAJOR_SHIFT = 4      # Major in the version byte's high nibble, Minor in the low one
 
 
@@ -123,6 +145,39 @@ SETUP_RECORD = Header.from_bytes([
     ("element_count",    10, 4),
     ("reserved1",        14, 2),
 ], SETUP_RECORD_BYTES)
+
+
+# v0.2 setup record (minor 2): 32 bytes, the v0.1 record then the tree fields.
+SETUP_RECORD_V02_BYTES = 32
+SETUP_RECORD_V02 = Header.from_bytes([(n, f.byte, f.width // 8) for n, f in SETUP_RECORD.fields.items()] + [
+    ("role",             16, 1),
+    ("uplink_port",      17, 1),
+    ("parent_rank",      18, 1),
+    ("reserved2",        19, 1),
+    ("parent_mac",       20, 6),
+    ("reserved3",        26, 6),
+], SETUP_RECORD_V02_BYTES)
+SETUP_RECORDS = {VERSION_MINOR: SETUP_RECORD, VERSION_MINOR_V02: SETUP_RECORD_V02}
+
+
+def setup_record_bytes(minor):
+    """Bytes of the setup record of a COL_SETUP of this minor version (v0.1: 16; 2 and later: 32)."""
+    return SETUP_RECORD_V02_BYTES if minor >= VERSION_MINOR_V02 else SETUP_RECORD_BYTES
+
+
+# Exact partial format (MS_FMT_EXACT). An element is 40 bytes, one 320-bit big-endian number: byte 0 holds
+# the flags (bit 0 nan, 1 pinf, 2 ninf, 3 negzero: the accumulator's ACC_FLAGS; bits 4-7 zero), bytes 1-39
+# a 312-bit two's-complement integer N, and the element is the exact sum N * 2^-149 with those flags. A
+# valid N has |N| < 2^PARTIAL_MAG_BITS (293 = 277 + 16: any sum of 2^16 FP32): bits 311..293 copy the
+# sign. On a 32-bit payload word stream, word 0 of an element is flags << 24 | N[311:288] and word j (1..9)
+# is N's digit 9 - j (bits 32(9-j) .. 32(9-j)+31).
+PARTIAL_ELEMENT_BYTES = 40
+PARTIAL_WORDS         = PARTIAL_ELEMENT_BYTES // 4
+PARTIAL_VALUE_BITS    = 312
+PARTIAL_MAG_BITS      = 293
+# the accumulator's top limb is this much wider in builds that take partials (limb 8 adds a partial's bits
+# 288..311, |top| < 2^5, on top of its digit)
+PARTIAL_TOP_EXTRA     = 7
 
 
 def payload_word(lanes):
@@ -174,6 +229,9 @@ DROP_REASONS = [
     ("not_admin",      "COL_SETUP or COL_TEARDOWN from a port outside the admin_ports mask"),
     ("ahead",          "chunk index beyond the context's completion window (DONE_WINDOW chunks past its oldest "
                        "incomplete chunk)"),
+    ("bad_format",     "COL_DATA for a context of EXACT input, or COL_PDATA for one of FP32 input"),
+    ("bad_partial",    "a COL_PDATA element with non-zero reserved flag bits or |N| >= 2^293"),
+    ("bad_result",     "COL_RES addressed to the switch for a context that is not an ALLREDUCE child"),
 ]
 DROP = {name: i for i, (name, _) in enumerate(DROP_REASONS)}
 PORT_COUNTERS = [
@@ -248,19 +306,29 @@ def port_description(dw):
 KIND_SETUP    = 0
 KIND_DATA     = 1
 KIND_TEARDOWN = 2
+KIND_RESULT   = 3     # v0.2: a COL_RES from the parent, for an ALLREDUCE child context
 descriptor_layout = [
     ("kind",           2),
+    ("exact",          1),     # COL_PDATA
+    ("minor2",         1),     # minor version >= 2 (the 32-byte setup record)
     ("collective_id", 32),
     ("rank",           8),
     ("chunk_index",   16),
     ("payload_bytes", 16),
-    ("record",       SETUP_RECORD_BYTES * 8),
+    ("record",       SETUP_RECORD_V02_BYTES * 8),
 ]
 
-# Result chunk metadata handed from the engine to the egress serializers.
+# Result chunk metadata handed from the engine to the egress serializers: the frame's opcode (COL_RES, or
+# COL_DATA / COL_PDATA to the parent), rank, element format and Dst MAC (use_dst: else the port's).
 result_meta_layout = [
     ("collective_id", 32),
     ("chunk_index",   16),
     ("n_elements",    16),
+    ("opcode",         8),
+    ("rank",           8),
+    ("exact",          1),
+    ("use_dst",        1),
+    ("dst_mac",       48),
+    ("saf",            1),     # store and forward: results come slower than a port sends them (EXACT in, FP32 out)
 ]
 

@@ -12,7 +12,7 @@ from cores.minisharp.common import (
     DEFAULT_MAC, DONE_WINDOW, DROP_REASONS, MS_CHUNK_ELEMENTS, TIMEOUT_BITS, TIMEOUT_TICK_LOG2, counters,
     port_description, result_meta_layout,
 )
-from cores.minisharp.egress import MSResultFanout, MSResultSerializer
+from cores.minisharp.egress import MSResultFanout, MSResultSerializer, result_word_layout
 from cores.minisharp.engine import MSCollectiveEngine
 from cores.minisharp.ingress import MSPortIngress
 
@@ -32,15 +32,18 @@ class MiniSharpCore(LiteXModule):
     setups, chunks.
     Parameters: num_ports >= 2, dw in (8, 16, 32, 64), lanes (power of two, lanes*32 multiple of dw;
     default max(1, dw/32)), chunk_elements (ABI: MS_CHUNK_ELEMENTS), n_contexts >= 8, n_slots >= 1,
-    max_ranks <= 256, window (completion window, DONE_WINDOW), tick_log2 (TIMEOUT_TICK_LOG2).
+    max_ranks <= 256, window (completion window, DONE_WINDOW), tick_log2 (TIMEOUT_TICK_LOG2), partials (v0.2
+    exact partials in and out; default: one lane, the only width that has them).
     """
     def __init__(self, num_ports=2, dw=8, lanes=None, chunk_elements=MS_CHUNK_ELEMENTS, n_contexts=8,
-                 n_slots=4, max_ranks=64, res_fifo_words=None, window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2):
+                 n_slots=4, max_ranks=64, res_fifo_words=None, window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2,
+                 partials=None):
         if num_ports < 2:
             raise ValueError(f"num_ports must be >= 2, got {num_ports}")
         if n_contexts < 8:
             raise ValueError(f"n_contexts must be >= 8, got {n_contexts}")
         lanes = lanes or max(1, dw // 32)
+        partials = lanes == 1 if partials is None else partials
         wpc = chunk_elements // max(lanes, 1)
         self.num_ports, self.dw, self.lanes = num_ports, dw, lanes
         self.sinks = [stream.Endpoint(port_description(dw)) for _ in range(num_ports)]
@@ -59,7 +62,7 @@ class MiniSharpCore(LiteXModule):
         pbytes = 1 << max(11, (2 * chunk_bytes - 1).bit_length())   # two chunks, at least 2 KiB
         self.ingress = [MSPortIngress(dw, lanes, payload_bytes=pbytes, raw_bytes=2048) for _ in range(num_ports)]
         self.engine = engine = MSCollectiveEngine(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks,
-                                                  window, tick_log2)
+                                                  window, tick_log2, partials)
         self.comb += engine.slot_timeout.eq(self.slot_timeout), engine.ctx_timeout.eq(self.ctx_timeout)
         self.fanout = fanout = MSResultFanout(num_ports, lanes)
         # Between the engine and the fan-out: a meta queue (the engine emits a chunk's meta record when it
@@ -93,21 +96,24 @@ class MiniSharpCore(LiteXModule):
             self.comb += disp.sel.eq(self.fwd_map[i])
         for o in range(num_ports):
             mfifo = stream.SyncFIFO(result_meta_layout, 2, buffered=True)
-            # Result words in block RAM; every write committed at once (the RAM's read ends in a plain register).
+            # Result words in block RAM (the RAM's read ends in a plain register).
             wfifo = CommitFIFO(32 * lanes, res_fifo_words)
             # Registered ready towards the fan-out (its broadcast ANDs every port's ready).
-            wskid = SkidBuffer([("data", 32 * lanes)])
+            wskid = SkidBuffer(result_word_layout(lanes))
             self.comb += fanout.word_sources[o].connect(wskid.sink)
             words = wskid.source
             ser = MSResultSerializer(dw, lanes)
             # The serializer's byte multiplexers end in a register before the port arbiter; registered ready back.
+            # Words become visible to the serializer one cycle after a word that commits (CommitFIFO: what was
+            # written before the commit's cycle).
+            self.sync += wfifo.commit.eq(words.valid & ~wfifo.full & words.commit)
             ser_out = RegisteredBuffer(port_description(dw))
             arb = Arbiter([ser_out.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
             self.submodules += mfifo, wfifo, wskid, ser, ser_out, arb
             self.comb += ser.source.connect(ser_out.sink)
             self.comb += [
                 fanout.meta_sources[o].connect(mfifo.sink),
-                wfifo.we.eq(words.valid), wfifo.din.eq(words.data), words.ready.eq(~wfifo.full), wfifo.commit.eq(1),
+                wfifo.we.eq(words.valid), wfifo.din.eq(words.data), words.ready.eq(~wfifo.full),
                 mfifo.source.connect(ser.meta), wfifo.source.connect(ser.words),
                 ser.dst_mac.eq(self.dst_macs[o]), ser.src_mac.eq(self.src_macs[o]),
             ]

@@ -5,11 +5,17 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from cores.minisharp.common import (
-    ETHERTYPE, MS_OP_COL_RES, MS_HEADER_BYTES, FP32_BYTES, RES_HEADER, result_meta_layout, port_description,
-    version_byte,
+    ETHERTYPE, MS_HEADER_BYTES, FP32_BYTES, DATA_HEADER, PARTIAL_ELEMENT_BYTES, PARTIAL_WORDS,
+    result_meta_layout, port_description, version_byte,
 )
 from cores.minisharp.engine import engine_meta_layout
 from cores.minisharp.ingress import lane_byteswap
+
+
+def result_word_layout(lanes):
+    """Result words to the ports: `commit` makes the words so far available to the port's serializer (every
+    word, or a store-and-forward chunk's last one)."""
+    return [("data", 32 * lanes), ("commit", 1)]
 
 
 class _Broadcast(Module):
@@ -30,14 +36,15 @@ class _Broadcast(Module):
 
 
 class MSResultFanout(LiteXModule):
-    """Copies each result chunk (meta record + ceil(n/lanes) words) to the ports of its `targets` mask.
+    """Copies each result chunk (meta record + ceil(n/lanes) words, or n * PARTIAL_WORDS for exact elements at
+    one lane) to the ports of its `targets` mask.
     Ports outside the mask are untouched; a port that stalls holds the copy (its FIFO fills) without
     affecting what the others receive. One word per cycle when all targets are ready."""
     def __init__(self, num_ports, lanes):
         self.meta = stream.Endpoint(engine_meta_layout(num_ports))
         self.result = stream.Endpoint([("data", 32 * lanes)])
         self.meta_sources = [stream.Endpoint(result_meta_layout) for _ in range(num_ports)]
-        self.word_sources = [stream.Endpoint([("data", 32 * lanes)]) for _ in range(num_ports)]
+        self.word_sources = [stream.Endpoint(result_word_layout(lanes)) for _ in range(num_ports)]
 
         # # #
 
@@ -47,26 +54,28 @@ class MSResultFanout(LiteXModule):
         remaining = Signal(16)
         in_words = Signal()
         meta_in = stream.Endpoint(result_meta_layout)
-        word_in = stream.Endpoint([("data", 32 * lanes)])
+        word_in = stream.Endpoint(result_word_layout(lanes))
+        saf = Signal()
+        fields = [name for name, _ in result_meta_layout]
         self.comb += [
             meta_in.valid.eq(self.meta.valid & ~in_words),
-            meta_in.collective_id.eq(self.meta.collective_id), meta_in.chunk_index.eq(self.meta.chunk_index),
-            meta_in.n_elements.eq(self.meta.n_elements),
+            [getattr(meta_in, f).eq(getattr(self.meta, f)) for f in fields],
             self.meta.ready.eq(meta_in.ready & ~in_words),
             word_in.valid.eq(self.result.valid & in_words), word_in.data.eq(self.result.data),
+            word_in.commit.eq(~saf | (remaining == 1)),
             self.result.ready.eq(word_in.ready & in_words),
         ]
         for src in self.meta_sources:
-            self.comb += [src.collective_id.eq(meta_in.collective_id), src.chunk_index.eq(meta_in.chunk_index),
-                          src.n_elements.eq(meta_in.n_elements)]
+            self.comb += [getattr(src, f).eq(getattr(meta_in, f)) for f in fields]
         for src in self.word_sources:
-            self.comb += src.data.eq(word_in.data)
+            self.comb += src.data.eq(word_in.data), src.commit.eq(word_in.commit)
         self.bmeta = _Broadcast(meta_in, self.meta_sources, targets_now)
         self.bword = _Broadcast(word_in, self.word_sources, targets)
         self.sync += [
             If(self.bmeta.complete,
-                targets.eq(targets_now),
-                remaining.eq((self.meta.n_elements + lanes - 1) >> log2_int(lanes)),
+                targets.eq(targets_now), saf.eq(self.meta.saf),
+                remaining.eq(Mux(self.meta.exact, self.meta.n_elements * PARTIAL_WORDS,
+                                 (self.meta.n_elements + lanes - 1) >> log2_int(lanes))),
                 in_words.eq(1)),
             If(self.bword.complete,
                 remaining.eq(remaining - 1),
@@ -75,8 +84,10 @@ class MSResultFanout(LiteXModule):
 
 
 class MSResultSerializer(LiteXModule):
-    """Turns (meta, words) into an Ethernet COL_RES frame on a `dw`-bit port stream: the port's MAC
-    addresses (`dst_mac`, `src_mac`, from CSRs), the MiniSharp header, then n FP32 big-endian.
+    """Turns (meta, words) into an Ethernet frame on a `dw`-bit port stream: the meta's opcode (COL_RES, or
+    COL_DATA / COL_PDATA to the parent switch) and rank, Dst MAC the meta's (use_dst) or the port's
+    (`dst_mac`, a CSR), Src MAC the port's (`src_mac`), the MiniSharp header, then n FP32 or exact elements,
+    big-endian.
     A frame starts once its first result word is there (words then arrive at least at the port rate).
     One beat per cycle; a stalled `source` stalls only this port."""
     def __init__(self, dw, lanes):
@@ -90,9 +101,13 @@ class MSResultSerializer(LiteXModule):
         # # #
 
         hdr = Signal(8 * MS_HEADER_BYTES)
-        self.comb += hdr.eq(RES_HEADER.value(
-            dst_mac=self.dst_mac, src_mac=self.src_mac, ethertype=ETHERTYPE, version=version_byte(),
-            opcode=MS_OP_COL_RES, collective_id=self.meta.collective_id, chunk_index=self.meta.chunk_index))
+        m = self.meta
+        self.comb += hdr.eq(DATA_HEADER.value(
+            dst_mac=Mux(m.use_dst, m.dst_mac, self.dst_mac), src_mac=self.src_mac, ethertype=ETHERTYPE,
+            version=version_byte(), opcode=m.opcode, rank=m.rank, collective_id=m.collective_id,
+            chunk_index=m.chunk_index))
+        nbytes = Signal(18)
+        self.comb += nbytes.eq(Mux(m.exact, m.n_elements * PARTIAL_ELEMENT_BYTES, m.n_elements * FP32_BYTES))
         k = 32 * lanes // dw
         wbytes = Signal(32 * lanes)
         self.comb += wbytes.eq(lane_byteswap(self.words.data, lanes))
@@ -107,8 +122,7 @@ class MSResultSerializer(LiteXModule):
             If(self.source.valid & self.source.ready,
                 NextValue(hb, hb + 1),
                 If(hb == MS_HEADER_BYTES // B - 1, NextValue(hb, 0), NextValue(j, 0),
-                   NextValue(left, self.meta.n_elements * FP32_BYTES),
-                   NextValue(last, self.meta.n_elements * FP32_BYTES <= B), NextState("PAYLOAD"))
+                   NextValue(left, nbytes), NextValue(last, nbytes <= B), NextState("PAYLOAD"))
             )
         )
         last_be = Signal(B)

@@ -7,11 +7,15 @@ from litex.soc.interconnect import stream
 
 from cores.lib.buffers import RegisteredBuffer, SkidBuffer
 from cores.lib.logic import first_set, index_bits, reduce_or
-from cores.minisharp.accumulator import MSAccumulatorBank, ACC_OP_ADD, acc_op_layout
+from cores.minisharp.accumulator import (
+    MSAccumulatorBank, ACC_OP_ADD, ACC_OP_ADDP, ACC_OP_PASS, acc_op_layout, acc_result_layout,
+)
 from cores.minisharp.common import (
     KIND_DATA, DROP, SETUP_RECORD, SETUP_RECORD_BYTES, descriptor_layout, result_meta_layout, MS_HEADER_BYTES,
     ETH_MIN_FRAME, MS_COL_REDUCE, MS_RED_SUM, MS_FMT_FP32, MS_ACC_EXACT_FP32_MAG277, FP32_BYTES, KIND_TEARDOWN,
-    DONE_WINDOW, TIMEOUT_BITS, TIMEOUT_TICK_LOG2,
+    DONE_WINDOW, TIMEOUT_BITS, TIMEOUT_TICK_LOG2, KIND_RESULT, MS_COL_ALLREDUCE, MS_FMT_EXACT, MS_ROLE_ROOT,
+    MS_ROLE_CHILD, SETUP_RECORD_V02, SETUP_RECORD_V02_BYTES, v02_chunk_elements, MS_OP_COL_RES, MS_OP_COL_DATA,
+    MS_OP_COL_PDATA, PARTIAL_ELEMENT_BYTES, PARTIAL_WORDS,
 )
 
 MAX_CHUNK_INDEX = 1 << 16
@@ -24,46 +28,75 @@ def engine_meta_layout(num_ports):
 
 def job_layout(num_ports, n_slots):
     """A frame's job for the payload stage. lastw: payload words - 1; awords: words added (the rest, and
-    every word of a dropped frame, is drained); emit: the frame completes its slot; init: it opens it."""
+    every word of a dropped frame, is drained); emit: the frame completes its slot; init: it opens it;
+    exact: its words are MS_FMT_EXACT elements (ADDP ops); xout: its results are exact elements; pas: a
+    downward COL_RES (PASS ops)."""
     return [("port", index_bits(num_ports)), ("drop", 1), ("emit", 1), ("init", 1),
-            ("slot", index_bits(n_slots)), ("lastw", 16), ("awords", 16)]
+            ("slot", index_bits(n_slots)), ("lastw", 16), ("awords", 16), ("exact", 1), ("xout", 1), ("pas", 1)]
+
+
+# The per-context tree fields (v0.2) the context table keeps, as (name, bits) for `num_ports` ports.
+def tree_fields(num_ports):
+    return [("v02", 1), ("child", 1), ("in_exact", 1), ("out_exact", 1), ("allreduce", 1),
+            ("uplink", num_ports), ("parent_rank", 8), ("parent_mac", 48)]
 
 
 class MSSetupCheck(LiteXModule):
     """The rules of a setup record (combinational).
 
-    record: the 16-byte record (byte 0 in bits 0..7). reserved_bad: a reserved field is non-zero; checks:
-    one flag per bad_setup rule (unsupported values, egress range, expected_local 0 or > max_ranks,
-    element_count 0 or more than 65536 chunks); no compare feeds another. The values a context keeps:
-    expected (expected_local), lastchunk (number of chunks - 1), lastlen (elements of the last chunk),
-    targets (bit i: port i is in [egress_first, egress_last]).
+    record: the 32-byte record (byte 0 in bits 0..7; v0.1 records use bytes 0..15, the rest is ignored),
+    minor2: the frame's minor version is 2 or more (the v0.2 record). reserved_bad: a reserved field is
+    non-zero; checks: one flag per bad_setup rule (unsupported values, or v0.2 values in a v0.1 record, the
+    EXACT format without `partials`, an EXACT output at a ROOT, egress range, uplink port, expected_local 0
+    or > max_ranks, element_count 0 or more than 65536 chunks); no compare feeds another. The values a
+    context keeps: expected (expected_local), lastchunk (number of chunks - 1), lastlen (elements of the
+    last chunk), targets (bit i: port i is in [egress_first, egress_last]), tree[name] (tree_fields).
+    A v0.2 context's chunks have `v02_chunk_elements(chunk_elements)` elements.
     """
-    def __init__(self, num_ports, max_ranks, chunk_elements):
-        lce = log2_int(chunk_elements)
-        self.record = Signal(8 * SETUP_RECORD_BYTES)
+    def __init__(self, num_ports, max_ranks, chunk_elements, partials=False):
+        lce, lc2 = log2_int(chunk_elements), log2_int(v02_chunk_elements(chunk_elements))
+        self.record = Signal(8 * SETUP_RECORD_V02_BYTES)
+        self.minor2 = Signal()
         self.reserved_bad = Signal()
-        self.checks = Signal(11)
+        self.checks = Signal(15)
         self.expected = Signal(bits_for(max_ranks))
         self.lastchunk = Signal(16)
         self.lastlen = Signal(lce + 1)
         self.targets = Signal(num_ports)
+        self.tree = {name: Signal(w, name=f"tree_{name}") for name, w in tree_fields(num_ports)}
 
         # # #
 
-        rf = {name: SETUP_RECORD.field(self.record, name) for name in SETUP_RECORD.fields}
+        rf = {name: SETUP_RECORD_V02.field(self.record, name) for name in SETUP_RECORD_V02.fields}
+        v2 = self.minor2
+        child = v2 & (rf["role"] == MS_ROLE_CHILD)
+        fmt_ok = lambda f: (f == MS_FMT_FP32) | (v2 & (f == MS_FMT_EXACT) if partials else 0)
+        ec = rf["element_count"]
         self.comb += [
-            self.reserved_bad.eq((rf["reserved0"] != 0) | (rf["reserved1"] != 0)),
+            self.reserved_bad.eq((rf["reserved0"] != 0) | (rf["reserved1"] != 0) |
+                                 (v2 & ((rf["reserved2"] != 0) | (rf["reserved3"] != 0)))),
             self.checks.eq(Cat(
-                rf["collective"] != MS_COL_REDUCE, rf["reduce_op"] != MS_RED_SUM,
-                rf["input_fmt"] != MS_FMT_FP32, rf["acc_mode"] != MS_ACC_EXACT_FP32_MAG277,
-                rf["output_fmt"] != MS_FMT_FP32,
+                ~((rf["collective"] == MS_COL_REDUCE) | (v2 & (rf["collective"] == MS_COL_ALLREDUCE))),
+                rf["reduce_op"] != MS_RED_SUM,
+                ~fmt_ok(rf["input_fmt"]), rf["acc_mode"] != MS_ACC_EXACT_FP32_MAG277,
+                ~fmt_ok(rf["output_fmt"]), ~child & (rf["output_fmt"] != MS_FMT_FP32),
+                v2 & (rf["role"] != MS_ROLE_ROOT) & (rf["role"] != MS_ROLE_CHILD),
+                child & (rf["uplink_port"] >= num_ports),
                 rf["egress_first"] > rf["egress_last"], rf["egress_last"] >= num_ports,
                 rf["expected_local"] == 0, rf["expected_local"] > max_ranks,
-                rf["element_count"] == 0, rf["element_count"] > MAX_CHUNK_INDEX * chunk_elements)),
+                ec == 0, ~v2 & (ec > MAX_CHUNK_INDEX * chunk_elements),
+                v2 & (ec > MAX_CHUNK_INDEX * v02_chunk_elements(chunk_elements)))),
             self.expected.eq(rf["expected_local"]),
-            self.lastchunk.eq((rf["element_count"] - 1) >> lce),
-            self.lastlen.eq(Mux(rf["element_count"][:lce] == 0, chunk_elements, rf["element_count"][:lce])),
+            self.lastchunk.eq(Mux(v2, (ec - 1) >> lc2, (ec - 1) >> lce)),
+            self.lastlen.eq(Mux(v2, Mux(ec[:lc2] == 0, 1 << lc2, ec[:lc2]),
+                                Mux(ec[:lce] == 0, chunk_elements, ec[:lce]))),
             self.targets.eq(Cat(*[(rf["egress_first"] <= i) & (i <= rf["egress_last"]) for i in range(num_ports)])),
+            self.tree["v02"].eq(v2), self.tree["child"].eq(child),
+            self.tree["in_exact"].eq(v2 & (rf["input_fmt"] == MS_FMT_EXACT)),
+            self.tree["out_exact"].eq(v2 & (rf["output_fmt"] == MS_FMT_EXACT)),
+            self.tree["allreduce"].eq(v2 & (rf["collective"] == MS_COL_ALLREDUCE)),
+            self.tree["uplink"].eq(Mux(child, 1 << rf["uplink_port"], 0)),
+            self.tree["parent_rank"].eq(rf["parent_rank"]), self.tree["parent_mac"].eq(rf["parent_mac"]),
         ]
 
 
@@ -75,13 +108,14 @@ class MSContextTable(LiteXModule):
 
     Lookups (combinational): match (bit i: context i is valid and holds `coll`), free (bit i: context i is
     not valid), is_last (bit i: `chunk` is context i's last chunk), and context `idx`'s expected, lastchunk,
-    lastlen, targets, base and done_bit (the bitmap's bit of `chunk`). expired (registered): bit i: context
+    lastlen, targets, tree (the v0.2 fields: tree_fields), base and done_bit (the bitmap's bit of `chunk`). expired (registered): bit i: context
     i is valid and idle for `timeout` ticks (0: never); a pulse for context i clears it for two cycles. `install()` / `remove()` give the statements
     (NextValue, for an FSM state) that install / remove the context at `idx`; pulses, for context `idx`:
     win_clear (a new window, age 0), win_set (`chunk` completed), touch (age 0).
     Each context's window advances by itself, one chunk a cycle, while the bit of `base` is set.
     """
     def __init__(self, n_contexts, num_ports, expected_bits, lastlen_bits, window=DONE_WINDOW):
+        tf = tree_fields(num_ports)
         if window < 2 or window & (window - 1):
             raise ValueError(f"window must be a power of two >= 2, got {window}")
         lw = log2_int(window)
@@ -92,6 +126,7 @@ class MSContextTable(LiteXModule):
         self.expected, self.lastchunk = Signal(expected_bits), Signal(16)
         self.lastlen, self.targets = Signal(lastlen_bits), Signal(num_ports)
         self.base, self.done_bit = Signal(17), Signal()
+        self.tree = {name: Signal(w, name=f"ctx_{name}") for name, w in tf}
         self.win_clear, self.win_set, self.touch = Signal(), Signal(), Signal()
         self.tick, self.timeout = Signal(), Signal(TIMEOUT_BITS)
         self.expired = Signal(n_contexts)
@@ -104,6 +139,7 @@ class MSContextTable(LiteXModule):
         self._lastchunk = Array(Signal(16) for _ in range(n_contexts))         # number of chunks - 1
         self._lastlen = Array(Signal(lastlen_bits) for _ in range(n_contexts))  # elements of the last chunk
         self._targets = Array(Signal(num_ports) for _ in range(n_contexts))
+        self._tree = {name: Array(Signal(w) for _ in range(n_contexts)) for name, w in tf}
         base = Array(Signal(17) for _ in range(n_contexts))
         done = Array(Signal(window) for _ in range(n_contexts))
         age = [Signal(TIMEOUT_BITS) for _ in range(n_contexts)]
@@ -114,6 +150,7 @@ class MSContextTable(LiteXModule):
             self.expected.eq(self._expected[self.idx]), self.lastchunk.eq(self._lastchunk[self.idx]),
             self.lastlen.eq(self._lastlen[self.idx]), self.targets.eq(self._targets[self.idx]),
             self.base.eq(base[self.idx]), self.done_bit.eq(Array(done[self.idx])[self.chunk[:lw]]),
+            [self.tree[name].eq(self._tree[name][self.idx]) for name, _ in tf],
         ]
         chunk_bit = Signal(window)
         self.comb += chunk_bit.eq(1 << self.chunk[:lw])
@@ -132,12 +169,13 @@ class MSContextTable(LiteXModule):
                                    (age[i] >= self.timeout)),
             ]
 
-    def install(self, coll, expected, lastchunk, lastlen, targets):
+    def install(self, coll, expected, lastchunk, lastlen, targets, tree):
         i = self.idx
         return [
             NextValue(self._valid[i], 1), NextValue(self._id[i], coll), NextValue(self._expected[i], expected),
             NextValue(self._lastchunk[i], lastchunk), NextValue(self._lastlen[i], lastlen),
             NextValue(self._targets[i], targets),
+            [NextValue(self._tree[name][i], v) for name, v in tree.items()],
         ]
 
     def remove(self):
@@ -260,7 +298,7 @@ class MSValidation(LiteXModule):
     installed context/completed chunk/teardown/expired context, slots_expired counts the expired slots.
     """
     def __init__(self, num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks,
-                 window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2):
+                 window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2, partials=False):
         self.desc_sinks = [stream.Endpoint(descriptor_layout) for _ in range(num_ports)]
         self.job = stream.Endpoint(job_layout(num_ports, n_slots))
         self.meta = stream.Endpoint(engine_meta_layout(num_ports))
@@ -285,7 +323,7 @@ class MSValidation(LiteXModule):
         self.meta_out = meta_out = stream.Buffer(self.meta.description, pipe_valid=True)
         self.comb += job_in.source.connect(self.job), meta_out.source.connect(self.meta)
         job_w, meta_w = job_in.sink, meta_out.sink
-        self.setup_check = check = MSSetupCheck(num_ports, max_ranks, chunk_elements)
+        self.setup_check = check = MSSetupCheck(num_ports, max_ranks, chunk_elements, partials)
         self.contexts = contexts = MSContextTable(n_contexts, num_ports, rw, lce + 1, window)
         self.slots = slots = MSSlotTable(n_slots, n_contexts, max_ranks)
         self.select = select = MSPortSelect(num_ports)
@@ -296,6 +334,7 @@ class MSValidation(LiteXModule):
         # Current frame.
         d_kind, d_coll, d_rank, d_chunk = Signal(2), Signal(32), Signal(8), Signal(16)
         d_pbytes, d_record = Signal(16), Signal(len(desc.record))
+        d_exact, d_minor2 = Signal(), Signal()
         ctx_hit, ctx_idx, ctx_free, ctx_free_idx = Signal(), Signal(max=max(n_contexts, 2)), Signal(), \
             Signal(max=max(n_contexts, 2))
         # The context as one-hot, for the slot table (its own flip-flops, placed with the table; no decoder).
@@ -320,7 +359,7 @@ class MSValidation(LiteXModule):
         ]
         any_cexp, cexp_i, _ = first_set(self, contexts.expired, n_contexts)
         self.comb += [
-            check.record.eq(d_record),
+            check.record.eq(d_record), check.minor2.eq(d_minor2),
             contexts.coll.eq(d_coll), contexts.chunk.eq(d_chunk), contexts.idx.eq(ctx_idx),
             slots.ctx_oh.eq(ctx_oh), slots.chunk.eq(d_chunk), slots.rank_oh.eq(rank_oh), slots.idx.eq(slot_idx),
         ]
@@ -339,10 +378,15 @@ class MSValidation(LiteXModule):
         k_targets = Signal(num_ports)
         k_islast, k_lastlen = Signal(), Signal(lce + 1)
         k_base, k_done = Signal(17), Signal()
+        k_tree = {name: Signal(w, name=f"k_{name}") for name, w in tree_fields(num_ports)}
         self.comb += slots.expected.eq(k_expected)
+        is_res = Signal()                 # the frame is a downward COL_RES
+        self.comb += is_res.eq(d_kind == KIND_RESULT)
+        fmt_bad, res_bad = Signal(), Signal()
 
-        exp_bytes = Signal(17)
-        self.comb += exp_bytes.eq(exp_elems * FP32_BYTES)
+        exp_bytes = Signal(17)            # exact elements: 40 bytes (lanes == 1: 10 words of 32 bits)
+        self.comb += exp_bytes.eq(Mux(k_tree["in_exact"] & ~is_res, exp_elems * PARTIAL_ELEMENT_BYTES,
+                                      exp_elems * FP32_BYTES))
 
         def drop(name):
             return [self.drop.eq(1), self.drop_reason.eq(DROP[name])]
@@ -354,9 +398,12 @@ class MSValidation(LiteXModule):
         self.comb += [
             drop_c.eq(1),
             If(~ctx_hit, reason_c.eq(DROP["unknown_coll"])
-            ).Elif(rank_bad, reason_c.eq(DROP["bad_rank"])
+            ).Elif(is_res & res_bad, reason_c.eq(DROP["bad_result"])
+            ).Elif(~is_res & fmt_bad, reason_c.eq(DROP["bad_format"])
+            ).Elif(~is_res & rank_bad, reason_c.eq(DROP["bad_rank"])
             ).Elif(chunk_bad, reason_c.eq(DROP["bad_chunk"])
             ).Elif(~len_ok, reason_c.eq(DROP["bad_length"])
+            ).Elif(is_res, drop_c.eq(0)
             ).Elif(dup | (~slot_hit & late), reason_c.eq(DROP["duplicate"])
             ).Elif(~slot_hit & ahead, reason_c.eq(DROP["ahead"])
             ).Elif(~slot_hit & ~slot_free, reason_c.eq(DROP["no_slot"])
@@ -374,10 +421,20 @@ class MSValidation(LiteXModule):
         self.comb += [
             job_w.port.eq(sel), job_w.drop.eq(data_drop), job_w.emit.eq(complete),
             job_w.init.eq(init), job_w.slot.eq(cur), job_w.lastw.eq(nwords - 1),
-            job_w.awords.eq(awords),
+            job_w.awords.eq(awords), job_w.exact.eq(k_tree["in_exact"] & ~is_res),
+            job_w.xout.eq(k_tree["out_exact"] & ~is_res), job_w.pas.eq(is_res),
+            # a chunk result: COL_RES to the egress range, or the parent's contribution out of the uplink; a
+            # downward COL_RES: COL_RES to the egress range
             meta_w.collective_id.eq(d_coll), meta_w.chunk_index.eq(d_chunk),
             meta_w.n_elements.eq(exp_elems),
-            meta_w.targets.eq(k_targets),
+            If(k_tree["child"] & ~is_res,
+                meta_w.targets.eq(k_tree["uplink"]), meta_w.use_dst.eq(1), meta_w.dst_mac.eq(k_tree["parent_mac"]),
+                meta_w.rank.eq(k_tree["parent_rank"]), meta_w.exact.eq(k_tree["out_exact"]),
+                meta_w.opcode.eq(Mux(k_tree["out_exact"], MS_OP_COL_PDATA, MS_OP_COL_DATA))
+            ).Else(
+                meta_w.targets.eq(k_targets), meta_w.opcode.eq(MS_OP_COL_RES),
+                meta_w.saf.eq(k_tree["in_exact"] & ~is_res)
+            ),
             # Slot table writes one cycle after the decision (or the replacing setup). The next frame reads
             # the table in CTX at the earliest, three cycles later; the frame's registers still hold.
             slots.upd.eq(upd), slots.free.eq(free), slots.init.eq(init), slots.count_w.eq(new_count),
@@ -406,6 +463,7 @@ class MSValidation(LiteXModule):
         self.sync += If(select.fetching,
             d_kind.eq(desc.kind), d_coll.eq(desc.collective_id), d_rank.eq(desc.rank),
             d_chunk.eq(desc.chunk_index), d_pbytes.eq(desc.payload_bytes), d_record.eq(desc.record),
+            d_exact.eq(desc.exact), d_minor2.eq(desc.minor2),
         )
         s_res_bad, s_checks, s_bad = Signal(), Signal(len(check.checks)), Signal()
         fsm.act("LOOKUP",
@@ -420,7 +478,7 @@ class MSValidation(LiteXModule):
             NextValue(ctx_hit, any_hit), NextValue(ctx_idx, hit_i), NextValue(ctx_oh, 1 << hit_i),
             NextValue(ctx_free, any_free), NextValue(ctx_free_idx, free_i),
             NextValue(nwords, words(d_pbytes)),
-            If(d_kind != KIND_DATA, NextState("SETUP")).Else(NextState("CTX"))
+            If((d_kind == KIND_DATA) | (d_kind == KIND_RESULT), NextState("CTX")).Else(NextState("SETUP"))
         )
         fsm.act("SETUP",
             If(d_kind == KIND_TEARDOWN,
@@ -440,7 +498,7 @@ class MSValidation(LiteXModule):
             If(self.drop, NextState("IDLE"))
         )
         fsm.act("INSTALL",
-            *contexts.install(d_coll, check.expected, check.lastchunk, check.lastlen, check.targets),
+            *contexts.install(d_coll, check.expected, check.lastchunk, check.lastlen, check.targets, check.tree),
             contexts.win_clear.eq(1),
             NextState("IDLE")
         )
@@ -451,10 +509,12 @@ class MSValidation(LiteXModule):
             NextValue(shit_r, slots.match),
             NextValue(k_islast, Array(is_last)[ctx_idx]), NextValue(k_lastlen, contexts.lastlen),
             NextValue(k_base, contexts.base), NextValue(k_done, contexts.done_bit),
+            [NextValue(k_tree[name], contexts.tree[name]) for name in k_tree],
             NextState("CTX2")
         )
         fsm.act("CTX2",
-            NextValue(exp_elems, Mux(k_islast, k_lastlen, chunk_elements)),
+            NextValue(exp_elems, Mux(k_islast, k_lastlen,
+                                     Mux(k_tree["v02"], v02_chunk_elements(chunk_elements), chunk_elements))),
             NextState("CHECK1")
         )
         fsm.act("CHECK1",
@@ -462,6 +522,8 @@ class MSValidation(LiteXModule):
             NextValue(chunk_bad, d_chunk > k_lastchunk),
             NextValue(len_ok, (d_pbytes == exp_bytes) |
                               ((d_pbytes > exp_bytes) & (d_pbytes <= ETH_MIN_FRAME - MS_HEADER_BYTES))),
+            NextValue(fmt_bad, d_exact != k_tree["in_exact"]),
+            NextValue(res_bad, ~(k_tree["allreduce"] & k_tree["child"])),
             NextValue(awords, words(exp_bytes)),
             NextValue(slot_hit, any_shit), NextValue(slot_idx, shit_i),
             NextValue(slot_free, any_sfree), NextValue(slot_free_idx, sfree_i),
@@ -477,15 +539,15 @@ class MSValidation(LiteXModule):
         self.comb += [
             cur_c.eq(Mux(slot_hit, slot_idx, slot_free_idx)),
             count_c.eq(Mux(slot_hit, slots.count, 0) + 1),
-            complete_c.eq(Mux(slot_hit, Array(cfull)[slot_idx], exp1)),
+            complete_c.eq(is_res | Mux(slot_hit, Array(cfull)[slot_idx], exp1)),
         ]
         fsm.act("CHECK2",
             NextValue(data_drop, drop_c), NextValue(data_reason, reason_c),
             NextValue(need_job, ~drop_c | (nwords != 0)),
             NextValue(cur, cur_c), NextValue(init, ~slot_hit),
             NextValue(new_count, count_c), NextValue(complete, complete_c),
-            NextValue(upd, Mux(drop_c | complete_c, 0, 1 << cur_c)),
-            NextValue(free, Mux(~drop_c & complete_c, 1 << cur_c, 0)),
+            NextValue(upd, Mux(drop_c | complete_c | is_res, 0, 1 << cur_c)),
+            NextValue(free, Mux(~drop_c & complete_c & ~is_res, 1 << cur_c, 0)),
             NextState("DECIDE")
         )
         fsm.act("DECIDE",
@@ -504,12 +566,15 @@ class MSPayloadStage(LiteXModule):
     accumulator ops on `source` (ADD at the job's slot, word by word; `init` and `emit` from the job), or
     drained (a dropped frame, and words past the chunk's length). The next job starts in the cycle after the
     last word of the previous one. `wpc`: words a chunk (a slot's addresses); jobs wait in a 2-entry queue.
+    partials (one lane): an `exact` job's words are gathered PARTIAL_WORDS at a time into one ADDP op per
+    element (element e of the chunk at address e of the slot); `xout` marks its emitted results exact; a
+    `pas` job's words become PASS ops.
     """
-    def __init__(self, num_ports, lanes, wpc, n_slots):
+    def __init__(self, num_ports, lanes, wpc, n_slots, partials=False):
         layout = job_layout(num_ports, n_slots)
         self.jobs = stream.Endpoint(layout)
         self.sinks = [stream.Endpoint([("data", 32 * lanes)]) for _ in range(num_ports)]
-        self.source = stream.Endpoint(acc_op_layout(lanes, n_slots * wpc))
+        self.source = stream.Endpoint(acc_op_layout(lanes, n_slots * wpc, partials))
 
         # # #
 
@@ -531,6 +596,12 @@ class MSPayloadStage(LiteXModule):
         b_port, b_emit, b_init = Signal(pw, reset_less=True), Signal(reset_less=True), Signal(reset_less=True)
         b_slot, wleft, aleft = Signal(sw, reset_less=True), Signal(16, reset_less=True), Signal(16, reset_less=True)
         last, in_acc = Signal(reset_less=True), Signal(reset_less=True)
+        b_exact, b_xout, b_pas = Signal(reset_less=True), Signal(reset_less=True), Signal(reset_less=True)
+        # exact jobs: g = word of the element (0 .. PARTIAL_WORDS-1), gather = the element's words so far
+        g, eidx = Signal(max=PARTIAL_WORDS, reset_less=True), Signal(max=max(wpc, 2), reset_less=True)
+        gather = Signal(32 * (PARTIAL_WORDS - 1), reset_less=True)
+        first_e, elem_done = Signal(reset_less=True), Signal()
+        self.comb += elem_done.eq(~b_exact | (g == PARTIAL_WORDS - 1) if partials else 1)
         widx, first = Signal(max=max(wpc, 2), reset_less=True), Signal(reset_less=True)
         # The job's port feeds a skid buffer: a port's ready comes from the skid's flag and the stage's
         # registers, never from the bank's ready.
@@ -543,12 +614,17 @@ class MSPayloadStage(LiteXModule):
         ]
         payload = skid.source
         take, load = Signal(), Signal()
-        addr = Cat(Mux(first, 0, widx), b_slot) if wpc > 1 else b_slot
+        word_addr = Mux(first, 0, widx)
+        if partials:
+            word_addr = Mux(b_exact, Mux(first_e, 0, eidx), word_addr)
+            self.comb += acc_in.pdata.eq(Cat(payload.data, gather)), acc_in.xout.eq(b_xout)
+        addr = Cat(word_addr, b_slot) if wpc > 1 else b_slot
         self.comb += [
-            acc_in.valid.eq(b_active & payload.valid & in_acc),
-            acc_in.op.eq(ACC_OP_ADD), acc_in.addr.eq(addr), acc_in.init.eq(b_init), acc_in.emit.eq(b_emit),
+            acc_in.valid.eq(b_active & payload.valid & in_acc & elem_done),
+            acc_in.op.eq(Mux(b_pas, ACC_OP_PASS, Mux(b_exact, ACC_OP_ADDP, ACC_OP_ADD))),
+            acc_in.addr.eq(addr), acc_in.init.eq(b_init), acc_in.emit.eq(b_emit),
             acc_in.data.eq(payload.data),
-            payload.ready.eq(b_active & (~in_acc | acc_in.ready)),
+            payload.ready.eq(b_active & (~in_acc | ~elem_done | acc_in.ready)),
             take.eq(payload.valid & payload.ready),
             load.eq(~b_active | (take & last)),
             job.ready.eq(load),
@@ -558,14 +634,41 @@ class MSPayloadStage(LiteXModule):
                 widx.eq(Mux(first, 1, widx + 1)), first.eq(0), wleft.eq(wleft - 1), last.eq(wleft == 1),
                 If(in_acc, aleft.eq(aleft - 1), in_acc.eq(aleft != 1))
             ),
+            If(take & b_exact,
+                g.eq(Mux(g == PARTIAL_WORDS - 1, 0, g + 1)),
+                gather.eq(Cat(payload.data, gather[:-32])),
+                If(g == PARTIAL_WORDS - 1, eidx.eq(Mux(first_e, 1, eidx + 1)), first_e.eq(0))
+            ) if partials else [],
             If(load,
                 b_active.eq(job.valid), b_port.eq(job.port),
                 b_emit.eq(job.emit), b_init.eq(job.init), b_slot.eq(job.slot),
                 wleft.eq(job.lastw), last.eq(job.lastw == 0),
                 aleft.eq(job.awords), in_acc.eq(~job.drop),
-                first.eq(1)
+                first.eq(1),
+                b_exact.eq(job.exact), b_xout.eq(job.xout), b_pas.eq(job.pas), g.eq(0), first_e.eq(1)
             ),
         ]
+
+
+class MSResultWords(LiteXModule):
+    """The bank's results (acc_result_layout with partials) as 32-bit words: an FP32 result is one word, an
+    exact element PARTIAL_WORDS words, most significant first (its wire order). One word per cycle."""
+    def __init__(self):
+        self.sink = stream.Endpoint(acc_result_layout(1, partials=True))
+        self.source = stream.Endpoint([("data", 32)])
+
+        # # #
+
+        j = Signal(max=PARTIAL_WORDS)
+        words = [self.sink.data[32 * (PARTIAL_WORDS - 1 - k):32 * (PARTIAL_WORDS - k)] for k in range(PARTIAL_WORDS)]
+        last = Signal()
+        self.comb += [
+            last.eq(~self.sink.exact | (j == PARTIAL_WORDS - 1)),
+            self.source.valid.eq(self.sink.valid),
+            self.source.data.eq(Mux(self.sink.exact, Array(words)[j], self.sink.data[:32])),
+            self.sink.ready.eq(self.source.ready & last),
+        ]
+        self.sync += If(self.source.valid & self.source.ready, j.eq(Mux(last, 0, j + 1)))
 
 
 class MSCollectiveEngine(LiteXModule):
@@ -585,7 +688,8 @@ class MSCollectiveEngine(LiteXModule):
     at 1 lane, 50 with more (rounding pipelines of 18 and 14 stages).
     """
     def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64,
-                 window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2):
+                 window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2, partials=None):
+        partials = lanes == 1 if partials is None else partials
         for name, v in (("lanes", lanes), ("chunk_elements", chunk_elements)):
             if v < 1 or v & (v - 1):
                 raise ValueError(f"{name} must be a power of two, got {v}")
@@ -611,14 +715,19 @@ class MSCollectiveEngine(LiteXModule):
         # # #
 
         wpc = chunk_elements // lanes
-        self.bank = bank = MSAccumulatorBank(lanes=lanes, depth=n_slots * wpc, max_ranks=max_ranks, out_depth=32)
-        self.comb += bank.source.connect(self.result)
+        self.bank = bank = MSAccumulatorBank(lanes=lanes, depth=n_slots * wpc, max_ranks=max_ranks, out_depth=32,
+                                             partials=partials)
+        if partials:
+            self.words = MSResultWords()
+            self.comb += bank.source.connect(self.words.sink), self.words.source.connect(self.result)
+        else:
+            self.comb += bank.source.connect(self.result)
         # Registered ready and valid between the engine and the bank (timing); order is kept.
         self.bank_buf = RegisteredBuffer(bank.sink.description)
         self.comb += self.bank_buf.source.connect(bank.sink)
         self.validation = val = MSValidation(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks,
-                                             window, tick_log2)
-        self.payload_stage = pay = MSPayloadStage(num_ports, lanes, wpc, n_slots)
+                                             window, tick_log2, partials)
+        self.payload_stage = pay = MSPayloadStage(num_ports, lanes, wpc, n_slots, partials)
         self.comb += [
             [s.connect(d) for s, d in zip(self.desc_sinks, val.desc_sinks)],
             [s.connect(d) for s, d in zip(self.payload_sinks, pay.sinks)],

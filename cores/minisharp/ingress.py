@@ -8,7 +8,8 @@ from cores.lib.commit_fifo import CommitFIFO
 from cores.minisharp.common import (
     ETHERTYPE, VERSION_MAJOR, VERSION_MAJOR_SHIFT, MS_HEADER_BYTES, ETH_HEADER_BYTES, ETH_MIN_FRAME,
     SETUP_RECORD_BYTES, MS_OP_COL_SETUP, MS_OP_COL_DATA, MS_OP_COL_RES, MS_OP_COL_TEARDOWN, MSP_TRANSPARENT,
-    KIND_SETUP, KIND_DATA, KIND_TEARDOWN, GROUP_MAC, DROP, MS_HEADER, SETUP_HEADER, DATA_HEADER, descriptor_layout, port_description, payload_word,
+    KIND_SETUP, KIND_DATA, KIND_TEARDOWN, KIND_RESULT, GROUP_MAC, DROP, MS_OP_COL_PDATA, SETUP_RECORD_V02_BYTES,
+    VERSION_MINOR_V02, RES_HEADER, PARTIAL_WORDS, PARTIAL_MAG_BITS, ACC_FLAGS, MS_HEADER, SETUP_HEADER, DATA_HEADER, descriptor_layout, port_description, payload_word,
 )
 
 
@@ -67,6 +68,7 @@ class MSPayloadWriter(LiteXModule):
         self.count = Signal(16)
         self.source = stream.Endpoint([("data", wb)])
         self.commit, self.abort, self.overflow = Signal(), Signal(), Signal()
+        self.partial_bad = Signal()      # one lane: the frame's payload, read as exact elements, has a bad one
 
         # # #
 
@@ -84,6 +86,26 @@ class MSPayloadWriter(LiteXModule):
             fifo.source.connect(self.source),
             fifo.commit.eq(self.commit), fifo.abort.eq(self.abort), self.overflow.eq(fifo.overflow),
         ]
+        if lanes == 1:
+            # Word 0 of each exact element (flags << 24 | N[311:288]): reserved flag bits zero, N[311:293]
+            # copies of the sign. Checked on the words as written; the flag holds until the next frame's
+            # first payload word.
+            widx = Signal(max=PARTIAL_WORDS)
+            fresh = Signal(reset=1)
+            w0 = fifo.din
+            bad = Signal()
+            top = w0[PARTIAL_MAG_BITS - 288:24]
+            self.comb += bad.eq((w0[24 + len(ACC_FLAGS):] != 0) | ((top != 0) & (top != 2**len(top) - 1)))
+            wlast = Signal()          # the frame's last beat, in step with its last word's write
+            self.sync += [
+                wlast.eq(sink.valid & sink.last),
+                If(fifo.we,
+                    fresh.eq(0),
+                    widx.eq(Mux(fresh | (widx == PARTIAL_WORDS - 1), Mux(fresh, 1, 0), widx + 1)),
+                    If(fresh, self.partial_bad.eq(bad)).Elif(widx == 0, self.partial_bad.eq(self.partial_bad | bad))
+                ),
+                If(wlast, fresh.eq(1)),
+            ]
         if k == 1:
             self.sync += fifo.we.eq(pbeat), fifo.din.eq(lane_byteswap(sink.data & mask, lanes))
         else:
@@ -109,7 +131,9 @@ class MSFrameClassifier(LiteXModule):
     Inputs, in the cycle of the frame's last beat: last_beat (1), count (its byte position), nvalid (its
     valid bytes, 1..dw/8), error (the PHY flagged the frame); header (the frame's bytes 0..23, complete one
     cycle later); policy (MSP_*); admin (this port may send COL_SETUP / COL_TEARDOWN); mac_filter and mac
-    (v0.2 addressing: only frames to `mac` or GROUP_MAC are consumed, the other MiniSharp frames forwarded).
+    (v0.2 addressing: only frames to `mac` or GROUP_MAC are consumed, the other MiniSharp frames forwarded;
+    a COL_RES to the switch goes to the engine); partial_bad (a COL_PDATA element is invalid; valid two
+    cycles after the last beat).
     Three registered steps: t+1 holds the frame length and its compares (from `count`: no subtraction, one
     compare each); t+2 one flag per header check; t+3 the decision, the first failing check in priority
     order: end, forward, to_engine, kind, dropping, reason and payload_bytes (frame length - 24). The
@@ -125,6 +149,8 @@ class MSFrameClassifier(LiteXModule):
         self.header = Signal(8 * MS_HEADER_BYTES)
         self.policy, self.admin, self.mac_filter = Signal(), Signal(), Signal()
         self.mac = Signal(48)
+        self.partial_bad = Signal()
+        self.exact, self.minor2 = Signal(), Signal()
         self.end, self.forward, self.to_engine, self.dropping = (Signal() for _ in range(4))
         self.kind = Signal(2)
         self.reason = Signal(max=len(DROP))
@@ -146,7 +172,8 @@ class MSFrameClassifier(LiteXModule):
         end, e_error = Signal(), Signal()
         e_flen = Signal(17)
         rec_end = MS_HEADER_BYTES + SETUP_RECORD_BYTES
-        e_lt = {k: Signal() for k in (ETH_HEADER_BYTES, MS_HEADER_BYTES, rec_end, ETH_MIN_FRAME + 1)}
+        rec2_end = MS_HEADER_BYTES + SETUP_RECORD_V02_BYTES
+        e_lt = {k: Signal() for k in (ETH_HEADER_BYTES, MS_HEADER_BYTES, rec_end, rec2_end, ETH_MIN_FRAME + 1)}
         self.sync += [
             end.eq(self.last_beat),
             e_flen.eq(flen), e_error.eq(self.error),
@@ -159,13 +186,18 @@ class MSFrameClassifier(LiteXModule):
         f_end, f_error, f_runt_eth, f_runt_ms, f_not_ms, f_major_bad = (Signal() for _ in range(6))
         f_res, f_setup, f_data, f_setup_res_bad, f_data_res_bad, f_setup_len_bad = (Signal() for _ in range(6))
         f_teardown, f_td_len_bad, f_foreign, f_admin = Signal(), Signal(), Signal(), Signal()
+        f_pdata, f_minor2, f_res_res_bad = Signal(), Signal(), Signal()
+        minor = MS_HEADER.field(hdr, "version")[:VERSION_MAJOR_SHIFT]
         dst = MS_HEADER.field(hdr, "dst_mac")
         f_plen = Signal(16)
         self.sync += [
             f_end.eq(end), f_error.eq(e_error),
             f_runt_eth.eq(e_lt[ETH_HEADER_BYTES]), f_runt_ms.eq(e_lt[MS_HEADER_BYTES]),
             # setup payload < 16 bytes, or > 16 bytes in a frame longer than the Ethernet minimum
-            f_setup_len_bad.eq(e_lt[rec_end] | ~e_lt[ETH_MIN_FRAME + 1]),
+            # (a v0.2 record, minor 2 and later, is 32 bytes)
+            f_setup_len_bad.eq(Mux(minor >= VERSION_MINOR_V02, e_lt[rec2_end], e_lt[rec_end]) |
+                               ~e_lt[ETH_MIN_FRAME + 1]),
+            f_minor2.eq(minor >= VERSION_MINOR_V02),
             # a teardown has no record: its payload is the Ethernet padding only
             f_td_len_bad.eq(~e_lt[ETH_MIN_FRAME + 1]),
             f_foreign.eq(self.mac_filter & (dst != self.mac) & (dst != GROUP_MAC)),
@@ -173,7 +205,9 @@ class MSFrameClassifier(LiteXModule):
             f_plen.eq(e_flen - MS_HEADER_BYTES),
             f_not_ms.eq(MS_HEADER.field(hdr, "ethertype") != ETHERTYPE), f_major_bad.eq(major != VERSION_MAJOR),
             f_res.eq(opcode == MS_OP_COL_RES), f_setup.eq(opcode == MS_OP_COL_SETUP),
-            f_data.eq(opcode == MS_OP_COL_DATA), f_teardown.eq(opcode == MS_OP_COL_TEARDOWN),
+            f_data.eq((opcode == MS_OP_COL_DATA) | (opcode == MS_OP_COL_PDATA)), f_pdata.eq(opcode == MS_OP_COL_PDATA),
+            f_teardown.eq(opcode == MS_OP_COL_TEARDOWN),
+            f_res_res_bad.eq((RES_HEADER.field(hdr, "reserved0") != 0) | (RES_HEADER.field(hdr, "reserved1") != 0)),
             f_setup_res_bad.eq(SETUP_HEADER.field(hdr, "reserved") != 0),
             f_data_res_bad.eq(DATA_HEADER.field(hdr, "reserved") != 0),
         ]
@@ -194,7 +228,10 @@ class MSFrameClassifier(LiteXModule):
             ).Elif(f_foreign, forward.eq(1)
             ).Elif(f_runt_ms, *drop("runt")
             ).Elif(f_major_bad, *drop("bad_version")
-            ).Elif(f_res, forward.eq(1)
+            ).Elif(f_res,
+                If(~self.mac_filter, forward.eq(1)          # v0.1: a received COL_RES is forwarded
+                ).Elif(f_res_res_bad, *drop("bad_reserved")
+                ).Else(to_engine.eq(1), kind.eq(KIND_RESULT))
             ).Elif(f_setup | f_teardown,
                 If(~f_admin, *drop("not_admin")
                 ).Elif(f_setup_res_bad, *drop("bad_reserved")
@@ -203,13 +240,15 @@ class MSFrameClassifier(LiteXModule):
                 ).Else(to_engine.eq(1), kind.eq(Mux(f_setup, KIND_SETUP, KIND_TEARDOWN)))
             ).Elif(f_data,
                 If(f_data_res_bad, *drop("bad_reserved")
+                ).Elif(f_pdata & self.partial_bad, *drop("bad_partial")
                 ).Else(to_engine.eq(1), kind.eq(KIND_DATA))
             ).Else(*drop("bad_opcode")),
         ]
-        to_engine_data = to_engine & (kind == KIND_DATA)
+        to_engine_data = to_engine & ((kind == KIND_DATA) | (kind == KIND_RESULT))
         self.sync += [
             self.end.eq(f_end), self.forward.eq(forward), self.to_engine.eq(to_engine), self.kind.eq(kind),
             self.dropping.eq(dropping), self.reason.eq(reason), self.payload_bytes.eq(f_plen),
+            self.exact.eq(f_pdata), self.minor2.eq(f_minor2),
             self.raw_commit_end.eq(f_end & forward), self.raw_abort_end.eq(f_end & ~forward),
             self.payload_commit_end.eq(f_end & to_engine_data), self.payload_abort_end.eq(f_end & ~to_engine_data),
         ]
@@ -272,7 +311,7 @@ class MSPortIngress(LiteXModule):
         )
 
         # Bytes 0 .. 39 (header + setup record).
-        self.capture = capture = MSHeaderCapture(dw, MS_HEADER_BYTES + SETUP_RECORD_BYTES)
+        self.capture = capture = MSHeaderCapture(dw, MS_HEADER_BYTES + SETUP_RECORD_V02_BYTES)
         hdr = capture.header[:8 * MS_HEADER_BYTES]
         self.payload_writer = pw = MSPayloadWriter(dw, lanes, payload_bytes // (4 * lanes))
         self.comb += [
@@ -308,7 +347,7 @@ class MSPortIngress(LiteXModule):
         self.comb += [
             cl.last_beat.eq(beat & sink.last), cl.count.eq(count), cl.nvalid.eq(nvalid), cl.error.eq(error_now),
             cl.header.eq(hdr), cl.policy.eq(self.policy), cl.admin.eq(self.admin),
-            cl.mac_filter.eq(self.mac_filter), cl.mac.eq(self.mac),
+            cl.mac_filter.eq(self.mac_filter), cl.mac.eq(self.mac), cl.partial_bad.eq(pw.partial_bad),
         ]
         end, forward, to_engine, kind = cl.end, cl.forward, cl.to_engine, cl.kind
         fwd_go, eng_go = Signal(), Signal()
@@ -322,7 +361,7 @@ class MSPortIngress(LiteXModule):
         self.comb += [
             fwd_go.eq(end & forward & ~rfifo.overflow),
             eng_go.eq(end & to_engine & room &
-                      ~((kind == KIND_DATA) & pw.overflow)),
+                      ~(((kind == KIND_DATA) | (kind == KIND_RESULT)) & pw.overflow)),
             rfifo.commit.eq(cl.raw_commit_end & ~rfifo.overflow),
             rfifo.abort.eq(cl.raw_abort_end | (cl.raw_commit_end & rfifo.overflow)),
             pw.commit.eq(cl.payload_commit_end & room & ~pw.overflow),
@@ -337,10 +376,12 @@ class MSPortIngress(LiteXModule):
         self.sync += [
             dfifo.sink.valid.eq(eng_go),
             dfifo.sink.kind.eq(kind),
-            dfifo.sink.collective_id.eq(Mux(kind != KIND_DATA, SETUP_HEADER.field(hdr, "collective_id"),
+            dfifo.sink.collective_id.eq(Mux((kind == KIND_SETUP) | (kind == KIND_TEARDOWN),
+                                            SETUP_HEADER.field(hdr, "collective_id"),
                                             DATA_HEADER.field(hdr, "collective_id"))),
             dfifo.sink.rank.eq(DATA_HEADER.field(hdr, "rank")),
             dfifo.sink.chunk_index.eq(DATA_HEADER.field(hdr, "chunk_index")),
             dfifo.sink.payload_bytes.eq(cl.payload_bytes),
+            dfifo.sink.exact.eq(cl.exact), dfifo.sink.minor2.eq(cl.minor2),
             dfifo.sink.record.eq(capture.header[8 * MS_HEADER_BYTES:]),
         ]

@@ -46,7 +46,23 @@ def setup_record(element_count, expected_local, egress_first=0, egress_last=0, c
                   reserved1=reserved1)
 
 
+def setup_record_v02(element_count, expected_local, egress_first=0, egress_last=0, role=ms.MS_ROLE_ROOT,
+                     uplink_port=0, parent_rank=0, parent_mac=0, collective=ms.MS_COL_REDUCE,
+                     input_fmt=ms.MS_FMT_FP32, output_fmt=ms.MS_FMT_FP32, reserved2=0, reserved3=0, **v01):
+    """The 32-byte v0.2 record (send it in a minor-2 COL_SETUP: setup_frame(..., minor=2))."""
+    fields = dict(collective=collective, reduce_op=ms.MS_RED_SUM, input_fmt=input_fmt,
+                  acc_mode=ms.MS_ACC_EXACT_FP32_MAG277, output_fmt=output_fmt, egress_first=egress_first,
+                  egress_last=egress_last, reserved0=0, expected_local=expected_local, element_count=element_count,
+                  reserved1=0, role=role, uplink_port=uplink_port, parent_rank=parent_rank,
+                  parent_mac=mac_int(parent_mac), reserved2=reserved2, reserved3=reserved3)
+    fields.update(v01)
+    return _bytes(ms.SETUP_RECORD_V02, **fields)
+
+
 def setup_frame(dst, src, collective_id, record, reserved=0, **kw):
+    """COL_SETUP; a 32-byte (v0.2) record goes in a minor-2 frame unless `minor` says otherwise."""
+    if len(record) == ms.SETUP_RECORD_V02_BYTES:
+        kw.setdefault("minor", ms.VERSION_MINOR_V02)
     return frame(dst, src, ms.MS_OP_COL_SETUP, record, collective_id=collective_id, reserved=reserved, **kw)
 
 
@@ -64,6 +80,12 @@ def fp32_payload(values):
 def data_frame(dst, src, collective_id, rank, chunk_index, values, reserved=0, **kw):
     return frame(dst, src, ms.MS_OP_COL_DATA, fp32_payload(values), rank=rank, collective_id=collective_id,
                  chunk_index=chunk_index, reserved=reserved, **kw)
+
+
+def pdata_frame(dst, src, collective_id, rank, chunk_index, elements, reserved=0, **kw):
+    """COL_PDATA: `elements` are 40-byte exact partial elements (reference.encode_partial)."""
+    return frame(dst, src, ms.MS_OP_COL_PDATA, b"".join(elements), rank=rank, collective_id=collective_id,
+                 chunk_index=chunk_index, reserved=reserved, minor=kw.pop("minor", ms.VERSION_MINOR_V02), **kw)
 
 
 def res_frame(dst, src, collective_id, chunk_index, values, **kw):
@@ -94,7 +116,13 @@ def parse(f, element_count=None, chunk_elements=ms.MS_CHUNK_ELEMENTS):
     out["major"], out["minor"] = ms.split_version(out["version"])
     payload = f[ms.MS_HEADER_BYTES:]
     if out["opcode"] == ms.MS_OP_COL_SETUP:
-        out["record"] = _get(ms.SETUP_RECORD, payload)
+        rec = ms.SETUP_RECORDS[ms.VERSION_MINOR_V02 if out["minor"] >= ms.VERSION_MINOR_V02 else ms.VERSION_MINOR]
+        out["record"] = _get(rec, payload)
+    elif out["opcode"] == ms.MS_OP_COL_PDATA:
+        n = len(payload) // ms.PARTIAL_ELEMENT_BYTES
+        if element_count is not None:
+            n = ms.chunk_length(element_count, out["chunk_index"], chunk_elements)
+        out["elements"] = [payload[ms.PARTIAL_ELEMENT_BYTES * i:ms.PARTIAL_ELEMENT_BYTES * (i + 1)] for i in range(n)]
     elif out["opcode"] in (ms.MS_OP_COL_DATA, ms.MS_OP_COL_RES):
         n = len(payload) // 4
         if element_count is not None:

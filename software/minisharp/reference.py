@@ -8,7 +8,10 @@ is -0 only when every input is -0 (IEEE round-to-nearest), else +0.
 """
 from fractions import Fraction
 
-from cores.minisharp.common import FP32_QNAN, FP32_PINF, FP32_NINF
+from cores.minisharp.common import (
+    ACC_FLAGS, ACC_LSB_EXP, FP32_QNAN, FP32_PINF, FP32_NINF, PARTIAL_ELEMENT_BYTES, PARTIAL_MAG_BITS,
+    PARTIAL_VALUE_BITS,
+)
 
 FLT_MAX = Fraction(2 ** 24 - 1, 1) * Fraction(2) ** (127 - 23)
 
@@ -82,3 +85,73 @@ def exact_sum_fp32(values):
 def reduce_vectors(vectors):
     """Element-wise exact sum of equal-length lists of binary32 bit patterns."""
     return [exact_sum_fp32(col) for col in zip(*vectors)]
+
+
+# Exact partials (MS_FMT_EXACT) ------------------------------------------------------------------------
+# A partial is (N, flags): the exact sum N * 2^-149 of some FP32 values and the set of ACC_FLAGS that hold
+# for them (nan: a NaN was seen; pinf / ninf: +Inf / -Inf; negzero: every value was -0). Written from the
+# format's definition (cores/minisharp/common.py), with Python integers.
+
+SCALE = Fraction(2) ** -ACC_LSB_EXP       # 2^149
+
+
+def partial_of(values):
+    """The exact partial of FP32 bit patterns."""
+    n, flags = 0, set()
+    values = list(values)
+    for v in values:
+        q = fp32_to_fraction(v)
+        if q is None:
+            flags.add("nan" if v & 0x7FFFFF else ("ninf" if v >> 31 else "pinf"))
+        else:
+            n += int(q * SCALE)
+    if values and all(v == 0x80000000 for v in values):
+        flags.add("negzero")
+    return n, frozenset(flags)
+
+
+def add_partials(partials):
+    """The partial of the union of the values of `partials` (their sum; flags OR'ed, negzero AND'ed)."""
+    partials = list(partials)
+    n = sum(p[0] for p in partials)
+    flags = set().union(*(p[1] - {"negzero"} for p in partials)) if partials else set()
+    if partials and all("negzero" in p[1] for p in partials):
+        flags.add("negzero")
+    return n, frozenset(flags)
+
+
+def partial_to_fp32(partial):
+    """Round a partial once to FP32, with the special-value rules of exact_sum_fp32."""
+    n, flags = partial
+    if "nan" in flags or ("pinf" in flags and "ninf" in flags):
+        return FP32_QNAN
+    if "pinf" in flags:
+        return FP32_PINF
+    if "ninf" in flags:
+        return FP32_NINF
+    return fraction_to_fp32(Fraction(n) / SCALE, negative_zero="negzero" in flags)
+
+
+def encode_partial(partial):
+    """A partial's 40-byte wire element. Raises ValueError when |N| >= 2^PARTIAL_MAG_BITS."""
+    n, flags = partial
+    if not -(1 << PARTIAL_MAG_BITS) <= n < (1 << PARTIAL_MAG_BITS):
+        raise ValueError(f"partial sum out of range: |N| >= 2^{PARTIAL_MAG_BITS}")
+    fl = sum(1 << ACC_FLAGS.index(f) for f in flags)
+    value = (fl << PARTIAL_VALUE_BITS) | (n & ((1 << PARTIAL_VALUE_BITS) - 1))
+    return value.to_bytes(PARTIAL_ELEMENT_BYTES, "big")
+
+
+def decode_partial(element):
+    """(N, flags) of a 40-byte wire element; raises ValueError for an invalid one (reserved flag bits, or N
+    out of range)."""
+    value = int.from_bytes(element, "big")
+    fl = value >> PARTIAL_VALUE_BITS
+    n = value & ((1 << PARTIAL_VALUE_BITS) - 1)
+    if n >> (PARTIAL_VALUE_BITS - 1):
+        n -= 1 << PARTIAL_VALUE_BITS
+    if fl >> len(ACC_FLAGS):
+        raise ValueError(f"reserved flag bits set: {fl:#x}")
+    if not -(1 << PARTIAL_MAG_BITS) <= n < (1 << PARTIAL_MAG_BITS):
+        raise ValueError(f"partial sum out of range: |N| >= 2^{PARTIAL_MAG_BITS}")
+    return n, frozenset(f for i, f in enumerate(ACC_FLAGS) if fl >> i & 1)
