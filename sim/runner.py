@@ -95,28 +95,15 @@ def _kill_group(proc, grace=3.0):
         proc.wait()
 
 
-class SimSession:
-    """A running simulated SoC. gateware_dir: from sim.target.build(); boot_timeout: seconds to wait
-    for the first Etherbone answer."""
-    def __init__(self, gateware_dir, boot_timeout=90.0):
-        vsim = os.path.join(gateware_dir, "obj_dir", "Vsim")
-        if not os.path.exists(vsim):
-            raise SimulationFailed(f"{vsim} does not exist: build it first (sim.target.build)")
-        if os.geteuid() != 0:
-            raise SimulationFailed("network namespaces need root (run as root or through sudo)")
-        self.gateware_dir = gateware_dir
-        self.csr_csv = os.path.join(gateware_dir, "csr.csv")
-        self.soc_ip = SOC_IP_ADDRESS
-        self.boot_timeout = boot_timeout
+class NamespaceSession:
+    """A private network namespace and the host processes started in it (`popen`, `run`); on exit every
+    process is killed by process group and the namespace deleted with what it holds. Subclasses start
+    their simulators in `start()` (after `create_namespace()`) and stop them in `stop()`."""
+    def __init__(self):
         self.ns = f"{NS_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
-        runs = os.path.join(os.path.dirname(gateware_dir), "runs")
-        os.makedirs(runs, exist_ok=True)
-        self.log_path = os.path.join(runs, f"{self.ns}.log")
-        self.proc = None
+        self.hosts = []
         self._ns_created = False
-        self.started_at = None
 
-    # Lifecycle ------------------------------------------------------------------------------------
     def __enter__(self):
         try:
             self.start()
@@ -129,10 +116,81 @@ class SimSession:
         self.stop()
 
     def start(self):
+        self.create_namespace()
+
+    def stop(self):
+        self.delete_namespace()
+
+    def create_namespace(self):
         remove_stale_namespaces()
         _ip("netns", "add", self.ns)
         self._ns_created = True
         _ip("-n", self.ns, "link", "set", "lo", "up")
+
+    def delete_namespace(self):
+        for p in self.hosts:
+            _kill_group(p, grace=1.0)
+        self.hosts = []
+        if self._ns_created:
+            _delete_namespace(self.ns)
+            self._ns_created = False
+
+    def check_alive(self):
+        """Raise SimulationFailed when a simulator died (subclasses)."""
+
+    def env(self):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        return env
+
+    def popen(self, cmd, **kwargs):
+        """Start a host process inside the namespace (killed on exit if still running)."""
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns, *cmd], cwd=ROOT, env=self.env(),
+                             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent, **kwargs)
+        self.hosts.append(p)
+        return p
+
+    def run(self, cmd, timeout=600, check=True, capture=False):
+        """Run `cmd` inside the namespace; kills it (by process group) on timeout. Returns CompletedProcess."""
+        p = self.popen(cmd, stdout=subprocess.PIPE if capture else None, stderr=subprocess.PIPE if capture else None,
+                       text=True)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(p, grace=1.0)
+            raise SimulationFailed(f"`{' '.join(cmd)}` timed out after {timeout} s") from None
+        except BaseException:
+            _kill_group(p, grace=1.0)
+            raise
+        self.hosts.remove(p)
+        if check:
+            self.check_alive()
+        return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+class SimSession(NamespaceSession):
+    """A running simulated SoC. gateware_dir: from sim.target.build(); boot_timeout: seconds to wait
+    for the first Etherbone answer."""
+    def __init__(self, gateware_dir, boot_timeout=90.0):
+        vsim = os.path.join(gateware_dir, "obj_dir", "Vsim")
+        if not os.path.exists(vsim):
+            raise SimulationFailed(f"{vsim} does not exist: build it first (sim.target.build)")
+        if os.geteuid() != 0:
+            raise SimulationFailed("network namespaces need root (run as root or through sudo)")
+        NamespaceSession.__init__(self)
+        self.gateware_dir = gateware_dir
+        self.csr_csv = os.path.join(gateware_dir, "csr.csv")
+        self.soc_ip = SOC_IP_ADDRESS
+        self.boot_timeout = boot_timeout
+        runs = os.path.join(os.path.dirname(gateware_dir), "runs")
+        os.makedirs(runs, exist_ok=True)
+        self.log_path = os.path.join(runs, f"{self.ns}.log")
+        self.proc = None
+        self.started_at = None
+
+    # Lifecycle ------------------------------------------------------------------------------------
+    def start(self):
+        self.create_namespace()
         log = open(self.log_path, "w")
         self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, "obj_dir/Vsim"], cwd=self.gateware_dir,
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -172,36 +230,14 @@ class SimSession:
         _kill_group(self.proc)
         if self.proc is not None and os.path.exists(self.log_path) and os.path.getsize(self.log_path) == 0:
             os.remove(self.log_path)
-        if self._ns_created:
-            _delete_namespace(self.ns)
-            self._ns_created = False
+        self.delete_namespace()
 
     # Host commands --------------------------------------------------------------------------------
     def env(self):
-        env = dict(os.environ)
-        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        env = NamespaceSession.env(self)
         env["INNET_CSR_CSV"] = self.csr_csv
         env["INNET_SOC_IP"] = self.soc_ip
         return env
-
-    def run(self, cmd, timeout=600, check=True, capture=False):
-        """Run `cmd` inside the namespace; kills it (by process group) on timeout. Returns CompletedProcess."""
-        proc = subprocess.Popen(["ip", "netns", "exec", self.ns, *cmd], cwd=ROOT, env=self.env(),
-                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                stdout=subprocess.PIPE if capture else None,
-                                stderr=subprocess.PIPE if capture else None, text=True)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc, grace=1.0)
-            raise SimulationFailed(f"`{' '.join(cmd)}` timed out after {timeout} s") from None
-        except BaseException:
-            _kill_group(proc, grace=1.0)
-            raise
-        result = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-        if check:
-            self.check_alive()
-        return result
 
 
 def _raise_on_sigterm(signum, frame):

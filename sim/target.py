@@ -20,7 +20,7 @@ from migen.genlib.io import CRG as SimCRG
 
 from sim import ROOT, verilated
 from sim.models.tap import GMIIDataPort, TapPHY, TAP_POLL_CYCLES, gmii_pads, tap_pads
-from soc.common import SOC_IP_ADDRESS
+from soc.common import SOC_IP_ADDRESS, SOC_MAC_ADDRESS
 from soc.innet_soc import InnetSoC
 
 SIM_CLK_FREQ = int(1e6)        # nominal; Verilator runs as fast as it can
@@ -48,15 +48,22 @@ _io = [
 
 
 class SimInnetSoC(InnetSoC):
-    """InnetSoC in litex_sim with the management Etherbone port on a TapPHY (`innet_tap` sim module)."""
-    def __init__(self, cores=(), cpu_type=None, trace=False, **kwargs):
+    """InnetSoC in litex_sim with the management Etherbone port on a TapPHY (`innet_tap` sim module): its
+    IP and MAC come from the sim configuration (innet_tap's soc_ip / soc_mac), so one build can run as
+    several SoCs. minisharp_ports: MiniSharp's data ports (GMII TAPs); minisharp: MiniSharpSoCBlock options."""
+    def __init__(self, cores=(), cpu_type=None, trace=False, minisharp_ports=MINISHARP_PORTS, minisharp=None,
+                 **kwargs):
+        if not 2 <= minisharp_ports <= MAX_DATA_PORTS:
+            raise ValueError(f"minisharp_ports must be in 2..{MAX_DATA_PORTS}, got {minisharp_ports}")
         platform = SimPlatform("SIM", _io)
         self.crg = SimCRG(platform.request("sys_clk"))
         if cpu_type is not None:
             kwargs.update(with_uart=True, uart_name="sim")
         InnetSoC.__init__(self, platform, SIM_CLK_FREQ, ident="innet SoC (litex_sim)", cpu_type=cpu_type, **kwargs)
-        self.ethphy = TapPHY(platform.request("eth", 0), width=MANAGEMENT_BYTES)
-        self.add_management_etherbone(self.ethphy, data_width=8 * MANAGEMENT_BYTES)
+        pads = platform.request("eth", 0)
+        self.ethphy = TapPHY(pads, width=MANAGEMENT_BYTES)
+        self.add_management_etherbone(self.ethphy, data_width=8 * MANAGEMENT_BYTES, ip_address=pads.soc_ip,
+                                      mac_address=pads.soc_mac)
         if trace:
             platform.add_debug(self, reset=1)
         for core in cores:
@@ -65,46 +72,56 @@ class SimInnetSoC(InnetSoC):
                 raise ValueError(f"unknown core {core!r}")
             if core == "minisharp":
                 ports = []
-                for i in range(MINISHARP_PORTS):
+                for i in range(minisharp_ports):
                     port = GMIIDataPort(platform.request("gmii_eth", i))
                     setattr(self, f"data_port{i}", port)
                     ports.append(port)
-                adder(phys=[(p.sink, p.source) for p in ports])
+                adder(phys=[(p.sink, p.source) for p in ports], **(minisharp or {}))
             else:
                 adder()
 
 
-def sim_config(cores=(), cpu_type=None):
+def sim_config(cores=(), cpu_type=None, minisharp_ports=MINISHARP_PORTS, data_interfaces=None,
+               tap=TAP_INTERFACE, tap_ip=HOST_IP, soc_ip=SOC_IP_ADDRESS, soc_mac=SOC_MAC_ADDRESS):
+    """The litex_sim configuration (sim_config.js) of one SoC: data port i on TAP data_interfaces[i]
+    (default ms<i>), the management port on TAP `tap` (address tap_ip; "" for none: a TAP on a bridge),
+    the SoC's management identity soc_ip / soc_mac."""
     config = SimConfig()
     config.add_clocker("sys_clk", freq_hz=SIM_CLK_FREQ)
     if "minisharp" in cores:
         # gmii_ethernet keeps its clock-edge state per instance (the `ethernet` module does not), so it can
         # serve several ports; each port is a TAP inside the runner's namespace.
-        for i in range(MINISHARP_PORTS):
+        names = data_interfaces or [data_port_interface(i) for i in range(minisharp_ports)]
+        for i in range(minisharp_ports):
             config.add_module("gmii_ethernet", [("gmii_eth", i)],
-                              args={"interface": data_port_interface(i), "ip": f"192.168.{10 + i}.100"})
+                              args={"interface": names[i], "ip": f"192.168.{10 + i}.100"})
     if cpu_type is not None:
         config.add_module("serial2console", "serial")
-    config.add_module("innet_tap", "eth", args={"interface": TAP_INTERFACE, "ip": HOST_IP,
-                                                "poll": str(TAP_POLL_CYCLES)})
+    config.add_module("innet_tap", "eth", args={"interface": tap, "ip": tap_ip, "poll": str(TAP_POLL_CYCLES),
+                                                "soc_ip": soc_ip, "soc_mac": f"{soc_mac:012x}"})
     return config
 
 
-def config_name(cores, cpu_type=None, trace=False, threads=SIM_THREADS):
+def config_name(cores, cpu_type=None, trace=False, threads=SIM_THREADS, minisharp_ports=MINISHARP_PORTS,
+                minisharp=None):
     """The build folder's name: a model per SoC configuration, trace setting and thread count."""
+    ms = "".join(f"_{k}{v}" for k, v in sorted((minisharp or {}).items()))
     return ("soc" + ("_" + "_".join(sorted(cores)) if cores else "") + (f"_{cpu_type}" if cpu_type else "")
+            + (f"_p{minisharp_ports}" if minisharp_ports != MINISHARP_PORTS else "") + ms
             + ("_trace" if trace else "") + (f"_t{threads}" if threads != SIM_THREADS else ""))
 
 
-def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, threads=SIM_THREADS, trace=False):
+def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, threads=SIM_THREADS, trace=False,
+          minisharp_ports=MINISHARP_PORTS, minisharp=None):
     """Generate and compile the simulated SoC; returns its gateware folder (holding obj_dir/Vsim, csr.csv).
     cpu_type="vexriscv" adds the CPU with its BIOS on the simulated UART (compiled with the RISC-V GCC).
-    threads: Verilator threads of the model; trace: a model that dumps sim.vcd from reset."""
+    threads: Verilator threads of the model; trace: a model that dumps sim.vcd from reset; minisharp_ports,
+    minisharp: MiniSharp's data ports and MiniSharpSoCBlock options."""
     cores = tuple(sorted(cores))
     # Tools installed in the venv (meson/ninja for the BIOS) live beside this Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     build_root = build_root or os.path.join(ROOT, "build", "sim")
-    output_dir = os.path.join(build_root, config_name(cores, cpu_type, trace, threads))
+    output_dir = os.path.join(build_root, config_name(cores, cpu_type, trace, threads, minisharp_ports, minisharp))
     gateware_dir = os.path.join(output_dir, "gateware")
     os.makedirs(output_dir, exist_ok=True)
     # One build at a time per configuration; runs of an existing build need no lock.
@@ -116,11 +133,13 @@ def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, thr
         if quiet:
             logging.disable(logging.INFO)  # LiteX logs the whole SoC hierarchy at INFO
         try:
-            soc = SimInnetSoC(cores=cores, cpu_type=cpu_type, trace=trace)
+            soc = SimInnetSoC(cores=cores, cpu_type=cpu_type, trace=trace, minisharp_ports=minisharp_ports,
+                              minisharp=minisharp)
             builder = Builder(soc, output_dir=output_dir, compile_software=cpu_type is not None,
                               compile_gateware=False, csr_csv=os.path.join(gateware_dir, "csr.csv"),
                               csr_json=os.path.join(gateware_dir, "csr.json"))
-            builder.build(sim_config=sim_config(cores, cpu_type), run=False, build=True, interactive=False,
+            builder.build(sim_config=sim_config(cores, cpu_type, minisharp_ports), run=False, build=True,
+                          interactive=False,
                           extra_mods=sorted(os.listdir(modules)), extra_mods_path=modules)
         finally:
             logging.disable(logging.NOTSET)

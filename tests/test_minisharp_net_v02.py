@@ -63,3 +63,68 @@ def test_admin_mask_refuses_setup_and_teardown_from_rank_ports():
     assert check_results(run, 0, cid, n, vecs, 3) == [0] and run.outputs[2] == []
     assert {k: v for k, v in run.counters.items() if k.startswith("drop_") and v} == {"drop_not_admin": 2}
     assert run.counters["setups"] == 1 and run.counters["teardowns"] == 0
+
+
+def test_malformed_v02_input_is_dropped_counted_and_changes_nothing():
+    """A spine context (ROOT, EXACT input, 2 children): every malformed v0.2 setup and partial frame is
+    dropped under its reason, those that reach a context carry NaNs or huge values (any of them reduced
+    would show in the result), and the two good partials then reduce exactly."""
+    from software.minisharp.reference import encode_partial, partial_of, reduce_vectors
+    vm = verilated_core()
+    rng = random.Random(33)
+    ce2 = ms.v02_chunk_elements(CE)
+    cid, n = 42, ce2
+    vecs = [[rand_value(rng) for _ in range(n)] for _ in range(4)]
+    parts = [[encode_partial(partial_of(col)) for col in zip(vecs[2 * c], vecs[2 * c + 1])] for c in range(2)]
+    nan_el = encode_partial((0, frozenset({"nan"})))
+    huge = encode_partial((1 << 292, frozenset()))
+
+    def rec(**kw):
+        base = dict(element_count=n, expected_local=2, egress_first=0, egress_last=0, input_fmt=ms.MS_FMT_EXACT)
+        base.update(kw)
+        return P.setup_record_v02(**base)
+
+    def pdata(rank, elements, **kw):
+        return P.pdata_frame(MAC, HOST, cid, rank, 0, elements, **kw)
+
+    bad_el = bytearray(parts[0][0])
+    bad_el[0] |= 0x10                                         # a reserved flag bit
+    out_of_range = (1 << 293).to_bytes(40, "big")              # |N| = 2^293
+    bad = [
+        (P.setup_frame(MAC, HOST, cid, rec(reserved2=1)), "bad_reserved"),
+        (P.setup_frame(MAC, HOST, cid, rec(reserved3=1)), "bad_reserved"),
+        (P.setup_frame(MAC, HOST, cid, rec(role=3)), "bad_setup"),
+        (P.setup_frame(MAC, HOST, cid, rec(role=ms.MS_ROLE_CHILD, uplink_port=3)), "bad_setup"),
+        (P.setup_frame(MAC, HOST, cid, rec(output_fmt=ms.MS_FMT_EXACT)), "bad_setup"),        # at a ROOT
+        (P.setup_frame(MAC, HOST, cid, rec(element_count=65536 * ce2 + 1)), "bad_setup"),
+        (P.setup_frame(MAC, HOST, cid, rec(collective=ms.MS_COL_ALLREDUCE)[:16], minor=1), "bad_setup"),
+        (P.setup_frame(MAC, HOST, cid, rec()[:28], pad=False, minor=2), "bad_length"),
+        (pdata(0, [nan_el] * (n - 1)), "bad_length"),
+        (pdata(0, [nan_el] * (n + 1)), "bad_length"),
+        (pdata(0, [nan_el] * n)[:-3], "bad_length"),
+        (pdata(0, [bad_el] + parts[0][1:]), "bad_partial"),
+        (pdata(0, parts[0][:-1] + [out_of_range]), "bad_partial"),
+        (P.data_frame(MAC, HOST, cid, 0, 0, [0x7FC00000] * n, minor=2), "bad_format"),
+        (pdata(2, [nan_el] * n), "bad_rank"),
+        (P.res_frame(MAC, HOST, cid, 0, [0x7FC00000] * n), "bad_result"),       # a ROOT takes no COL_RES
+        (P.res_frame(MAC, HOST, cid + 1, 0, [0x7FC00000] * n), "unknown_coll"),
+        (P.pdata_frame(MAC, HOST, cid + 1, 0, 0, [huge] * n), "unknown_coll"),
+    ]
+    seq = [(P.setup_frame(MAC, HOST, cid, rec()), None),
+           (P.setup_frame(MAC, HOST, cid + 2, rec(input_fmt=ms.MS_FMT_FP32)), None)]
+    seq += bad
+    seq += [(P.pdata_frame(MAC, HOST, cid + 2, 0, 0, [huge] * n), "bad_format")]    # FP32 context
+    seq += [(pdata(0, parts[0]), None), (pdata(0, parts[0]), "duplicate"), (pdata(1, parts[1]), None)]
+    inputs, t = [[], [], []], 0
+    for f, _ in seq:
+        inputs[1].append((t, f))
+        t += 2 * len(f) + 100
+    run = vm.run(inputs, macs=port_macs(3), mac_filter=1, mac=MAC)
+    want = {}
+    for _, reason in seq:
+        if reason:
+            want[f"drop_{reason}"] = want.get(f"drop_{reason}", 0) + 1
+    assert {k: v for k, v in run.counters.items() if k.startswith("drop_") and v} == want
+    assert run.counters["setups"] == 2 and run.counters["chunks"] == 1
+    res = [P.parse(f, n, ce2)["values"] for f in run.outputs[0] if P.parse(f)["opcode"] == ms.MS_OP_COL_RES]
+    assert res == [reduce_vectors(vecs)]

@@ -10,7 +10,7 @@ from cores.lib.commit_fifo import CommitFIFO
 from cores.lib.counters import add_counters
 from cores.minisharp.common import (
     DEFAULT_MAC, DONE_WINDOW, DROP_REASONS, MS_CHUNK_ELEMENTS, TIMEOUT_BITS, TIMEOUT_TICK_LOG2, counters,
-    port_description, result_meta_layout,
+    port_description, result_meta_layout, v02_chunk_elements,
 )
 from cores.minisharp.egress import MSResultFanout, MSResultSerializer, result_word_layout
 from cores.minisharp.engine import MSCollectiveEngine
@@ -76,7 +76,9 @@ class MiniSharpCore(LiteXModule):
             self.meta_pipe.source.connect(fanout.meta),
             engine.result.connect(self.result_buf.sink), self.result_buf.source.connect(fanout.result),
         ]
-        res_fifo_words = res_fifo_words or max(wpc, 2)
+        # a port's result words: a v0.1 chunk streams through; a store-and-forward chunk (EXACT in, FP32 out)
+        # waits whole, with room to spare
+        res_fifo_words = res_fifo_words or max(wpc, 2, 2 * v02_chunk_elements(chunk_elements) if partials else 0)
         fwd = [[stream.Endpoint(port_description(dw)) for _ in range(num_ports)] for _ in range(num_ports)]
         for i, ing in enumerate(self.ingress):
             self.submodules += ing

@@ -531,8 +531,9 @@ class MSValidation(LiteXModule):
             # per slot: would this contribution complete it (registered, off the CHECK2 decision path)
             [NextValue(cfull[j], slots.completes[j]) for j in range(n_slots)],
             NextValue(exp1, k_expected == 1),
-            NextValue(late, (d_chunk < k_base) | (k_done & (d_chunk < k_base + window))),
-            NextValue(ahead, d_chunk >= k_base + window),
+            # (a CHILD reduces a chunk again when its ranks resend it: see docs/minisharp.md, "Lost partials")
+            NextValue(late, ~k_tree["child"] & ((d_chunk < k_base) | (k_done & (d_chunk < k_base + window)))),
+            NextValue(ahead, ~k_tree["child"] & (d_chunk >= k_base + window)),
             NextState("CHECK2")
         )
         cur_c, count_c, complete_c = Signal(max=max(n_slots, 2)), Signal(rw), Signal()
@@ -555,7 +556,7 @@ class MSValidation(LiteXModule):
                 meta_w.valid.eq(~data_drop & complete), job_w.valid.eq(need_job),
                 If(data_drop, self.drop.eq(1), self.drop_reason.eq(data_reason)),
                 self.chunk_done.eq(free != 0), slots.commit.eq(1),
-                contexts.touch.eq(~data_drop), contexts.win_set.eq(free != 0),
+                contexts.touch.eq(~data_drop), contexts.win_set.eq((free != 0) & ~k_tree["child"]),
                 NextState("IDLE")
             )
         )

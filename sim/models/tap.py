@@ -21,9 +21,11 @@ TAP_POLL_CYCLES = 8     # innet_tap polls its TAP this often while no frame is b
 
 
 def tap_pads(name, width):
-    """Platform IO of a `width`-byte TapPHY port."""
+    """Platform IO of a `width`-byte TapPHY port, and the SoC's management identity (soc_ip, soc_mac: driven
+    by innet_tap from its arguments, so that one build runs as several SoCs)."""
     return (name, 0, *[Subsignal(f"{d}_{s}", Pins(w)) for d in ("source", "sink")
-                       for s, w in (("valid", 1), ("data", 8 * width), ("last", 1), ("last_be", width))])
+                       for s, w in (("valid", 1), ("data", 8 * width), ("last", 1), ("last_be", width))],
+            Subsignal("soc_ip", Pins(32)), Subsignal("soc_mac", Pins(48)))
 
 
 def gmii_pads(name, index):

@@ -7,8 +7,10 @@
  * `last_be` on the final beat (LiteEth's PHY layout). Every session keeps its own clock-edge state.
  *
  * Pads of interface "eth" (any index): sink_valid, sink_data, sink_last, sink_last_be (TAP -> SoC) and
- * source_valid, source_data, source_last, source_last_be (SoC -> TAP; always accepted).
- * Arguments: interface (TAP name), ip (its address, /24), poll (cycles between TAP polls).
+ * source_valid, source_data, source_last, source_last_be (SoC -> TAP; always accepted); optional soc_ip and
+ * soc_mac, driven with the SoC's management IPv4 address and MAC (so that one build can run as several SoCs).
+ * Arguments: interface (TAP name), ip (its address, /24; absent or "": none, for a TAP on a bridge), poll
+ * (cycles between TAP polls), soc_ip (dotted), soc_mac (12 hex digits).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,8 @@ struct session_s {
   clk_edge_state_t edge;
   tapcfg_t *tapcfg;
   unsigned width, poll, countdown;
+  uint64_t soc_ip, soc_mac;
+  struct pad_s *soc_ip_pad, *soc_mac_pad;
   uint8_t rx_buf[FRAME_MAX];
   int rx_len, rx_pos;
   uint8_t tx_buf[FRAME_MAX + 8];
@@ -66,7 +70,7 @@ static int innet_tap_start(void *base) {
 static int innet_tap_new(void **sess, char *args) {
   struct session_s *s = calloc(1, sizeof(*s));
   json_object *obj = json_tokener_parse(args);
-  char *ifname, *ip, *poll;
+  char *ifname, *ip, *poll, *soc_ip, *soc_mac;
   if (!s || !obj) {
     eprintf("innet_tap: bad arguments %s\n", args);
     return RC_INVARG;
@@ -74,11 +78,22 @@ static int innet_tap_new(void **sess, char *args) {
   ifname = json_arg(obj, "interface", NULL);
   ip = json_arg(obj, "ip", NULL);
   poll = json_arg(obj, "poll", "8");
+  soc_ip = json_arg(obj, "soc_ip", "192.168.1.50");
+  soc_mac = json_arg(obj, "soc_mac", "10e2d5000000");
   json_object_put(obj);
-  if (!ifname || !ip) {
-    eprintf("innet_tap: needs \"interface\" and \"ip\"\n");
+  if (!ifname) {
+    eprintf("innet_tap: needs \"interface\"\n");
     return RC_INVARG;
   }
+  unsigned a, b, c, d;
+  if (sscanf(soc_ip, "%u.%u.%u.%u", &a, &b, &c, &d) != 4 || a > 255 || b > 255 || c > 255 || d > 255) {
+    eprintf("innet_tap: bad soc_ip %s\n", soc_ip);
+    return RC_INVARG;
+  }
+  s->soc_ip = ((uint64_t)a << 24) | (b << 16) | (c << 8) | d;
+  s->soc_mac = strtoull(soc_mac, NULL, 16);
+  free(soc_ip);
+  free(soc_mac);
   s->poll = atoi(poll) > 0 ? atoi(poll) : 1;
   s->tapcfg = tapcfg_init();
   if (tapcfg_start(s->tapcfg, ifname, 0) < 0) {
@@ -86,7 +101,7 @@ static int innet_tap_new(void **sess, char *args) {
     return RC_ERROR;
   }
   tapcfg_iface_set_hwaddr(s->tapcfg, default_mac, 6);
-  tapcfg_iface_set_ipv4(s->tapcfg, ip, 24);
+  if (ip && ip[0]) tapcfg_iface_set_ipv4(s->tapcfg, ip, 24);
   tapcfg_iface_set_status(s->tapcfg, TAPCFG_STATUS_ALL_UP);
   free(ifname);
   free(ip);
@@ -117,6 +132,8 @@ static int innet_tap_add_pads(void *sess, struct pad_list_s *plist) {
   s->tx_data = find_pad(p, "source_data");
   s->tx_last = find_pad(p, "source_last");
   s->tx_last_be = find_pad(p, "source_last_be");
+  s->soc_ip_pad = find_pad(p, "soc_ip");
+  s->soc_mac_pad = find_pad(p, "soc_mac");
   if (!s->rx_valid || !s->rx_data || !s->rx_last || !s->rx_last_be ||
       !s->tx_valid || !s->tx_data || !s->tx_last || !s->tx_last_be) {
     eprintf("innet_tap: interface %s lacks a stream pad\n", plist->name);
@@ -181,6 +198,8 @@ static int innet_tap_tick(void *sess, uint64_t time_ps) {
   struct session_s *s = sess;
   (void)time_ps;
   if (!clk_pos_edge(&s->edge, *s->sys_clk)) return RC_OK;
+  if (s->soc_ip_pad) pad_set(s->soc_ip_pad, s->soc_ip);
+  if (s->soc_mac_pad) pad_set(s->soc_mac_pad, s->soc_mac);
   transmit(s);
   receive(s);
   return RC_OK;

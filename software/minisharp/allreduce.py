@@ -1,0 +1,121 @@
+"""`make allreduce`: an FP32 allreduce from separate host processes through a simulated MiniSharp network.
+
+    python -m software.minisharp.allreduce --topology spine-leaf --ranks 4 --elements 100000
+
+Builds the switches' simulators if missing, starts the topology (sim.cluster: every SoC, TAP and bridge in
+one private namespace), configures every switch over Etherbone, installs the contexts from the AM, runs one
+rank process per rank, checks every rank's result bit for bit against the flat exact sum (the Fraction
+reference) and removes everything. Prints `bit-exact` and exits 0 only when every rank holds the exact
+result; otherwise prints the first mismatches and exits 1 (2 when the run itself failed).
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from sim import ROOT
+from sim.cluster import SimCluster
+from sim.runner import SimulationFailed, _raise_on_sigterm
+from software.minisharp.reference import reduce_vectors
+from software.minisharp.topology import TOPOLOGIES
+
+NET = [sys.executable, "-m", "software.minisharp.net"]
+# Double rounding (1 + 2^-24 + 2^-60), an intermediate overflow (FLT_MAX + FLT_MAX - FLT_MAX), cancellation
+# (1e30 + 1 - 1e30) and subnormals: the first elements of every run (rank k gets column k).
+TRAPS = [[0x3F800000, 0x33800000, 0x21800000], [0x7F7FFFFF, 0x7F7FFFFF, 0xFF7FFFFF],
+         [0x7149F2CA, 0x3F800000, 0xF149F2CA], [0x00000001, 0x00000001, 0x80000003]]
+
+
+def vectors(ranks, elements, seed):
+    """Wide-range random FP32 bit patterns (every exponent, both signs), the traps first."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(ranks):
+        v = rng.integers(0, 2**32, elements, dtype=np.uint64).astype(np.uint32)
+        v[(v >> 23 & 0xFF) == 0xFF] &= 0xBFFFFFFF         # no NaN/Inf in the random part
+        for i, col in enumerate(TRAPS[:elements]):
+            v[i] = col[k] if k < len(col) else 0
+        out.append(v)
+    return out
+
+
+def run(topology="spine-leaf", ranks=4, elements=100_000, exact=True, seed=1, timeout=3600.0, log=print):
+    """One allreduce; returns a dict: ok, mismatches (first ones: (element, rank, got, want)), seconds
+    (setup to the last rank's result), wall (everything), counters, ranks (each process's report)."""
+    topo = TOPOLOGIES[topology]
+    t_wall = time.monotonic()
+    vecs = vectors(ranks, elements, seed)
+    work = tempfile.mkdtemp(prefix="allreduce-", dir=os.path.join(ROOT, "build"))
+    try:
+        for k, v in enumerate(vecs):
+            np.save(os.path.join(work, f"r{k}.npy"), v)
+        with SimCluster(topo) as cl:
+            log(f"{topology}: {len(topo.switches)} simulated switches up ({time.monotonic() - t_wall:.0f} s)")
+            top = ["--topology", topology, "--ranks", str(ranks)]
+            cl.run(NET + ["configure"] + top, timeout=300)
+            t0 = time.monotonic()
+            cl.run(NET + ["setup"] + top + ["--elements", str(elements)] + ([] if exact else ["--fp32-partials"]),
+                   timeout=60)
+            procs = [cl.popen(NET + ["rank"] + top + ["--host", h, "--vector", os.path.join(work, f"r{k}.npy"),
+                                                    "--out", os.path.join(work, f"r{k}.out.npy"),
+                                                    "--timeout", str(timeout)], stdout=subprocess.PIPE, text=True)
+                     for k, h in enumerate(topo.ranks(ranks))]
+            reports = []
+            for p in procs:
+                out, _ = p.communicate(timeout=timeout + 60)
+                if p.returncode:
+                    raise SimulationFailed(f"a rank process failed (exit {p.returncode}): {out}")
+                reports.append(json.loads(out.strip().splitlines()[-1]))
+            seconds = time.monotonic() - t0
+            counters = json.loads(cl.run(NET + ["counters"] + top, capture=True, timeout=120).stdout)
+            cl.run(NET + ["teardown"] + top, timeout=60)
+        want = np.array(reduce_vectors([v.tolist() for v in vecs]), dtype=np.uint32)
+        mismatches = []
+        for k in range(ranks):
+            got = np.load(os.path.join(work, f"r{k}.out.npy"))
+            bad = np.nonzero(got != want)[0] if len(got) == len(want) else np.arange(len(want))
+            mismatches += [(int(i), k, int(got[i]) if i < len(got) else None, int(want[i])) for i in bad[:5]]
+        return dict(ok=not mismatches, mismatches=mismatches, seconds=seconds, wall=time.monotonic() - t_wall,
+                    counters=counters, ranks=reports, elements=elements, topology=topology)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="FP32 allreduce through a simulated MiniSharp network.")
+    ap.add_argument("--topology", default="spine-leaf", choices=sorted(TOPOLOGIES))
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--elements", type=int, default=100_000)
+    ap.add_argument("--fp32-partials", action="store_true", help="partials rounded to FP32 at each level")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=3600.0)
+    a = ap.parse_args(argv)
+    import signal
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    try:
+        r = run(a.topology, a.ranks, a.elements, exact=not a.fp32_partials, seed=a.seed, timeout=a.timeout)
+    except (SimulationFailed, subprocess.TimeoutExpired, OSError) as e:
+        print(f"allreduce failed: {e}", file=sys.stderr)
+        return 2
+    drops = {sw: {k: v for k, v in c.items() if k.startswith("drop_") and v} for sw, c in r["counters"].items()}
+    print(f"{a.ranks} ranks x {a.elements} FP32 over {a.topology}: {r['seconds']:.1f} s "
+          f"(resends {sum(x['resends'] for x in r['ranks'])}; drops {drops})")
+    if r["ok"]:
+        print("bit-exact")
+        return 0
+    for i, k, got, want in r["mismatches"][:10]:
+        print(f"mismatch: element {i} at rank {k}: {got:#010x} != {want:#010x}" if got is not None
+              else f"mismatch: rank {k} has {i}: missing")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
