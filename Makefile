@@ -7,8 +7,12 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PKGS := verilator libevent-dev libjson-c-dev zlib1g-dev gcc-riscv64-unknown-elf iproute2 build-essential git tshark
 BOARD   ?= colorlight_5a_75b
 PYTEST_ARGS ?=
+TOPOLOGY ?= spine-leaf
+RANKS    ?= 4
+ELEMENTS ?= 100000
+ALLREDUCE_ARGS ?=
 
-.PHONY: deps apt venv sim test bench build clean
+.PHONY: deps apt venv sim test bench build clean allreduce
 .DEFAULT_GOAL := sim
 
 deps: apt $(VENV)/.installed
@@ -32,6 +36,9 @@ sim: deps
 
 test: deps
 	$(PY) -m pytest -n 2 --timeout 2400 $(PYTEST_ARGS)
+
+allreduce: deps
+	$(PY) -m software.minisharp.allreduce --topology $(TOPOLOGY) --ranks $(RANKS) --elements $(ELEMENTS) $(ALLREDUCE_ARGS)
 
 bench: deps
 	$(PY) -m sim.bench $(BENCH)

@@ -47,9 +47,12 @@ def vectors(ranks, elements, seed):
     return out
 
 
-def run(topology="spine-leaf", ranks=4, elements=100_000, exact=True, seed=1, timeout=3600.0, log=print):
+def run(topology="spine-leaf", ranks=4, elements=100_000, exact=True, seed=1, timeout=3600.0, rogue=None,
+        log=print):
     """One allreduce; returns a dict: ok, mismatches (first ones: (element, rank, got, want)), seconds
-    (setup to the last rank's result), wall (everything), counters, ranks (each process's report)."""
+    (setup to the last rank's result), wall (everything), counters, ranks (each process's report), ns (the
+    namespace it ran in, gone by then). rogue: a host that also sends a teardown and a setup of the
+    collective before the ranks start (refused under the admin mask)."""
     topo = TOPOLOGIES[topology]
     t_wall = time.monotonic()
     vecs = vectors(ranks, elements, seed)
@@ -64,6 +67,9 @@ def run(topology="spine-leaf", ranks=4, elements=100_000, exact=True, seed=1, ti
             t0 = time.monotonic()
             cl.run(NET + ["setup"] + top + ["--elements", str(elements)] + ([] if exact else ["--fp32-partials"]),
                    timeout=60)
+            if rogue:
+                cl.run(NET + ["rogue"] + top + ["--host", rogue, "--elements", str(elements)], timeout=60)
+            ns = cl.ns
             procs = [cl.popen(NET + ["rank"] + top + ["--host", h, "--vector", os.path.join(work, f"r{k}.npy"),
                                                     "--out", os.path.join(work, f"r{k}.out.npy"),
                                                     "--timeout", str(timeout)], stdout=subprocess.PIPE, text=True)
@@ -75,8 +81,9 @@ def run(topology="spine-leaf", ranks=4, elements=100_000, exact=True, seed=1, ti
                     raise SimulationFailed(f"a rank process failed (exit {p.returncode}): {out}")
                 reports.append(json.loads(out.strip().splitlines()[-1]))
             seconds = time.monotonic() - t0
-            counters = json.loads(cl.run(NET + ["counters"] + top, capture=True, timeout=120).stdout)
             cl.run(NET + ["teardown"] + top, timeout=60)
+            time.sleep(0.5)
+            counters = json.loads(cl.run(NET + ["counters"] + top, capture=True, timeout=120).stdout)
         want = np.array(reduce_vectors([v.tolist() for v in vecs]), dtype=np.uint32)
         mismatches = []
         for k in range(ranks):
@@ -84,7 +91,7 @@ def run(topology="spine-leaf", ranks=4, elements=100_000, exact=True, seed=1, ti
             bad = np.nonzero(got != want)[0] if len(got) == len(want) else np.arange(len(want))
             mismatches += [(int(i), k, int(got[i]) if i < len(got) else None, int(want[i])) for i in bad[:5]]
         return dict(ok=not mismatches, mismatches=mismatches, seconds=seconds, wall=time.monotonic() - t_wall,
-                    counters=counters, ranks=reports, elements=elements, topology=topology)
+                    counters=counters, ranks=reports, elements=elements, topology=topology, ns=ns)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

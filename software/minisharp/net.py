@@ -6,6 +6,7 @@ switch configuration over Etherbone, the Aggregation Manager, and one rank proce
     python -m software.minisharp.net rank --topology spine-leaf --ranks 4 --host h2 --collective C \
         --vector h2.npy --out h2.result.npy
     python -m software.minisharp.net teardown|counters --topology spine-leaf --collective C
+    python -m software.minisharp.net rogue --topology spine-leaf --host h1 --collective C   # must be refused
 
 Switch addresses come from $INNET_CLUSTER (JSON: {switch: {"ip", "csr_csv"}}, set by sim.cluster). A rank
 sends its COL_DATA chunks to its switch, at most `window` chunks past the oldest chunk whose result it has
@@ -89,6 +90,17 @@ def teardown(topo, collective_id, ranks):
     tr.close()
 
 
+def rogue(topo, host, collective_id, elements, ranks):
+    """`host` (not the AM) tears the collective down and installs a different one at its switch: under the
+    admin mask (configure) both are dropped as not_admin and change nothing."""
+    sw, port = topo.hosts[host]
+    tr = RawSocketTransport(tap_name(sw, port))
+    mac, src = topo.switch_mac(sw), topo.host_mac(host)
+    tr.send(P.teardown_frame(mac, src, collective_id))
+    tr.send(P.setup_frame(mac, src, collective_id, P.setup_record_v02(elements, 1, port, port)))
+    tr.close()
+
+
 def rank(topo, host, collective_id, vector, ranks, window=8, retry=1.0, timeout=1800.0):
     """Contribute `vector` (uint32 FP32 bits) as `host`; returns (result vector, resends)."""
     sw, port = topo.hosts[host]
@@ -133,7 +145,7 @@ def rank(topo, host, collective_id, vector, ranks, window=8, retry=1.0, timeout=
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=["configure", "setup", "rank", "teardown", "counters"])
+    ap.add_argument("command", choices=["configure", "setup", "rank", "teardown", "counters", "rogue"])
     ap.add_argument("--topology", default="spine-leaf", choices=sorted(TOPOLOGIES))
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--elements", type=int, default=0)
@@ -153,6 +165,8 @@ def main(argv=None):
         setup(topo, a.collective, a.elements, a.ranks, exact=not a.fp32_partials)
     elif a.command == "teardown":
         teardown(topo, a.collective, a.ranks)
+    elif a.command == "rogue":
+        rogue(topo, a.host, a.collective, a.elements, a.ranks)
     elif a.command == "counters":
         print(json.dumps(counters(topo)))
     else:

@@ -1,0 +1,40 @@
+"""Allreduce in litex_sim (issue 16): the 2-leaf + 1-spine network of simulated MiniSharp SoCs, driven by 4
+separate rank processes on their own TAPs; every host receives the identical, exact result. A rank host's
+teardown and setup are refused by the admin mask. Afterwards no process, TAP, bridge or namespace remains."""
+import os
+import subprocess
+
+import pytest
+
+from sim import ROOT
+from sim.verilated import available
+from software.minisharp import allreduce
+
+pytestmark = pytest.mark.skipif(not available() or os.geteuid() != 0, reason="needs Verilator and root")
+
+
+def leftovers(ns):
+    """Namespaces and processes a run may have left: the namespace itself, any process working in its run
+    folder."""
+    left = [line for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
+            if line.split()[:1] == [ns]]
+    run_dir = os.path.join(ROOT, "build", "sim", "cluster", ns)
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and os.readlink(f"/proc/{pid}/cwd").startswith(run_dir):
+                left.append(f"pid {pid}")
+        except OSError:
+            pass
+    return left + ([run_dir] if os.path.exists(run_dir) else [])
+
+
+def test_spine_leaf_allreduce_from_four_host_processes():
+    r = allreduce.run("spine-leaf", ranks=4, elements=300, seed=5, timeout=600, rogue="h1", log=lambda *_: None)
+    assert r["ok"], r["mismatches"]
+    assert len(r["ranks"]) == 4
+    c = r["counters"]
+    assert c["leaf0"]["drop_not_admin"] == 2                 # the rogue host's teardown and setup
+    assert c["spine"]["chunks"] == -(-300 // 32)
+    for sw in c:
+        assert c[sw]["chunks"] == c["spine"]["chunks"] and c[sw]["setups"] == 1 and c[sw]["teardowns"] == 1, sw
+    assert leftovers(r["ns"]) == []
