@@ -8,7 +8,6 @@ import pytest
 
 from sim import ROOT
 from sim.verilated import available
-from software.minisharp import allreduce
 
 pytestmark = pytest.mark.skipif(not available() or os.geteuid() != 0, reason="needs Verilator and root")
 
@@ -29,7 +28,12 @@ def leftovers(ns):
 
 
 def test_spine_leaf_allreduce_from_four_host_processes():
-    r = allreduce.run("spine-leaf", ranks=4, elements=300, seed=5, timeout=600, rogue="h1", log=lambda *_: None)
+    """Through the MiniSharp network bench in quick mode (one cluster run serves both): 300 elements, 4 rank
+    processes, host h1 also sending a teardown and a setup."""
+    from sim.bench import bench_minisharp_net
+    res = bench_minisharp_net.run(quick=True)
+    assert len(res.tables) == 3 and all(t.rows for t in res.tables)
+    r = res.data["spine-leaf exact"]
     assert r["ok"], r["mismatches"]
     assert len(r["ranks"]) == 4
     c = r["counters"]
@@ -38,3 +42,5 @@ def test_spine_leaf_allreduce_from_four_host_processes():
     for sw in c:
         assert c[sw]["chunks"] == c["spine"]["chunks"] and c[sw]["setups"] == 1 and c[sw]["teardowns"] == 1, sw
     assert leftovers(r["ns"]) == []
+    lat = res.data["latency exact"]
+    assert 0 < lat["leaf_up"] < 200 and 0 < lat["spine"] < 400 and 0 < lat["leaf_down"] < 200
