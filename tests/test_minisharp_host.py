@@ -61,6 +61,14 @@ def test_scapy_layers_agree_with_builder():
                   MiniSharp(opcode=ms.MS_OP_COL_DATA) /
                   MSData(rank=3, collective_id=0x1234, chunk_index=7, values=[1, 2, 0x3F800000]))
     assert built == P.data_frame(SW, HOST, 0x1234, 3, 7, [1, 2, 0x3F800000], pad=False)
+    from software.minisharp.reference import encode_partial
+    from software.minisharp.scapy_layers import MSPData, MSTeardown
+    t = Ether(P.teardown_frame(SW, HOST, 0x77))
+    assert (t[MiniSharp].opcode, t[MiniSharp].minor, t[MSTeardown].collective_id) == \
+        (ms.MS_OP_COL_TEARDOWN, ms.VERSION_MINOR_V02, 0x77)
+    el = encode_partial((-5, frozenset({"pinf"})))
+    d = Ether(P.pdata_frame(SW, HOST, 0x77, 2, 9, [el, el]))
+    assert (d[MSPData].rank, d[MSPData].chunk_index, bytes(d[MSPData].payload)) == (2, 9, el + el)
     s = Ether(P.setup_frame(SW, HOST, 9, P.setup_record(100, 4, 0, 1)))
     assert (s[MSSetup].collective_id, s[MSSetup].element_count, s[MSSetup].expected_local) == (9, 100, 4)
     r = Ether(P.res_frame(SW, HOST, 9, 2, [5]))

@@ -2,13 +2,17 @@
 separate rank processes on their own TAPs; every host receives the identical, exact result. A rank host's
 teardown and setup are refused by the admin mask. Afterwards no process, TAP, bridge or namespace remains."""
 import os
+import signal
 import subprocess
+import sys
+import time
 
 import pytest
 
 from sim import ROOT
 from sim.verilated import available
 
+NS_PREFIX = "innet-"
 pytestmark = pytest.mark.skipif(not available() or os.geteuid() != 0, reason="needs Verilator and root")
 
 
@@ -44,3 +48,27 @@ def test_spine_leaf_allreduce_from_four_host_processes():
     assert leftovers(r["ns"]) == []
     lat = res.data["latency exact"]
     assert 0 < lat["leaf_up"] < 200 and 0 < lat["spine"] < 400 and 0 < lat["leaf_down"] < 200
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_allreduce_removes_everything(sig):
+    """Ctrl-C (or SIGTERM) while the ranks run: every simulator, host process, TAP, bridge and the namespace
+    go away, and the driver exits non-zero."""
+    p = subprocess.Popen([sys.executable, "-m", "software.minisharp.allreduce", "--elements", "400000"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ns, deadline = None, time.monotonic() + 300
+    while time.monotonic() < deadline and p.poll() is None:
+        names = [line.split()[0] for line in
+                 subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()]
+        mine = [n for n in names if n.startswith(f"{NS_PREFIX}{p.pid}-")]
+        if mine:
+            pids = subprocess.run(["ip", "netns", "pids", mine[0]], capture_output=True, text=True).stdout.split()
+            if len(pids) >= 3 + 4:            # 3 simulators and 4 rank processes
+                ns = mine[0]
+                break
+        time.sleep(0.5)
+    assert ns, p.communicate(timeout=60)[0] if p.poll() is not None else "the ranks never started"
+    p.send_signal(sig)
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode != 0, out
+    assert leftovers(ns) == []

@@ -8,12 +8,13 @@ import pytest
 
 from cores.minisharp import common as ms
 from software.minisharp import packets as P
-from software.minisharp.reference import partial_of, partial_to_fp32, reduce_vectors
+from software.minisharp.reference import add_partials, partial_of, partial_to_fp32, reduce_vectors
 from sim.verilated import available
+from sim.verilated.minisharp import SMALL_CORE
 from tests.harness.minisharp import VTree, rand_value, verilated_core
 
 pytestmark = pytest.mark.skipif(not available(), reason="no Verilated models on this machine")
-CE2 = ms.v02_chunk_elements(verilated_core().num_ports and 8)          # SMALL_CORE's v0.2 chunk
+CE2 = ms.v02_chunk_elements(SMALL_CORE["chunk_elements"])          # the v0.2 chunk of the tests' core
 AM = 0x0200000000A0
 SPINE, LEAF0, LEAF1 = 0x024D53000100, 0x024D53000200, 0x024D53000300
 COLL = 0x5151
@@ -160,5 +161,23 @@ def test_partial_reference_matches_flat_sum():
         for i in range(40):
             a = partial_of([vecs[k][i] for k in split])
             b = partial_of([vecs[k][i] for k in rest])
-            from software.minisharp.reference import add_partials
             assert partial_to_fp32(add_partials([a, b])) == reduce_vectors(vecs)[i]
+
+
+def test_partial_wire_format_round_trip_and_refusals():
+    from software.minisharp.reference import decode_partial, encode_partial
+    rng = random.Random(6)
+    for _ in range(200):
+        n = rng.randrange(-(1 << 293), 1 << 293)
+        fl = frozenset(f for f in ms.ACC_FLAGS if rng.random() < 0.3)
+        el = encode_partial((n, fl))
+        assert len(el) == ms.PARTIAL_ELEMENT_BYTES and decode_partial(el) == (n, fl)
+    assert encode_partial((-1, frozenset())) == bytes([0]) + b"\xff" * 39
+    assert encode_partial((1, frozenset({"nan"}))) == bytes([1]) + bytes(38) + b"\x01"
+    for bad in ((1 << 293, frozenset()), (-(1 << 293) - 1, frozenset())):
+        with pytest.raises(ValueError):
+            encode_partial(bad)
+    with pytest.raises(ValueError):
+        decode_partial(bytes([0x10]) + bytes(39))                       # a reserved flag bit
+    with pytest.raises(ValueError):
+        decode_partial((1 << 293).to_bytes(40, "big"))                  # |N| = 2^293

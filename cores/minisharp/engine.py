@@ -21,6 +21,11 @@ from cores.minisharp.common import (
 MAX_CHUNK_INDEX = 1 << 16
 
 
+def shift_add(x, k):
+    """x * k for a constant k, as a sum of shifted copies of x (no multiplier)."""
+    return sum(x << i for i in range(k.bit_length()) if k >> i & 1)
+
+
 def engine_meta_layout(num_ports):
     """Result meta record and its output ports (bit i: port i is in [egress_first, egress_last])."""
     return result_meta_layout + [("targets", num_ports)]
@@ -384,9 +389,11 @@ class MSValidation(LiteXModule):
         self.comb += is_res.eq(d_kind == KIND_RESULT)
         fmt_bad, res_bad = Signal(), Signal()
 
-        exp_bytes = Signal(17)            # exact elements: 40 bytes (lanes == 1: 10 words of 32 bits)
-        self.comb += exp_bytes.eq(Mux(k_tree["in_exact"] & ~is_res, exp_elems * PARTIAL_ELEMENT_BYTES,
-                                      exp_elems * FP32_BYTES))
+        # the chunk's payload bytes, registered with exp_elems (CTX2): exact elements are 40 bytes (at one
+        # lane 10 words of 32 bits), a shifted add (a multiplier there was the critical path)
+        exp_bytes = Signal(17)
+        exact_in = Signal()
+        self.comb += exact_in.eq(k_tree["in_exact"] & ~is_res)
 
         def drop(name):
             return [self.drop.eq(1), self.drop_reason.eq(DROP[name])]
@@ -512,9 +519,12 @@ class MSValidation(LiteXModule):
             [NextValue(k_tree[name], contexts.tree[name]) for name in k_tree],
             NextState("CTX2")
         )
+        elems_c = Signal(max=chunk_elements + 1)
+        self.comb += elems_c.eq(Mux(k_islast, k_lastlen,
+                                    Mux(k_tree["v02"], v02_chunk_elements(chunk_elements), chunk_elements)))
         fsm.act("CTX2",
-            NextValue(exp_elems, Mux(k_islast, k_lastlen,
-                                     Mux(k_tree["v02"], v02_chunk_elements(chunk_elements), chunk_elements))),
+            NextValue(exp_elems, elems_c),
+            NextValue(exp_bytes, Mux(exact_in, shift_add(elems_c, PARTIAL_ELEMENT_BYTES), shift_add(elems_c, FP32_BYTES))),
             NextState("CHECK1")
         )
         fsm.act("CHECK1",

@@ -1,4 +1,6 @@
-"""Scapy layers for MiniSharp v0.1, bound to Ether type 0x88B5; every field from cores.minisharp.common."""
+"""Scapy layers for MiniSharp v0.1 (and the v0.2 opcodes: COL_TEARDOWN, COL_PDATA with its 40-byte elements
+as the raw payload; a v0.2 record's tree fields follow the v0.1 record as raw bytes), bound to Ether type
+0x88B5; every field from cores.minisharp.common."""
 from scapy.fields import BitField, ByteEnumField, FieldListField, XIntField
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
@@ -46,7 +48,19 @@ class MSRes(Packet):
     fields_desc = _fields(ms.RES_HEADER, ms.OP_OFFSET) + _ChunkPayload.fields_desc
 
 
+class MSTeardown(Packet):
+    name = "MiniSharp COL_TEARDOWN"
+    fields_desc = _fields(ms.OP_HEADERS[ms.MS_OP_COL_TEARDOWN], ms.OP_OFFSET)
+
+
+class MSPData(Packet):
+    name = "MiniSharp COL_PDATA"
+    fields_desc = _fields(ms.OP_HEADERS[ms.MS_OP_COL_PDATA], ms.OP_OFFSET)
+
+
 bind_layers(Ether, MiniSharp, type=ms.ETHERTYPE)
+bind_layers(MiniSharp, MSTeardown, opcode=ms.MS_OP_COL_TEARDOWN)
+bind_layers(MiniSharp, MSPData, opcode=ms.MS_OP_COL_PDATA)
 bind_layers(MiniSharp, MSSetup, opcode=ms.MS_OP_COL_SETUP)
 bind_layers(MiniSharp, MSData, opcode=ms.MS_OP_COL_DATA)
 bind_layers(MiniSharp, MSRes, opcode=ms.MS_OP_COL_RES)
