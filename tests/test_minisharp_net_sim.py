@@ -50,10 +50,9 @@ def test_spine_leaf_allreduce_from_four_host_processes():
     assert 0 < lat["leaf_up"] < 200 and 0 < lat["spine"] < 400 and 0 < lat["leaf_down"] < 200
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupted_allreduce_removes_everything(sig):
-    """Ctrl-C (or SIGTERM) while the ranks run: every simulator, host process, TAP, bridge and the namespace
-    go away, and the driver exits non-zero."""
+def test_ctrl_c_during_an_allreduce_removes_everything():
+    """Ctrl-C while the ranks run: every simulator, host process, TAP, bridge and the namespace go away, and
+    the driver exits non-zero (SIGTERM takes the same path: sim.runner turns it into KeyboardInterrupt)."""
     p = subprocess.Popen([sys.executable, "-m", "software.minisharp.allreduce", "--elements", "400000"], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ns, deadline = None, time.monotonic() + 300
@@ -68,7 +67,7 @@ def test_interrupted_allreduce_removes_everything(sig):
                 break
         time.sleep(0.5)
     assert ns, p.communicate(timeout=60)[0] if p.poll() is not None else "the ranks never started"
-    p.send_signal(sig)
+    p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=120)
     assert p.returncode != 0, out
     assert leftovers(ns) == []
