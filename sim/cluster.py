@@ -15,6 +15,7 @@ Everything started (every Vsim, host process, TAP and bridge, the namespace) is 
 exception, timeout, Ctrl-C or SIGTERM (sim.runner's rules: processes by process group, parent-death
 signal, the namespace deleted with what it holds, stale namespaces of dead owners removed first).
 """
+import hashlib
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from sim import ROOT, target
+from sim import ROOT, target, verilated
 from sim.runner import NamespaceSession, SimulationFailed, _die_with_parent, _kill_group
 from software.minisharp.topology import MGMT_HOST_IP
 
@@ -42,10 +43,42 @@ def soc_options(topology):
     return dict(chunk_elements=topology.chunk_elements, n_slots=topology.n_slots)
 
 
+# What a switch's simulator is made from: a build whose stamp matches is reused without generating its
+# gateware again (sim.target.build compares the generated Verilog, 10-20 s a configuration).
+_SOURCES = ["cores", "soc", "sim/target.py", "sim/models", "sim/litex_sim", "sim/verilated/__init__.py"]
+
+
+def _stamp(ports, options):
+    from importlib.metadata import version
+    pkgs = [version(p) for p in ("litex", "liteeth", "migen")]
+    h = hashlib.sha256(json.dumps([ports, sorted(options.items()), target.SIM_THREADS, pkgs,
+                                   verilated.version()]).encode())
+    for top in _SOURCES:
+        path = os.path.join(ROOT, top)
+        files = [path] if os.path.isfile(path) else sorted(
+            os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs if f.endswith((".py", ".c", ".cpp", ".h")))
+        for f in files:
+            h.update(f[len(ROOT):].encode())
+            with open(f, "rb") as fh:
+                h.update(fh.read())
+    return h.hexdigest()
+
+
 def build(topology, quiet=True):
     """{ports: gateware folder} for every port count of the topology (each built once, then reused)."""
-    return {n: target.build(["minisharp"], minisharp_ports=n, minisharp=soc_options(topology), quiet=quiet)
-            for n in sorted(set(topology.switches.values()))}
+    out = {}
+    for n in sorted(set(topology.switches.values())):
+        opts = soc_options(topology)
+        gw = os.path.join(ROOT, "build", "sim", target.config_name(["minisharp"], minisharp_ports=n, minisharp=opts),
+                          "gateware")
+        stamp, path = _stamp(n, opts), os.path.join(gw, "cluster.stamp")
+        if os.path.exists(os.path.join(gw, "obj_dir", "Vsim")) and os.path.exists(path) and open(path).read() == stamp:
+            out[n] = gw
+            continue
+        out[n] = target.build(["minisharp"], minisharp_ports=n, minisharp=opts, quiet=quiet)
+        with open(os.path.join(out[n], "cluster.stamp"), "w") as f:
+            f.write(stamp)
+    return out
 
 
 class SimCluster(NamespaceSession):

@@ -74,3 +74,11 @@ def first_set(module, bits, n):
         index.eq(reduce_or([Mux(first[i], i, 0) for i in range(n)])),
     ]
     return any_, index, onehot
+
+
+def shift_add(x, k):
+    """x * k for a constant k >= 1, as a sum of shifted copies of x (no multiplier: yosys maps a product to
+    a DSP block, far slower than an adder on ECP5)."""
+    if k < 1:
+        raise ValueError(f"shift_add needs a constant >= 1, got {k}")
+    return sum(x << i for i in range(k.bit_length()) if k >> i & 1)

@@ -4,6 +4,7 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from cores.lib.logic import shift_add
 from cores.minisharp.common import (
     ETHERTYPE, MS_HEADER_BYTES, FP32_BYTES, DATA_HEADER, PARTIAL_ELEMENT_BYTES, PARTIAL_WORDS,
     result_meta_layout, port_description, version_byte,
@@ -74,7 +75,7 @@ class MSResultFanout(LiteXModule):
         self.sync += [
             If(self.bmeta.complete,
                 targets.eq(targets_now), saf.eq(self.meta.saf),
-                remaining.eq(Mux(self.meta.exact, self.meta.n_elements * PARTIAL_WORDS,
+                remaining.eq(Mux(self.meta.exact, shift_add(self.meta.n_elements, PARTIAL_WORDS),
                                  (self.meta.n_elements + lanes - 1) >> log2_int(lanes))),
                 in_words.eq(1)),
             If(self.bword.complete,
@@ -107,7 +108,8 @@ class MSResultSerializer(LiteXModule):
             version=version_byte(), opcode=m.opcode, rank=m.rank, collective_id=m.collective_id,
             chunk_index=m.chunk_index))
         nbytes = Signal(18)
-        self.comb += nbytes.eq(Mux(m.exact, m.n_elements * PARTIAL_ELEMENT_BYTES, m.n_elements * FP32_BYTES))
+        self.comb += nbytes.eq(Mux(m.exact, shift_add(m.n_elements, PARTIAL_ELEMENT_BYTES),
+                                   shift_add(m.n_elements, FP32_BYTES)))
         k = 32 * lanes // dw
         wbytes = Signal(32 * lanes)
         self.comb += wbytes.eq(lane_byteswap(self.words.data, lanes))

@@ -6,7 +6,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from cores.lib.buffers import RegisteredBuffer, SkidBuffer
-from cores.lib.logic import first_set, index_bits, reduce_or
+from cores.lib.logic import first_set, index_bits, reduce_or, shift_add
 from cores.minisharp.accumulator import (
     MSAccumulatorBank, ACC_OP_ADD, ACC_OP_ADDP, ACC_OP_PASS, acc_op_layout, acc_result_layout,
 )
@@ -19,11 +19,6 @@ from cores.minisharp.common import (
 )
 
 MAX_CHUNK_INDEX = 1 << 16
-
-
-def shift_add(x, k):
-    """x * k for a constant k, as a sum of shifted copies of x (no multiplier)."""
-    return sum(x << i for i in range(k.bit_length()) if k >> i & 1)
 
 
 def engine_meta_layout(num_ports):

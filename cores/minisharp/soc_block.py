@@ -136,12 +136,14 @@ class MiniSharpSoCBlock(LiteXModule):
     port<i>_rx_frames / _rx_drops / _fwd_frames / _tx_frames; setups, chunks; inject_* (a frame buffer
     sent into any input port: while it sends, that port's PHY frames are not accepted); capture_* (the bytes
     leaving one output port); v0.2: admin_ports, mac_filter, mac, slot_timeout, ctx_timeout (MiniSharpCore's
-    inputs of the same names); teardowns, slot_timeouts, ctx_timeouts counters.
+    inputs of the same names); teardowns, slot_timeouts, ctx_timeouts counters. partials: the v0.2 exact
+    partials (MiniSharpCore's parameter).
     """
     def __init__(self, num_ports=2, chunk_elements=MS_CHUNK_ELEMENTS, n_contexts=8, n_slots=4, max_ranks=64,
-                 inject_bytes=2048, capture_bytes=4096):
+                 inject_bytes=2048, capture_bytes=4096, partials=True):
         self.core = core = MiniSharpCore(num_ports=num_ports, dw=8, chunk_elements=chunk_elements,
-                                         n_contexts=n_contexts, n_slots=n_slots, max_ranks=max_ranks)
+                                         n_contexts=n_contexts, n_slots=n_slots, max_ranks=max_ranks,
+                                         partials=partials)
         self.sinks = [stream.Endpoint(port_description(8)) for _ in range(num_ports)]
         self.sources = core.sources
 
