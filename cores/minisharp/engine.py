@@ -109,7 +109,7 @@ class MSContextTable(LiteXModule):
     Lookups (combinational): match (bit i: context i is valid and holds `coll`), free (bit i: context i is
     not valid), is_last (bit i: `chunk` is context i's last chunk), and context `idx`'s expected, lastchunk,
     lastlen, targets, tree (the v0.2 fields: tree_fields), base and done_bit (the bitmap's bit of `chunk`). expired (registered): bit i: context
-    i is valid and idle for `timeout` ticks (0: never); a pulse for context i clears it for two cycles. `install()` / `remove()` give the statements
+    i is valid and idle for `timeout` ticks (0: never); a pulse for context i clears it for three cycles. `install()` / `remove()` give the statements
     (NextValue, for an FSM state) that install / remove the context at `idx`; pulses, for context `idx`:
     win_clear (a new window, age 0), win_set (`chunk` completed), touch (age 0).
     Each context's window advances by itself, one chunk a cycle, while the bit of `base` is set.
@@ -152,20 +152,24 @@ class MSContextTable(LiteXModule):
             self.base.eq(base[self.idx]), self.done_bit.eq(Array(done[self.idx])[self.chunk[:lw]]),
             [self.tree[name].eq(self._tree[name][self.idx]) for name, _ in tf],
         ]
+        # The pulses reach the windows and ages one cycle later, from per-context registers (the FSM's
+        # decision does not fan out to 8 x 64 bitmap flip-flops); the next frame reads them 5 cycles later.
         chunk_bit = Signal(window)
-        self.comb += chunk_bit.eq(1 << self.chunk[:lw])
+        self.sync += chunk_bit.eq(1 << self.chunk[:lw])
         for i in range(n_contexts):
             me = self.idx == i
+            clear_r, set_r, touch_r = Signal(), Signal(), Signal()
+            busy = me & (self.win_clear | self.touch)
+            self.sync += clear_r.eq(me & self.win_clear), set_r.eq(me & self.win_set), touch_r.eq(busy)
             at_base = Signal()
             self.comb += at_base.eq(Array(done[i])[base[i][:lw]])
-            busy = me & (self.win_clear | self.touch)
             self.sync += [
-                If(me & self.win_clear, base[i].eq(0), done[i].eq(0)
+                If(clear_r, base[i].eq(0), done[i].eq(0)
                 ).Else(
                     If(at_base, base[i].eq(base[i] + 1)),
-                    done[i].eq((done[i] & ~Mux(at_base, 1 << base[i][:lw], 0)) | Mux(me & self.win_set, chunk_bit, 0))),
-                If(busy, age[i].eq(0)).Elif(self.tick & (age[i] != 2**TIMEOUT_BITS - 1), age[i].eq(age[i] + 1)),
-                self.expired[i].eq(self._valid[i] & ~busy & (self.timeout != 0) &
+                    done[i].eq((done[i] & ~Mux(at_base, 1 << base[i][:lw], 0)) | Mux(set_r, chunk_bit, 0))),
+                If(touch_r, age[i].eq(0)).Elif(self.tick & (age[i] != 2**TIMEOUT_BITS - 1), age[i].eq(age[i] + 1)),
+                self.expired[i].eq(self._valid[i] & ~busy & ~touch_r & (self.timeout != 0) &
                                    (age[i] >= self.timeout)),
             ]
 
