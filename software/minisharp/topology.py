@@ -197,18 +197,19 @@ class Topology:
             fwd = [down if p == up else up for p in range(n)]
         elif switch == am_sw:
             fwd = [(p + 1) % n if p == am_port else am_port for p in range(n)]
-        else:
-            fwd = [(p + 1) % n for p in range(n)]
+        else:     # the root: from one used port to the next (unused ports get nothing)
+            used = [p for p in range(n) if self.peer(switch, p) or (switch, p) in self.hosts.values()]
+            fwd = [used[(used.index(p) + 1) % len(used)] if p in used else used[0] for p in range(n)]
         return dict(mac=self.switch_mac(switch), admin_ports=1 << admin, dst_macs=dst,
                     src_macs=[self.port_src_mac(switch, p) for p in range(n)], fwd_map=fwd)
 
 
 TOPOLOGIES = {
     "spine-leaf": Topology(
-        switches={"spine": 2, "leaf0": 3, "leaf1": 3},
+        switches={"spine": 3, "leaf0": 3, "leaf1": 3},     # one build for all: the spine's port 2 is unused
         links=[(("leaf0", 2), ("spine", 0)), (("leaf1", 2), ("spine", 1))],
         hosts={"h0": ("leaf0", 0), "h1": ("leaf0", 1), "h2": ("leaf1", 0), "h3": ("leaf1", 1)},
-        root="spine", description="2 leaves (2 hosts each, port 2 up) and a spine"),
+        root="spine", description="2 leaves (2 hosts each, port 2 up) and a spine (ports 0, 1)"),
     "one-switch": Topology(
         switches={"sw": 4}, links=[],
         hosts={f"h{i}": ("sw", i) for i in range(4)},
