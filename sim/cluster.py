@@ -185,8 +185,6 @@ class SimCluster(NamespaceSession):
     def stop(self):
         """Kill every host process and simulator, delete the namespace (TAPs and bridges with it), remove
         the run folders."""
-        for p in self.hosts:
-            _kill_group(p, grace=1.0)
         for p in self.procs.values():
             _kill_group(p)
         self.delete_namespace()

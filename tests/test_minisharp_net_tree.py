@@ -1,14 +1,13 @@
 """Hierarchical exactness (issue 16): allreduce through 1- and 2-level trees of Verilated MiniSharp switches,
 with the ranks placed differently and arrivals shuffled. With exact partials every host gets the flat exact
-sum bit for bit; with FP32 partials (output_fmt FP32: rounded at each level) the traps show the difference."""
+sum bit for bit (vectors that start with reference.TRAPS); with FP32 partials (output_fmt FP32: rounded at each level) the traps show the difference."""
 import random
-import struct
 
 import pytest
 
 from cores.minisharp import common as ms
 from software.minisharp import packets as P
-from software.minisharp.reference import add_partials, partial_of, partial_to_fp32, reduce_vectors
+from software.minisharp.reference import TRAPS, add_partials, partial_of, partial_to_fp32, reduce_vectors
 from sim.verilated import available
 from sim.verilated.minisharp import SMALL_CORE
 from tests.harness.minisharp import VTree, rand_value, verilated_core
@@ -20,26 +19,12 @@ SPINE, LEAF0, LEAF1 = 0x024D53000100, 0x024D53000200, 0x024D53000300
 COLL = 0x5151
 
 
-def f32(x):
-    return struct.unpack(">I", struct.pack(">f", x))[0]
-
-
 def bits(e):
     """2^e as FP32 bits (normal or subnormal)."""
     return (e + 127) << 23 if e >= -126 else 1 << (e + 149)
 
 
 FLT_MAX = 0x7F7FFFFF
-# Per element: one value per rank (4 ranks). Double rounding (1 + 2^-24 + 2^-60), intermediate overflow
-# (FLT_MAX + FLT_MAX - FLT_MAX), cancellation, subnormals, then random wide-range values.
-TRAPS = [
-    [bits(0), bits(-24), bits(-60), 0],
-    [FLT_MAX, FLT_MAX, FLT_MAX ^ 0x80000000, 0],
-    [f32(1e30), f32(1.0), f32(-1e30), 0],
-    [1, 1, 0x80000001, 3],
-    [bits(-149), bits(-140) ^ 0x80000000, bits(-126), 0x007FFFFF],
-    [0x80000000, 0x80000000, 0x80000000, 0x80000000],
-]
 
 
 def vectors(n, seed):

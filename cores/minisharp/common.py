@@ -157,12 +157,15 @@ SETUP_RECORD_V02 = Header.from_bytes([(n, f.byte, f.width // 8) for n, f in SETU
     ("parent_mac",       20, 6),
     ("reserved3",        26, 6),
 ], SETUP_RECORD_V02_BYTES)
-SETUP_RECORDS = {VERSION_MINOR: SETUP_RECORD, VERSION_MINOR_V02: SETUP_RECORD_V02}
+
+
+def setup_record(minor):
+    """The setup record of a COL_SETUP of this minor version (v0.1: 16 bytes; 2 and later: 32)."""
+    return SETUP_RECORD_V02 if minor >= VERSION_MINOR_V02 else SETUP_RECORD
 
 
 def setup_record_bytes(minor):
-    """Bytes of the setup record of a COL_SETUP of this minor version (v0.1: 16; 2 and later: 32)."""
-    return SETUP_RECORD_V02_BYTES if minor >= VERSION_MINOR_V02 else SETUP_RECORD_BYTES
+    return setup_record(minor).bits // 8
 
 
 # Exact partial format (MS_FMT_EXACT). An element is 40 bytes, one 320-bit big-endian number: byte 0 holds

@@ -24,18 +24,12 @@ import numpy as np
 from sim import ROOT
 from sim.cluster import SimCluster
 from sim.runner import SimulationFailed, _raise_on_sigterm
-from software.minisharp.reference import reduce_vectors
+from software.minisharp.reference import TRAPS, reduce_vectors
 from software.minisharp.topology import TOPOLOGIES
 
 NET = [sys.executable, "-m", "software.minisharp.net"]
-# Double rounding (1 + 2^-24 + 2^-60), an intermediate overflow (FLT_MAX + FLT_MAX - FLT_MAX), cancellation
-# (1e30 + 1 - 1e30) and subnormals: the first elements of every run (rank k gets column k).
-TRAPS = [[0x3F800000, 0x33800000, 0x21800000], [0x7F7FFFFF, 0x7F7FFFFF, 0xFF7FFFFF],
-         [0x7149F2CA, 0x3F800000, 0xF149F2CA], [0x00000001, 0x00000001, 0x80000003]]
-
-
 def vectors(ranks, elements, seed):
-    """Wide-range random FP32 bit patterns (every exponent, both signs), the traps first."""
+    """Wide-range random FP32 bit patterns (every exponent, both signs), reference.TRAPS first."""
     rng = np.random.default_rng(seed)
     out = []
     for k in range(ranks):

@@ -116,8 +116,7 @@ def parse(f, element_count=None, chunk_elements=ms.MS_CHUNK_ELEMENTS):
     out["major"], out["minor"] = ms.split_version(out["version"])
     payload = f[ms.MS_HEADER_BYTES:]
     if out["opcode"] == ms.MS_OP_COL_SETUP:
-        rec = ms.SETUP_RECORDS[ms.VERSION_MINOR_V02 if out["minor"] >= ms.VERSION_MINOR_V02 else ms.VERSION_MINOR]
-        out["record"] = _get(rec, payload)
+        out["record"] = _get(ms.setup_record(out["minor"]), payload)
     elif out["opcode"] == ms.MS_OP_COL_PDATA:
         n = len(payload) // ms.PARTIAL_ELEMENT_BYTES
         if element_count is not None:

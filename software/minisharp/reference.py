@@ -82,6 +82,20 @@ def exact_sum_fp32(values):
     return fraction_to_fp32(total, negative_zero=all_negzero)
 
 
+# The traps of hierarchical exactness, one FP32 value per rank (4 ranks) an element: double rounding
+# (1 + 2^-24 + 2^-60), an intermediate overflow (FLT_MAX + FLT_MAX - FLT_MAX), cancellation (1e30 + 1 - 1e30),
+# subnormals (twice), every input -0. Summed at once they round to the flat exact sum; rounded per group of
+# ranks first (FP32 partials), the first three go wrong.
+TRAPS = [
+    [0x3F800000, 0x33800000, 0x21800000, 0x00000000],
+    [0x7F7FFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x00000000],
+    [0x7149F2CA, 0x3F800000, 0xF149F2CA, 0x00000000],
+    [0x00000001, 0x00000001, 0x80000001, 0x00000003],
+    [0x00000001, 0x80000200, 0x00800000, 0x007FFFFF],
+    [0x80000000, 0x80000000, 0x80000000, 0x80000000],
+]
+
+
 def reduce_vectors(vectors):
     """Element-wise exact sum of equal-length lists of binary32 bit patterns."""
     return [exact_sum_fp32(col) for col in zip(*vectors)]
