@@ -123,15 +123,17 @@ def test_transmitter_alone():
 def test_receiver_alone():
     """RIFLReceiver fed the independent encoder's frames: alignment, in-order data, a RETRANS passed to the
     replay control, flow control ON, a wrong id starting a recovery in which data is accepted only after
-    the REPLAY marker."""
+    the REPLAY marker, a per-VOQ flow-control frame given on fc_source."""
     F = 64
     P = c.payload_bytes(F)
     rx = RIFLReceiver(F, rx_depth=64)
     data = lambda k: ref_frame(F, c.SYNC_DATA, c.META_ALL_VALID | c.META_EOP, 0x665544332200 + k, k)
     frames = ([ref_ctrl_frame(F, c.CTRL_IDLE, 0)] * 12 + [data(0), data(1), ref_ctrl_frame(F, c.CTRL_RETRANS, 1),
               encode_ctrl(F, frame_id=2, code=c.CTRL_FC, seq=2, fc_on_valid=1), data(4), data(3),
-              ref_ctrl_frame(F, c.CTRL_REPLAY, 3), data(3)] + [ref_ctrl_frame(F, c.CTRL_IDLE, 4)] * 6)
-    out, trace, cnt = [], [], {}
+              ref_ctrl_frame(F, c.CTRL_REPLAY, 3), data(3),
+              encode_ctrl(F, frame_id=4, code=c.CTRL_FC, seq=4, fc_on_valid=1, fc_on_channel=3, fc_off_valid=1,
+                          fc_off_channel=2)] + [ref_ctrl_frame(F, c.CTRL_IDLE, 5)] * 6)
+    out, trace, cnt, fcs = [], [], {}, []
 
     def drive():
         yield rx.source.ready.eq(1)
@@ -140,6 +142,11 @@ def test_receiver_alone():
             yield
             if (yield rx.source.valid):
                 out.append((yield rx.source.data))
+            if (yield rx.fc_source.valid):
+                fc = []
+                for name, _ in c.FC_LAYOUT:
+                    fc.append((yield getattr(rx.fc_source, name)))
+                fcs.append(tuple(fc))
             trace.append(((yield rx.link_up), (yield rx.recovering), (yield rx.retrans), (yield rx.retrans_seq)))
         for k, sig in rx.counters.items():
             cnt[k] = yield sig
@@ -151,8 +158,9 @@ def test_receiver_alone():
     assert [seq for _, _, retrans, seq in trace if retrans] == [1]
     recovering = [r for _, r, _, _ in trace]
     assert 1 in recovering and recovering[-1] == 0
-    assert cnt == {"rx_frames": 4, "rx_errors": 1, "rx_discarded": 1, "rx_overflow": 0, "fc_on_rcvd": 1,
-                   "link_downs": 0, "remote_xoff": 1}
+    assert cnt == {"rx_frames": 5, "rx_errors": 1, "rx_discarded": 1, "rx_overflow": 0, "fc_on_rcvd": 1,
+                   "fc_voq_rcvd": 1, "link_downs": 0, "remote_xoff": 1}
+    assert fcs == [(1, 0, 0, 0), (1, 3, 1, 2)]      # both flow-control frames on fc_source
 
 
 def test_replay_control_alone():

@@ -1,25 +1,62 @@
-"""Simulation channel for RIFL: fixed latency, random frame errors, error bursts, link down."""
+"""Simulation channel for RIFL: fixed latency, error bursts or independent bit errors, forced undetectable
+errors, link down."""
+import math
+from functools import reduce
+from operator import xor
+
 from migen import *
 
 from litex.gen import LiteXModule
 
 from cores.lib.counters import add_counters
 from cores.lib.logic import xorshift32
-from cores.rifl.common import CHANNEL_COUNTERS, check_frame_bits
+from cores.rifl.common import (CHANNEL_COUNTERS, CHANNEL_RANDOM, CHANNEL_RANDOM_MAX_BITS, CHECK_BITS, CRC12_POLY,
+                               SYNC_DATA, check_frame_bits)
+from cores.rifl.link import crc12_bits
 
 ERROR_BURST_MAX = 12   # bursts up to the CRC degree are always detected
+
+
+def random_thresholds(ber, frame_bits):
+    """The `thresholds` of CHANNEL_RANDOM for a bit error rate `ber`: threshold k (k = 1..
+    CHANNEL_RANDOM_MAX_BITS) is 2^32 P(K >= k), K ~ Binomial(frame_bits, ber) the bit errors of a frame."""
+    check_frame_bits(frame_bits)
+    if not 0 <= ber < 1:
+        raise ValueError(f"bit error rate must be in [0, 1), got {ber!r}")
+    pmf = [math.comb(frame_bits, k) * ber ** k * (1 - ber) ** (frame_bits - k) for k in range(CHANNEL_RANDOM_MAX_BITS)]
+    return [min(2**32 - 1, round(2**32 * max(0.0, 1 - sum(pmf[:k])))) for k in range(1, CHANNEL_RANDOM_MAX_BITS + 1)]
+
+
+def burst_threshold(ber, frame_bits):
+    """The per-frame `threshold` of CHANNEL_BURST for a bit error rate `ber`: 2^32 (1 - (1 - ber)^F)."""
+    check_frame_bits(frame_bits)
+    return min(2**32 - 1, round(2**32 * (1 - (1 - ber) ** frame_bits)))
+
+
+def forced_codeword(frame_bits):
+    """The error pattern `force` applies: the CRC-12 generator moved into the payload (bits 20..32 of the
+    frame), a codeword, so the frame still passes its check with one payload byte pair changed."""
+    check_frame_bits(frame_bits)
+    return ((1 << CHECK_BITS) | CRC12_POLY) << (CHECK_BITS + 8)
 
 
 class RIFLChannel(LiteXModule):
     """One direction of a serial link, carrying one F-bit frame a cycle.
 
     latency: cycles from sink_frame to source_frame (0 = combinational).
-    Error model (per frame, hardware PRNG): each cycle a 32-bit xorshift draw below `threshold`
-    corrupts the frame: `burst` consecutive bits (1..12, 0 counts as 1) are inverted at a random position
-    (wrapping inside the frame). For a bit error rate p the per-frame threshold is 2^32 (1 - (1 - p)^F):
-    a frame with two or more independent bit errors (probability about (pF)^2 / 2) is modelled as one.
-    `down` replaces every frame by zeros (loss of signal: invalid sync headers).
-    Counters (CHANNEL_COUNTERS, `counters[name]`): errors (corrupted frames).
+    Error models (`mode`, hardware PRNGs, one draw a frame):
+    * CHANNEL_BURST: a draw below `threshold` corrupts the frame: `burst` consecutive bits (1..12, 0 counts
+      as 1) are inverted at a random position (wrapping inside the frame). For a bit error rate p the
+      threshold is burst_threshold(p, F): a frame with two or more bit errors is modelled as one burst,
+      which CRC-12 always detects.
+    * CHANNEL_RANDOM: independent bit errors. The draw gives the number K of bit errors of the frame (K >= k
+      when it is below `thresholds[k-1]`, random_thresholds(p, F); at most CHANNEL_RANDOM_MAX_BITS), each at
+      its own random position (two errors drawn at one position cancel).
+    `force`: the next data frame gets forced_codeword(F), an undetectable error. `down` replaces every frame
+    by zeros (loss of signal: invalid sync headers).
+    Counters (CHANNEL_COUNTERS, `counters[name]`): errors (corrupted frames), bit_errors (bits inverted),
+    undetected (frames whose error pattern is a CRC-12 codeword: its syndrome, linear in the pattern, is 0;
+    counted one cycle after the frame).
     with_slip: the line is no longer frame-aligned: the output is the bit stream delayed by `slip` bits
     (0..F-1), taken from the last two frames; changing `slip` repeats or drops bits (a bit slip).
     """
@@ -30,10 +67,14 @@ class RIFLChannel(LiteXModule):
         if not 0 < seed < 2**32:
             raise ValueError("seed must be a non-zero 32-bit value")
         F = frame_bits
+        K = CHANNEL_RANDOM_MAX_BITS
         self.sink_frame = Signal(F)
         self.source_frame = Signal(F)
+        self.mode = Signal()
         self.threshold = Signal(32)
         self.burst = Signal(4)
+        self.thresholds = [Signal(32, name=f"threshold{k + 1}") for k in range(K)]
+        self.force = Signal()
         self.down = Signal()
 
         # # #
@@ -56,12 +97,17 @@ class RIFLChannel(LiteXModule):
                 delayed.eq(port.dat_r),
             ]
 
-        # PRNGs: one draw decides, another places the error.
-        rng_hit = Signal(32, reset=seed)
-        rng_pos = Signal(32, reset=(seed * 0x9E3779B1) % 2**32 or 1)
-        self.sync += [rng_hit.eq(xorshift32(self, rng_hit)), rng_pos.eq(xorshift32(self, rng_pos))]
+        # PRNGs: one draw decides, the others place the errors.
+        def prng(k):
+            rng = Signal(32, reset=(seed * (0x9E3779B1 + 2 * (k - 1))) % 2**32 or 1 if k else seed)
+            self.sync += rng.eq(xorshift32(self, rng))
+            return rng
+        rng_hit = prng(0)
+        rng_pos = [prng(k + 1) for k in range(K)]
+        pos = [r[:log2_int(F)] for r in rng_pos]
 
         # The error of the next cycle is computed and registered from the PRNG state.
+        # Burst model.
         hit = Signal()
         self.comb += hit.eq(rng_hit < self.threshold)
         nburst = Signal(4)
@@ -69,12 +115,31 @@ class RIFLChannel(LiteXModule):
             nburst.eq(ERROR_BURST_MAX)).Else(nburst.eq(self.burst))
         ones = Signal(ERROR_BURST_MAX)
         self.comb += Case(nburst, {k: ones.eq((1 << k) - 1) for k in range(1, ERROR_BURST_MAX + 1)})
-        pos = rng_pos[:log2_int(F)]
-        shifted = Cat(ones, C(0, 2 * F - ERROR_BURST_MAX)) << pos
+        shifted = Cat(ones, C(0, 2 * F - ERROR_BURST_MAX)) << pos[0]
+        # Random model: K >= k + 1 for every threshold above the draw.
+        more = [Signal(name=f"more{k + 1}") for k in range(K)]
+        self.comb += [more[k].eq(rng_hit < self.thresholds[k]) for k in range(K)]
+        flips = [Mux(more[k], C(1, F) << pos[k], 0) for k in range(K)]
         errmask = Signal(F)
-        self.sync += errmask.eq(Mux(hit, shifted[:F] | shifted[F:2 * F], 0))
+        nbits = Signal(max=max(K, ERROR_BURST_MAX) + 1)
+        self.sync += [
+            If(self.mode == CHANNEL_RANDOM,
+                errmask.eq(reduce(xor, flips)),
+                nbits.eq(sum(more)),
+            ).Else(
+                errmask.eq(Mux(hit, shifted[:F] | shifted[F:2 * F], 0)),
+                nbits.eq(Mux(hit, nburst, 0)),
+            ),
+        ]
+        # Forced codeword on the next data frame (sync header bits are sent in clear).
+        pending = Signal()
+        forced = Signal()
+        self.comb += forced.eq(pending & (delayed[F - 2:] == SYNC_DATA) & ~self.down)
+        self.sync += If(self.force, pending.eq(1)).Elif(forced, pending.eq(0))
+        error = Signal(F)
+        self.comb += error.eq(errmask ^ Mux(forced, forced_codeword(F), 0))
         line = Signal(F)
-        self.comb += line.eq(Mux(self.down, 0, delayed ^ errmask))
+        self.comb += line.eq(Mux(self.down, 0, delayed ^ error))
         if with_slip:
             self.slip = Signal(max=F)
             prev = Signal(F)
@@ -82,4 +147,16 @@ class RIFLChannel(LiteXModule):
             self.comb += self.source_frame.eq((Cat(line, prev) >> self.slip)[:F])
         else:
             self.comb += self.source_frame.eq(line)
-        add_counters(self, CHANNEL_COUNTERS, {"errors": (errmask != 0) & ~self.down})
+
+        # Undetectable errors: the syndrome of the error pattern alone (CRC of its body XOR its check bits).
+        err_q = Signal()
+        syn_q = Signal(CHECK_BITS)
+        self.sync += [
+            err_q.eq((error != 0) & ~self.down),
+            *[syn_q[k].eq(bit ^ error[k]) for k, bit in enumerate(crc12_bits(error[CHECK_BITS:]))],
+        ]
+        add_counters(self, CHANNEL_COUNTERS, {
+            "errors": (error != 0) & ~self.down,
+            "bit_errors": Mux(self.down, 0, nbits + Mux(forced, bin(forced_codeword(F)).count("1"), 0)),
+            "undetected": err_q & (syn_q == 0),
+        })

@@ -37,7 +37,10 @@ META_ALL_VALID = 0b01  # meta bit 0: every payload byte is valid (else the last 
 
 CRC12_POLY = 0x02F     # x^12 + x^5 + x^3 + x^2 + x + 1, init 0, MSB first, no reflection, no final XOR
 SEQ_BITS = 12          # frame id = sequence number modulo 2^12 (XOR'd into the CRC, never sent)
-REPLAY_LOG2_MAX = 10   # replay buffer <= 2^10 frames, so ids in flight stay unambiguous modulo 2^12
+# Replay buffer <= 2^(SEQ_BITS - 1) frames: every id in flight (at most 2^11 - 1 unconfirmed frames, the
+# sender's guard) and every stale id a receiver can still see lie within half the id space of the expected
+# one, so the receiver's and the replay control's modulo-2^12 comparisons stay unambiguous.
+REPLAY_LOG2_MAX = SEQ_BITS - 1
 
 # Control codes (first 4 payload bits of a control frame).
 CTRL_IDLE = 0x1        # nothing to send; seq = sender's next new frame id ("you are caught up if equal")
@@ -161,8 +164,29 @@ def replay_log2(rtt_cycles):
     need = 3 * holdoff_cycles(rtt_cycles) + 16
     n = max(4, (need - 1).bit_length())
     if n > REPLAY_LOG2_MAX:
-        raise ValueError(f"round trip of {rtt_cycles} frames needs 2^{n} replay frames, max 2^{REPLAY_LOG2_MAX}")
+        raise ValueError(f"a round trip of {rtt_cycles} frame slots needs 2^{n} replay frames; the {SEQ_BITS}-bit "
+                         f"frame id allows 2^{REPLAY_LOG2_MAX}, i.e. a round trip of at most {MAX_RTT_CYCLES} frame "
+                         f"slots (use a larger frame, see docs/rifl.md 'Link length')")
     return n
+
+
+# The longest channel round trip (frame slots) the replay window can cover: 3 H + 16 <= 2^REPLAY_LOG2_MAX.
+MAX_RTT_CYCLES = ((1 << REPLAY_LOG2_MAX) - 16) // 3 - PIPELINE_RTT_CYCLES
+FIBRE_NS_PER_M = 5.0            # propagation delay of a fibre (refractive index ~1.5), for link_rtt_cycles
+
+
+def link_rtt_cycles(frame_bits, distance_m, rate_gbps):
+    """Channel round trip in frame slots of a fibre link of distance_m metres at rate_gbps line rate (one
+    F-bit frame a slot): 2 x distance x FIBRE_NS_PER_M / (F / rate), rounded up."""
+    check_frame_bits(frame_bits)
+    slot_ns = frame_bits / rate_gbps
+    return -int(-(2 * distance_m * FIBRE_NS_PER_M) // slot_ns)
+
+
+def max_link_m(frame_bits, rate_gbps):
+    """The longest fibre (metres) a link of frame_bits frames at rate_gbps can span (MAX_RTT_CYCLES)."""
+    check_frame_bits(frame_bits)
+    return MAX_RTT_CYCLES * (frame_bits / rate_gbps) / (2 * FIBRE_NS_PER_M)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -180,6 +204,7 @@ L2_DST_PORTS = [f"dst_port{k}" for k in range(1, MAX_HOPS + 1)]     # DP1..DP5, 
 L2_HEADER_LAYOUT = [("total_hops", HOPS_BITS), ("remain_hops", HOPS_BITS)] + [(n, DST_PORT_BITS) for n in L2_DST_PORTS]
 L2_HEADER_BITS = sum(b for _, b in L2_HEADER_LAYOUT)
 L2_HEADER = Header.from_msb_layout(L2_HEADER_LAYOUT)      # the descriptor: L2_HEADER.field(sig, "remain_hops")
+L2_DST_PORT1_BYTE = 2 * HOPS_BITS // 8     # header byte (in sending order) holding Dst Port 1
 assert L2_HEADER_BITS == 8 * L2_HEADER_BYTES and L1_OVERHEAD_BYTES + L2_HEADER_BYTES == 8
 L2_PACKET_BYTES = L2_HEADER_BYTES + SEGMENT_BYTES  # 262 bytes on the L1 stream, one L1 packet (EOP at the end)
 # Upper-layer packet length prefix (big-endian) in the first segment: the true length of the padded last
@@ -277,6 +302,12 @@ def check_l2_data_width(data_width):
         raise ValueError(f"Layer 2 data width must be one of {L2_DATA_WIDTHS} bits, got {data_width!r}")
 
 
+def l2_cell_layout(data_width):
+    """A Layer 2 packet as a cell (the RIFL switch's ports, L2Framer/L2Deframer): the header beside the
+    segment's `data` beats."""
+    return [("header", L2_HEADER_BITS), ("data", data_width)]
+
+
 def l2_data_layout(data_width):
     check_l2_data_width(data_width)
     return [("data", data_width)]
@@ -318,15 +349,17 @@ EP_TX_COUNTERS = [
     ("tx_replayed", "frames sent again from the replay buffer"),
     ("tx_ctrl", "control frames sent (IDLE, PAUSE, RETRANS)"),
     ("tx_bad", "user beats dropped: nbytes 0 or above the payload size"),
-    ("fc_on_sent", "flow-control ON (pause) frames sent"),
-    ("fc_off_sent", "flow-control OFF (resume) frames sent"),
+    ("fc_on_sent", "link-level flow-control ON (pause) frames sent"),
+    ("fc_off_sent", "link-level flow-control OFF (resume) frames sent"),
+    ("fc_voq_sent", "per-VOQ flow-control frames sent (fc_sink: a switch input's VOQ pauses and resumes)"),
 ]
 EP_RX_COUNTERS = [
     ("rx_frames", "numbered frames accepted in order"),
     ("rx_errors", "verification failures on an up link that started a recovery (check, sequence gap)"),
     ("rx_discarded", "frames dropped on an up link while waiting for a replay"),
     ("rx_overflow", "frames refused because the receive buffer was full (replayed later)"),
-    ("fc_on_rcvd", "flow-control ON frames received"),
+    ("fc_on_rcvd", "link-level flow-control ON frames received"),
+    ("fc_voq_rcvd", "flow-control frames for other channels received (per-VOQ: a switch's pauses)"),
     ("link_downs", "link up -> down transitions"),
 ]
 EP_REPLAY_COUNTERS = [
@@ -364,8 +397,19 @@ L2_RX_COUNTERS = [
                  "(its continuation segments are skipped)"),
 ]
 
+# Network endpoint (cores/rifl/endpoint.py).
+FC_GATE_COUNTERS = [("held", "cycles a Layer 2 packet waited for its paused VOQ at the next switch")]
+
 # Simulation channel (cores/rifl/channel.py).
-CHANNEL_COUNTERS = [("errors", "frames corrupted by the channel")]
+CHANNEL_COUNTERS = [
+    ("errors", "frames corrupted by the channel"),
+    ("bit_errors", "bits inverted by the channel"),
+    ("undetected", "frames corrupted by an error pattern that is a CRC-12 codeword (no check can see it)"),
+]
+# Error models of the channel (its `mode` input).
+CHANNEL_BURST = 0      # one burst of `burst` bits (1..12) per hit frame: CRC-12 always detects it
+CHANNEL_RANDOM = 1     # independent bit errors: 0..CHANNEL_RANDOM_MAX_BITS bits per frame, from `thresholds`
+CHANNEL_RANDOM_MAX_BITS = 4   # P(5 or more errors in a 2048-bit frame) < 4e-16 at a BER of 1e-6
 
 # SoC block (cores/rifl/soc_block.py): traffic generator and checker, and RIFLLoopback's counters per direction
 # (ab: A -> B, ba: B -> A) and per endpoint (a, b).

@@ -12,7 +12,7 @@ from cores.rifl.common import (
     L2_MAX_PACKET_BYTES, L2_PACKET_BYTES, L2_RX_CONTEXTS, L2_RX_CONTEXTS_MAX, L2_RX_COUNTERS, L2_RX_PARAMS,
     L2_RX_TIMEOUT, L2_RX_TIMEOUT_BITS, L2_RX_TIMEOUT_STEPS, L2_TX_COUNTERS, L2_TX_PARAMS,
     MAX_HOPS, SEGMENT_BYTES, check_frame_bits, check_l2_data_width, l2_data_layout, l2_segments,
-    payload_bytes, user_layout)
+    l2_cell_layout, payload_bytes, user_layout)
 
 
 def _bytes(value, n):
@@ -76,6 +76,95 @@ class BytePacker(LiteXModule):
             buf.eq((buf >> Cat(C(0, 3), shift)) | (chunk << Cat(C(0, 3), after))[:8 * B]),
             level.eq(after + Mux(sink.valid & sink.ready, sink.n, 0)),
         ]
+
+
+class L2Framer(LiteXModule):
+    """Layer 2 packets from cells: sink l2_cell_layout(data_width), a cell = the Layer 2 header (read on the
+    first beat) beside SEGMENT_BYTES of segment in SEGMENT_BYTES * 8 / data_width beats (counted; `last` is
+    not looked at); source user_layout(frame_bits): the L2_PACKET_BYTES-byte Layer 1 packet (header, then the
+    segment) in full beats but the last; the header goes into the packer with the first beat. Throughput:
+    one cell beat a cycle; the Layer 1 beats leave back to back when data_width >= 8 * payload bytes.
+    Latency: 1 cycle."""
+    def __init__(self, frame_bits, data_width):
+        check_frame_bits(frame_bits)
+        check_l2_data_width(data_width)
+        W = data_width // 8
+        P = payload_bytes(frame_bits)
+        self.sink = sink = stream.Endpoint(l2_cell_layout(data_width))
+        self.source = source = stream.Endpoint(user_layout(frame_bits))
+
+        # # #
+
+        self.packer = fp = BytePacker(L2_HEADER_BYTES + W, P)
+        beats = SEGMENT_BYTES // W
+        beat = Signal(max=beats)
+        self.comb += [
+            fp.sink.valid.eq(sink.valid),
+            sink.ready.eq(fp.sink.ready),
+            If(beat == 0,
+                fp.sink.data.eq(Cat(*_header_bytes(sink.header), sink.data)),
+                fp.sink.n.eq(L2_HEADER_BYTES + W),
+            ).Else(
+                fp.sink.data.eq(sink.data),
+                fp.sink.n.eq(W),
+            ),
+        ]
+        self.sync += If(sink.valid & sink.ready, beat.eq(beat + 1), If(beat == beats - 1, beat.eq(0)))
+        nbeats = -(-L2_PACKET_BYTES // P)
+        ubeat = Signal(max=nbeats)
+        final = Signal()                            # registered: the unit's last beat is next
+        self.comb += [
+            fp.size.eq(Mux(final, L2_PACKET_BYTES - (nbeats - 1) * P, P)),
+            source.valid.eq(fp.source.valid),
+            source.data.eq(fp.source.data),
+            source.nbytes.eq(fp.size),
+            source.last.eq(final),
+            fp.source.ready.eq(source.ready),
+        ]
+        self.sync += If(source.valid & source.ready,
+            If(final, ubeat.eq(0), final.eq(0)).Else(ubeat.eq(ubeat + 1), final.eq(ubeat == nbeats - 2)),
+        )
+
+
+class L2Deframer(LiteXModule):
+    """Cells from Layer 2 packets, the inverse of L2Framer: sink user_layout(frame_bits) (Layer 1 packets of
+    L2_PACKET_BYTES; a shorter one is completed with zeros, a longer one truncated: `malformed`, see
+    L2UnitParser), source l2_cell_layout(data_width): the header on every beat of its cell, the segment in
+    SEGMENT_BYTES * 8 / data_width beats, `last` on the final one. Throughput: one Layer 1 beat a cycle when
+    data_width >= 8 * payload bytes. Latency: 2 cycles."""
+    def __init__(self, frame_bits, data_width):
+        check_frame_bits(frame_bits)
+        check_l2_data_width(data_width)
+        W = data_width // 8
+        P = payload_bytes(frame_bits)
+        self.sink = stream.Endpoint(user_layout(frame_bits))
+        self.source = source = stream.Endpoint(l2_cell_layout(data_width))
+
+        # # #
+
+        self.parser = parser = L2UnitParser(frame_bits)
+        self.packer = pk = BytePacker(P, W)
+        self.headers = hdr = stream.SyncFIFO([("header", L2_HEADER_BITS)], 2)
+        self.events = parser.events
+        beats = SEGMENT_BYTES // W
+        beat = Signal(max=beats)
+        self.comb += [
+            self.sink.connect(parser.sink),
+            parser.go.eq(parser.valid & pk.sink.ready & (~parser.first | hdr.sink.ready)),
+            pk.sink.valid.eq(parser.go),
+            pk.sink.data.eq(parser.body_data),
+            pk.sink.n.eq(parser.body_n),
+            hdr.sink.valid.eq(parser.go & parser.first),
+            hdr.sink.header.eq(parser.hdr_now),
+            pk.size.eq(W),
+            source.valid.eq(pk.source.valid & hdr.source.valid),
+            source.header.eq(hdr.source.header),
+            source.data.eq(pk.source.data),
+            source.last.eq(beat == beats - 1),
+            pk.source.ready.eq(source.ready & hdr.source.valid),
+            hdr.source.ready.eq(source.valid & source.ready & source.last),
+        ]
+        self.sync += If(source.valid & source.ready, beat.eq(beat + 1), If(source.last, beat.eq(0)))
 
 
 class L2Segmenter(LiteXModule):
@@ -172,49 +261,28 @@ class L2Segmenter(LiteXModule):
         )
 
         # Stage 2: a header before every SEGMENT_BYTES of the segment stream, packed into Layer 1 beats.
-        self.frame_packer = fp = BytePacker(W, P)
+        self.framer = framer = L2Framer(frame_bits, data_width)
         beats = SEGMENT_BYTES // W
         beat = Signal(max=beats)
         done = Signal(9)
-        self.framer = framer = FSM(reset_state="HEADER")
-        framer.act("HEADER",
-            fp.sink.valid.eq(routes.source.valid),
-            fp.sink.data.eq(Cat(*_header_bytes(routes.source.route))),
-            fp.sink.n.eq(L2_HEADER_BYTES),
-            If(routes.source.valid & fp.sink.ready, NextState("SEGMENT")),
-        )
-        framer.act("SEGMENT",
-            fp.sink.valid.eq(sp.source.valid),
-            fp.sink.data.eq(sp.source.data),
-            fp.sink.n.eq(W),
-            sp.source.ready.eq(fp.sink.ready),
-            If(sp.source.valid & fp.sink.ready,
-                NextValue(beat, beat + 1),
-                If(beat == beats - 1,
-                    NextValue(beat, 0),
-                    ev["segments"].eq(1),
-                    NextState("HEADER"),
-                    If(done == routes.source.segments - 1,
-                        routes.source.ready.eq(1), NextValue(done, 0),
-                    ).Else(
-                        NextValue(done, done + 1),
-                    ),
-                ),
-            ),
-        )
-        nbeats = -(-L2_PACKET_BYTES // P)
-        ubeat = Signal(max=nbeats)
-        final = Signal()                            # registered: the unit's last beat is next
         self.comb += [
-            fp.size.eq(Mux(final, L2_PACKET_BYTES - (nbeats - 1) * P, P)),
-            source.valid.eq(fp.source.valid),
-            source.data.eq(fp.source.data),
-            source.nbytes.eq(fp.size),
-            source.last.eq(final),
-            fp.source.ready.eq(source.ready),
+            framer.sink.valid.eq(sp.source.valid),
+            framer.sink.header.eq(routes.source.route),
+            framer.sink.data.eq(sp.source.data),
+            framer.sink.last.eq(beat == beats - 1),
+            sp.source.ready.eq(framer.sink.ready),
+            framer.source.connect(source),
         ]
-        self.sync += If(source.valid & source.ready,
-            If(final, ubeat.eq(0), final.eq(0)).Else(ubeat.eq(ubeat + 1), final.eq(ubeat == nbeats - 2)),
+        self.sync += If(sp.source.valid & framer.sink.ready,
+            beat.eq(beat + 1),
+            If(beat == beats - 1, beat.eq(0)),
+        )
+        self.comb += If(sp.source.valid & framer.sink.ready & (beat == beats - 1),
+            ev["segments"].eq(1),
+            routes.source.ready.eq(done == routes.source.segments - 1),
+        )
+        self.sync += If(sp.source.valid & framer.sink.ready & (beat == beats - 1),
+            If(done == routes.source.segments - 1, done.eq(0)).Else(done.eq(done + 1)),
         )
 
         add_counters(self, L2_TX_COUNTERS, ev)
@@ -272,6 +340,8 @@ class L2UnitParser(LiteXModule):
         self.at_decision = at_dec = Signal()
         self.start = Signal()
         self.hold = Signal()
+        self.first = Signal()
+        self.hdr_now = hdr_now = Signal(L2_HEADER_BITS)
         self.events = ev = {"segments": Signal(), "malformed": Signal()}
 
         # # #
@@ -285,7 +355,7 @@ class L2UnitParser(LiteXModule):
             self.valid.eq(fill | (sink.valid & ~drop)),
         ]
         by = _bytes(data, P)
-        hdr_now = Signal(L2_HEADER_BITS)
+        self.comb += self.first.eq(beat == 0)
         self.comb += [
             hdr_now.eq(Cat(*reversed(by[:L2_HEADER_BYTES]))),
             reply_route_statements(hdr_now, key_now),

@@ -13,7 +13,7 @@ from litex.soc.interconnect.csr import CSRStatus, CSRField
 from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
     ALIGN_DOWN_FRAMES, ALIGN_UP_FRAMES, CHECK_BITS, CRC12_POLY, CTRL_FC, CTRL_HEADER, CTRL_IDLE,
-    CTRL_PAUSE, CTRL_REPLAY, CTRL_RETRANS, EP_COUNTERS, EP_REPLAY_COUNTERS, EP_RX_COUNTERS, EP_TX_COUNTERS,
+    CTRL_PAUSE, CTRL_REPLAY, CTRL_RETRANS, EP_COUNTERS, FC_LAYOUT, EP_REPLAY_COUNTERS, EP_RX_COUNTERS, EP_TX_COUNTERS,
     FC_OFF_DEN, FC_OFF_NUM, FC_ON_DEN, FC_ON_NUM, LINK_FC_CHANNEL, META_ALL_VALID, META_EOP, SEQ_BITS, SYNC_CTRL, SYNC_DATA, check_frame_bits,
     holdoff_cycles, payload_bytes, replay_log2, rx_depth_for, rx_depth_min, scrambler_mask, user_layout)
 
@@ -73,10 +73,12 @@ class RIFLTransmitter(LiteXModule):
 
     Slot priority: PAUSE (receiver not aligned) > IDLE (remote not up) > RETRANS (receiver recovering, every
     other slot) > REPLAY marker (marker_pending) > replay (rp != tx_seq) > flow-control frame (fc_want
-    changed; window open) > new data (window open, remote not paused) > IDLE. Inputs: the receiver's state
+    changed; window open) > per-VOQ flow-control frame (fc_sink; window open) > new data (window open, remote
+    not paused) > IDLE. Inputs: the receiver's state
     (rx_aligned, remote_up, recovering, remote_xoff, rx_seq, fc_want) and the replay control's (rp, ack,
     marker_pending). Outputs: tx_seq (id of the next new numbered frame), advance (a numbered frame was sent
-    at rp), marker_sent (a REPLAY marker was sent). sink: user_layout(F), one beat a slot.
+    at rp), marker_sent (a REPLAY marker was sent). sink: user_layout(F), one beat a slot. fc_sink: FC_LAYOUT
+    frames of another flow-control user (a switch input's VOQs), each sent as one numbered FC frame.
     Latency: 3 cycles (select, replay-buffer read and mux, CRC and scrambler).
     """
     def __init__(self, frame_bits, log2n):
@@ -85,6 +87,7 @@ class RIFLTransmitter(LiteXModule):
         pbits = 8 * P
         bbits = F - CHECK_BITS                      # CRC-covered body: sync, meta, payload
         self.sink = sink = stream.Endpoint(user_layout(F))
+        self.fc_sink = fc_sink = stream.Endpoint(FC_LAYOUT)
         self.tx_frame = Signal(F)
         self.rx_aligned = Signal()
         self.remote_up = Signal()
@@ -121,7 +124,7 @@ class RIFLTransmitter(LiteXModule):
             guard_ok.eq((tx_seq - ack)[:SEQ_BITS] < (1 << log2n) - 1),
             sink_ok.eq((sink.nbytes != 0) & (sink.nbytes <= P)),
         ]
-        sel_ctrl, sel_replay, sel_fc, sel_data = Signal(), Signal(), Signal(), Signal()
+        sel_ctrl, sel_replay, sel_fc, sel_voq, sel_data = Signal(), Signal(), Signal(), Signal(), Signal()
         ctrl_code = Signal(4)
         self.comb += [
             If(~self.rx_aligned,
@@ -136,12 +139,15 @@ class RIFLTransmitter(LiteXModule):
                 sel_replay.eq(1),
             ).Elif((self.fc_want != fc_sent) & guard_ok,
                 sel_fc.eq(1),
+            ).Elif(fc_sink.valid & guard_ok,
+                sel_fc.eq(1), sel_voq.eq(1),
             ).Elif(sink.valid & sink_ok & guard_ok & ~self.remote_xoff,
                 sel_data.eq(1),
             ).Else(
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_IDLE),
             ),
             sink.ready.eq(sel_data | (sink.valid & ~sink_ok)),
+            fc_sink.ready.eq(sel_voq),
             self.advance.eq(sel_replay | sel_data | sel_fc),
             self.marker_sent.eq(sel_ctrl & (ctrl_code == CTRL_REPLAY)),
         ]
@@ -152,8 +158,10 @@ class RIFLTransmitter(LiteXModule):
         data_payload = Cat(Mux(all_valid, data_bytes[P - 1], sink.nbytes), *reversed(data_bytes[:P - 1]))
         data_body = Cat(data_payload, all_valid, sink.last, C(SYNC_DATA, 2))
         fc_body = Cat(_ctrl_payload(pbits, code=C(CTRL_FC, 4), seq=tx_seq,
-                                    fc_on_valid=self.fc_want, fc_on_channel=C(LINK_FC_CHANNEL, 8),
-                                    fc_off_valid=~self.fc_want, fc_off_channel=C(LINK_FC_CHANNEL, 8)),
+                                    fc_on_valid=Mux(sel_voq, fc_sink.on_valid, self.fc_want),
+                                    fc_on_channel=Mux(sel_voq, fc_sink.on_channel, LINK_FC_CHANNEL),
+                                    fc_off_valid=Mux(sel_voq, fc_sink.off_valid, ~self.fc_want),
+                                    fc_off_channel=Mux(sel_voq, fc_sink.off_channel, LINK_FC_CHANNEL)),
                       C(0, 2), C(SYNC_CTRL, 2))
         ctrl_body = Cat(_ctrl_payload(pbits, code=ctrl_code,
                                       seq=Mux(ctrl_code == CTRL_RETRANS, self.rx_seq,
@@ -177,11 +185,12 @@ class RIFLTransmitter(LiteXModule):
             s1_body.eq(Mux(sel_ctrl, ctrl_body, new_body)),
             s1_id.eq(Mux(sel_ctrl, 0, rp)),
             If(sel_data | sel_fc, tx_seq.eq(tx_seq + 1)),
-            If(sel_fc, fc_sent.eq(self.fc_want)),
+            If(sel_fc & ~sel_voq, fc_sent.eq(self.fc_want)),
         ]
         add_counters(self, EP_TX_COUNTERS, {
             "tx_frames": sel_data | sel_fc, "tx_replayed": sel_replay, "tx_ctrl": sel_ctrl,
-            "tx_bad": sink.valid & ~sink_ok, "fc_on_sent": sel_fc & self.fc_want, "fc_off_sent": sel_fc & ~self.fc_want,
+            "tx_bad": sink.valid & ~sink_ok, "fc_on_sent": sel_fc & ~sel_voq & self.fc_want,
+            "fc_off_sent": sel_fc & ~sel_voq & ~self.fc_want, "fc_voq_sent": sel_voq,
         })
         # Stage 1: select the replay buffer's output or the new/control body (registered: the block RAM's
         # output delay stays out of the CRC path). Stage 2: CRC XOR frame id, scramble, onto the line.
@@ -239,7 +248,9 @@ class RIFLReceiver(LiteXModule):
     during which numbered frames are accepted only right after a REPLAY marker for rx_seq.
 
     Parameters: frame_bits F; rx_depth: receive buffer (frames), with the flow-control hysteresis fc_want
-    (ON above 2/3, OFF below 1/3 of it). Link state (submodule `state`, RIFLLinkState): rx_aligned (sync
+    (ON above 2/3, OFF below 1/3 of it). fc_source: every accepted flow-control frame (FC_LAYOUT, a
+    one-cycle pulse: the user is always ready); the link-level ones (channel LINK_FC_CHANNEL) also set and
+    clear remote_xoff. Link state (submodule `state`, RIFLLinkState): rx_aligned (sync
     headers), remote_up (intact non-PAUSE frames), link_up. To the replay control: retrans / retrans_seq (an intact RETRANS and its id) and
     disturbed (anything that stops the confirmation by time). source: user_layout(F).
     Latency: 3 cycles plus the receive buffer.
@@ -251,6 +262,7 @@ class RIFLReceiver(LiteXModule):
         bbits = F - CHECK_BITS
         self.rx_frame = Signal(F)
         self.source = source = stream.Endpoint(user_layout(F))
+        self.fc_source = fc_source = stream.Endpoint(FC_LAYOUT)
         self.link_up = Signal()
         self.rx_aligned = Signal()
         self.remote_up = Signal()
@@ -351,6 +363,13 @@ class RIFLReceiver(LiteXModule):
         ]
         # A numbered frame with the expected id, right after fail | gap (which it excludes) in the decision.
         in_order = accept & (ok_data | ok_fc)
+        link_level = Signal()
+        self.comb += [
+            link_level.eq((~f["fc_on_valid"] | (f["fc_on_channel"] == LINK_FC_CHANNEL)) &
+                          (~f["fc_off_valid"] | (f["fc_off_channel"] == LINK_FC_CHANNEL))),
+            fc_source.valid.eq(in_order & ok_fc),
+            *[getattr(fc_source, name).eq(f["fc_" + name]) for name, _ in FC_LAYOUT],
+        ]
 
         # Flow control hysteresis on the receive buffer.
         hi = rx_depth * FC_ON_NUM // FC_ON_DEN
@@ -369,6 +388,7 @@ class RIFLReceiver(LiteXModule):
             "rx_discarded": self.link_up & (((fail | gap) & self.recovering) | ((ok_data | ok_fc) & ~accept)),
             "rx_overflow": in_order & ok_data & ~fifo.sink.ready,
             "fc_on_rcvd": in_order & ok_fc & fc_on,
+            "fc_voq_rcvd": fc_source.valid & ~link_level,
             "link_downs": state.down,
         })
 
@@ -443,6 +463,9 @@ class RIFLEndpoint(LiteXModule):
     channel latencies), which sets the replay hold-off H = rtt + PIPELINE_RTT_CYCLES, the replay buffer
     (2^replay_log2(rtt) frames) and the receive buffer (rx_depth, default rx_depth_for(rtt) frames).
     sink/source: user_layout(F) with `last`; one beat = one frame, one beat a cycle at line rate.
+    fc_sink/fc_source: per-VOQ flow-control frames (FC_LAYOUT) to and from the remote, numbered and replayed
+    like data (fc_source pulses: always ready). A switch port uses them for its VOQs; a sender for the pause
+    of its packets' VOQs at the next switch.
     tx_frame/rx_frame: the frame-aligned parallel line (MSB sent first). Submodules: tx (RIFLTransmitter),
     rx (RIFLReceiver), replay (RIFLReplayControl). Latency: 3 cycles TX, 3 cycles RX plus the receive FIFO.
     """
@@ -460,6 +483,8 @@ class RIFLEndpoint(LiteXModule):
 
         self.sink = sink = stream.Endpoint(user_layout(F))
         self.source = source = stream.Endpoint(user_layout(F))
+        self.fc_sink = stream.Endpoint(FC_LAYOUT)
+        self.fc_source = stream.Endpoint(FC_LAYOUT)
         self.tx_frame = Signal(F)
         self.rx_frame = Signal(F)
         self.link_up = Signal()
@@ -476,6 +501,7 @@ class RIFLEndpoint(LiteXModule):
         self.comb += [
             sink.connect(tx.sink), self.tx_frame.eq(tx.tx_frame),
             rx.source.connect(source), rx.rx_frame.eq(self.rx_frame),
+            self.fc_sink.connect(tx.fc_sink), rx.fc_source.connect(self.fc_source),
             [getattr(self, name).eq(getattr(rx, name)) for name, _ in STATUS],
             [getattr(tx, name).eq(getattr(rx, name))
              for name in ("rx_aligned", "remote_up", "recovering", "remote_xoff", "rx_seq", "fc_want")],

@@ -4,7 +4,7 @@ The RIFL Layer 2 header, the segment size, the relative-address rule and the flo
 RIFL's and come from `cores.rifl.common`; this module only adds what belongs to the switch itself.
 """
 from cores.lib.header import Header
-from cores.rifl.common import L2_HEADER_BITS, LINK_FC_CHANNEL, SEGMENT_BYTES, l2_header_unpack
+from cores.rifl.common import LINK_FC_CHANNEL, SEGMENT_BYTES, l2_cell_layout, l2_header_unpack
 
 # Scheduler / network limits: iSLIP is O(N^2) and the spec stops at 64 ports; ports are a power of two so
 # that the Batcher-Banyan network and the round-robin pointers are plain binary.
@@ -28,7 +28,7 @@ CELL_BYTES = SEGMENT_BYTES
 
 
 def cell_layout(data_width):
-    return [("header", L2_HEADER_BITS), ("data", data_width)]
+    return l2_cell_layout(data_width)
 
 
 def cell_beats(data_width):
@@ -70,6 +70,9 @@ SWITCH_COUNTERS = [         # of the RIFLSwitch itself
     ("out_overflow", "Cycles in which a beat found a full output FIFO (0 by construction)."),
     ("fc_hold", "Cycles outputs held a cell whose downstream queue was paused."),
     ("fc_bad", "Downstream flow-control channels out of range (ignored)."),
+]
+LINE_CARD_COUNTERS = [      # of each RIFLLineCard (besides its L1 endpoint's)
+    ("malformed", "Layer 1 packets received that were not one Layer 2 packet long (completed or truncated)."),
 ]
 # RIFLSwitch(with_csr=True), in the CSR bank's order: the VOQ counters summed over the inputs, the switch's own
 # and the network's.

@@ -1,0 +1,80 @@
+"""A RIFL network endpoint: the Layer 2 segmenter and reassembler on a Layer 1 endpoint, with the sender
+honouring the per-VOQ pauses of the switch it is attached to."""
+from migen import If, Signal
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from cores.lib.counters import add_counters
+from cores.rifl.common import (FC_GATE_COUNTERS, FC_LAYOUT, L2_DST_PORT1_BYTE, L2_MAX_PACKET_BYTES, L2_RX_CONTEXTS,
+                               check_switch_ports, user_layout)
+from cores.rifl.l2 import L2Reassembler, L2Segmenter
+from cores.rifl.link import RIFLEndpoint
+
+
+class RIFLFCGate(LiteXModule):
+    """Holds a Layer 1 packet whose VOQ at the next switch is paused.
+
+    sink/source: user_layout(frame_bits), Layer 2 packets (their header in the first 6 bytes of the first
+    beat). fc_sink: the flow-control frames of the next switch (FC_LAYOUT, always ready): channel c paused
+    by an ON, resumed by an OFF; a packet's channel is its Dst Port 1 mod down_ports (the switch input's VOQ
+    channel, cores.switch.common.fc_channel). A packet is held before its first beat while its channel is
+    paused; a packet already started is finished. Counter `held`: cycles a packet waited.
+    Latency: 0 (combinational).
+    """
+    def __init__(self, frame_bits, down_ports):
+        check_switch_ports(down_ports)
+        self.sink = sink = stream.Endpoint(user_layout(frame_bits))
+        self.source = source = stream.Endpoint(user_layout(frame_bits))
+        self.fc_sink = fc = stream.Endpoint(FC_LAYOUT)
+        self.paused = paused = Signal(down_ports)
+
+        # # #
+
+        mid = Signal()
+        at = 8 * L2_DST_PORT1_BYTE
+        channel = sink.data[at:at + (down_ports - 1).bit_length()]
+        go = Signal()
+        self.comb += [
+            go.eq(mid | ~(paused >> channel)[0]),
+            sink.connect(source, omit={"valid", "ready"}),
+            source.valid.eq(sink.valid & go),
+            sink.ready.eq(source.ready & go),
+            fc.ready.eq(1),
+        ]
+        self.sync += [
+            If(source.valid & source.ready, mid.eq(~source.last)),
+            *[If(fc.valid & fc.on_valid & (fc.on_channel == c), paused[c].eq(1)).Elif(
+                 fc.valid & fc.off_valid & (fc.off_channel == c), paused[c].eq(0)) for c in range(down_ports)],
+        ]
+        add_counters(self, FC_GATE_COUNTERS, {"held": sink.valid & ~go})
+
+
+class RIFLHost(LiteXModule):
+    """A host on a RIFL network: upper-layer packets in and out over one RIFL link.
+
+    sink: the L2Segmenter's (data_width-bit beats, params length and route); its Layer 2 packets pass the
+    RIFLFCGate (`gate`: per-VOQ pauses of the next switch, of down_ports ports) into the RIFLEndpoint
+    (`endpoint`, frame_bits, rtt); what the endpoint receives goes through the L2Reassembler (n_sources
+    contexts, max_packet bytes) to source (params length, header, reply). tx_frame/rx_frame: the line.
+    Throughput: line rate both ways for data_width >= 8 * payload bytes.
+    """
+    def __init__(self, frame_bits=256, data_width=256, rtt=16, down_ports=4, n_sources=L2_RX_CONTEXTS,
+                 max_packet=L2_MAX_PACKET_BYTES, rx_timeout=None):
+        self.endpoint = ep = RIFLEndpoint(frame_bits, rtt)
+        self.segmenter = seg = L2Segmenter(frame_bits, data_width)
+        kw = {} if rx_timeout is None else {"timeout": rx_timeout}
+        self.reassembler = rsm = L2Reassembler(frame_bits, data_width, n_sources, max_packet, **kw)
+        self.gate = gate = RIFLFCGate(frame_bits, down_ports)
+        self.sink = seg.sink
+        self.source = rsm.source
+        self.tx_frame = ep.tx_frame
+        self.rx_frame = ep.rx_frame
+        self.link_up = ep.link_up
+
+        # # #
+
+        self.comb += [
+            seg.source.connect(gate.sink), gate.source.connect(ep.sink), ep.fc_source.connect(gate.fc_sink),
+            ep.source.connect(rsm.sink),
+        ]

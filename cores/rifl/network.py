@@ -1,0 +1,51 @@
+"""A RIFL network in one piece of RTL: RIFLHosts and RIFLSwitchNodes of a topology, every link a pair of
+RIFLChannels (latency, errors, down), for the network simulations (sim/verilated/rifl_net.py)."""
+from litex.gen import LiteXModule
+
+from cores.rifl.channel import RIFLChannel
+from cores.rifl.endpoint import RIFLHost
+from cores.switch.line_card import RIFLSwitchNode
+
+
+class RIFLNetwork(LiteXModule):
+    """The hosts, switches and links of `topology` (software.rifl.topology.Topology).
+
+    hosts[h]: RIFLHost(frame_bits, data_width, rtt = 2 latency, down_ports, n_sources, max_packet);
+    switches[s]: RIFLSwitchNode(n, frame_bits, rtt, data_width, iterations). Link k (topology.links[k] = (a, b))
+    has channels[2k] (a -> b) and channels[2k + 1] (b -> a), each RIFLChannel(frame_bits, latency) with
+    its own seed; `channel_names[c]` is "l<k>_ab" / "l<k>_ba".
+    """
+    def __init__(self, topology, frame_bits=256, latency=8, data_width=256, iterations=2, n_sources=4,
+                 max_packet=2048, seed=1, **switch_kw):
+        if not isinstance(latency, int) or latency < 1:
+            raise ValueError(f"latency must be a positive number of cycles, got {latency!r}")
+        self.topology = topology
+        rtt = 2 * latency
+        down = topology.down_ports()
+        self.hosts = []
+        for h in range(topology.hosts):
+            host = RIFLHost(frame_bits, data_width, rtt, down, n_sources, max_packet)
+            setattr(self, f"host{h}", host)
+            self.hosts.append(host)
+        self.switches = []
+        for s, n in enumerate(topology.switches):
+            node = RIFLSwitchNode(n, frame_bits, rtt, data_width, iterations, down, **switch_kw)
+            setattr(self, f"switch{s}", node)
+            self.switches.append(node)
+
+        # # #
+
+        def line(end):
+            if end[0] == "h":
+                return self.hosts[end[1]].tx_frame, self.hosts[end[1]].rx_frame
+            node = self.switches[end[1]]
+            return node.tx_frames[end[2]], node.rx_frames[end[2]]
+        self.channels, self.channel_names = [], []
+        for k, (a, b) in enumerate(topology.links):
+            (a_tx, a_rx), (b_tx, b_rx) = line(a), line(b)
+            for d, (tx, rx) in (("ab", (a_tx, b_rx)), ("ba", (b_tx, a_rx))):
+                ch = RIFLChannel(frame_bits, latency, seed=(seed * 7919 + 2 * k + (d == "ba")) % 2**32 or 1)
+                setattr(self, f"l{k}_{d}", ch)
+                self.channels.append(ch)
+                self.channel_names.append(f"l{k}_{d}")
+                self.comb += [ch.sink_frame.eq(tx), rx.eq(ch.source_frame)]
