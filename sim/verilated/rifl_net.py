@@ -8,7 +8,7 @@ Packets: Packet(src, t, length, dst, echo): host src offers the packet from cycl
 the route topology.route(src, dst); `echo`: the receiving host sends it back at once, the route being the
 reply its reassembler computed (the RTL's, not the reference's). Contents: byte i of the packet of (src,
 seq) is `payload_byte(src, seq, i)` (bytes 0-1: src, 2-5: seq, little-endian; seq bit 31 asks for an
-echo, bit 30 marks one); the harness checks every delivered byte. Events: (cycle, channel, field, value),
+echo, bit 30 marks one, the bits below count the host's packets and echoes in offering order); the harness checks every delivered byte. Events: (cycle, channel, field, value),
 field in EVENT_FIELDS. Valid and ready are random per cycle (valid_p, ready_p), from the harness's seeded
 PRNG. The run ends once every offered packet has been delivered and the last event has passed (or at
 max_cycles), then DRAIN_CYCLES more cycles for the counters.
@@ -38,6 +38,7 @@ EVENT_FIELDS = ["mode", "threshold", "burst"] + [f"thr{k + 1}" for k in range(CH
     ["force", "down"]
 DRAIN_CYCLES = 200
 ECHO_ASK, ECHO_MARK = 1 << 31, 1 << 30
+SEQ_ORDER = ECHO_MARK - 1      # the low bits of seq: the order in which the host offered its packets
 MIN_LENGTH = 8                 # room for the (src, seq) tag
 
 

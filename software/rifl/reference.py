@@ -5,8 +5,14 @@ Layer 2 endpoint (bit-exact with cores/rifl/l2.py): `segment` cuts an upper-laye
 segments, `Reassembler` puts them together per source, keyed by reply route. The first segment starts with
 the packet length (L2_LENGTH_BYTES, big-endian), so the true length of the padded last segment is known;
 every L2 packet is L2_PACKET_BYTES on the L1 stream.
+Residual errors: `undetected_patterns` counts the error patterns CRC-12 cannot see, `residual_frame_rate`
+gives the undetected-frame probability at a bit error rate.
 """
-from cores.rifl.common import (CHECK_BITS, CTRL_HEADER, L2_HEADER, L2_HEADER_BYTES, L2_LENGTH_BYTES,
+import math
+
+import numpy as np
+
+from cores.rifl.common import (CHECK_BITS, CRC12_POLY, CTRL_HEADER, L2_HEADER, L2_HEADER_BYTES, L2_LENGTH_BYTES,
                                L2_MAX_PACKET_BYTES, META_ALL_VALID, META_EOP, SEGMENT_BYTES, SYNC_CTRL, SYNC_DATA,
                                crc12, l2_header_bytes, l2_header_unpack, l2_segments, payload_bits, payload_bytes,
                                reply_route, scrambler_mask)
@@ -115,3 +121,43 @@ class Reassembler:
             del self.partial[key], self.last[key]
             return key, bytes(buf[L2_LENGTH_BYTES:L2_LENGTH_BYTES + length])
         return None
+
+
+# Residual error rate of the CRC-12 check -------------------------------------------------------------------
+
+def _bit_syndromes(frame_bits):
+    """Syndrome of a single-bit error at each frame bit (bit 0 sent last): x^i mod the generator, by long
+    division (independent of the RTL's CRC matrix). The check is linear, so a pattern's syndrome is the XOR
+    of its bits' and it passes undetected when that is 0; the scrambler is additive and adds none."""
+    gen = (1 << CHECK_BITS) | CRC12_POLY
+    out, r = [], 1
+    for _ in range(frame_bits):
+        out.append(r)
+        r <<= 1
+        if r >> CHECK_BITS:
+            r ^= gen
+    return np.array(out, dtype=np.int64)
+
+
+def undetected_patterns(frame_bits, weight):
+    """The number of error patterns of `weight` bits (1..4) in an F-bit frame that CRC-12 cannot see."""
+    s = _bit_syndromes(frame_bits)
+    if weight in (1, 3):                   # the generator has the factor x + 1: odd weights are always seen
+        return int(np.count_nonzero(s == 0)) if weight == 1 else 0
+    i, j = np.triu_indices(frame_bits, 1)
+    pairs = np.bincount(s[i] ^ s[j], minlength=1 << CHECK_BITS)
+    if weight == 2:
+        return int(pairs[0])
+    if weight == 4:                        # two disjoint pairs with one syndrome; each 4-set has 3 pairings
+        return int((pairs * (pairs - 1) // 2).sum() // 3)
+    raise ValueError("weights 1..4 only")
+
+
+def residual_frame_rate(ber, frame_bits, max_weight=4):
+    """Probability that a frame carries an error CRC-12 cannot see, for independent bit errors at `ber`,
+    over error weights up to max_weight (heavier errors: below P(K > max_weight) / 2^11)."""
+    total = 0.0
+    for w in range(1, max_weight + 1):
+        p_w = math.comb(frame_bits, w) * ber ** w * (1 - ber) ** (frame_bits - w)
+        total += p_w * undetected_patterns(frame_bits, w) / math.comb(frame_bits, w)
+    return total
