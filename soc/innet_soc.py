@@ -60,6 +60,13 @@ class InnetSoC(SoCCore):
         from cores.rifl.soc_block import RIFLLoopback
         return self._register_core(name, RIFLLoopback(**kwargs))
 
+    def add_rifl_net(self, name=CORE_NAMES["rifl_net"], **kwargs):
+        """A RIFL network: hosts (L2 over L1) on a RIFL switch over lossy links, with on-chip generators and
+        checkers and a BER CSR per link. Keyword arguments go to RIFLNetBlock (n, frame_bits, data_width,
+        latency)."""
+        from cores.rifl.soc_block import RIFLNetBlock
+        return self._register_core(name, RIFLNetBlock(**kwargs))
+
     def add_switch(self, name=CORE_NAMES["switch"], **kwargs):
         """A small RIFL switch between on-chip traffic generators and checkers (load points over CSRs).
         Keyword arguments go to SwitchBlock (n, data_width, voq_cells, iterations)."""

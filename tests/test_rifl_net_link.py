@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from cores.rifl import common as c
-from cores.rifl.channel import RIFLChannel, forced_codeword, random_thresholds
+from cores.rifl.channel import RIFLChannel, forced_codeword
 from cores.rifl.link import RIFLEndpoint
 from sim.verilated import rifl as verilated_rifl
 from sim.verilated import run_vectors
+from software.rifl.demo import random_thresholds
 from software.rifl.reference import residual_frame_rate, undetected_patterns
 from tests.harness.rifl import ref_crc12, to_bits
 

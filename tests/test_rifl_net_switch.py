@@ -2,9 +2,9 @@
 4-port switch, seeded traffic under random valid/ready, incast, errors both ways, a flapping link. Every run
 is checked against the reference routing (tests.harness.rifl_net.check_run): each packet exactly once, in
 order per flow, intact, no VOQ overflow."""
-from cores.rifl.channel import random_thresholds
 from cores.rifl.common import CHANNEL_RANDOM
-from software.rifl.topology import one_switch
+from software.rifl.demo import random_thresholds
+from cores.rifl.topology import one_switch
 from tests.harness.rifl_net import check_run, net_model, random_packets, seeded
 
 TOPO = one_switch(4)

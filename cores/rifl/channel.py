@@ -1,6 +1,5 @@
 """Simulation channel for RIFL: fixed latency, error bursts or independent bit errors, forced undetectable
 errors, link down."""
-import math
 from functools import reduce
 from operator import xor
 
@@ -17,22 +16,6 @@ from cores.rifl.link import crc12_bits
 ERROR_BURST_MAX = 12   # bursts up to the CRC degree are always detected
 
 
-def random_thresholds(ber, frame_bits):
-    """The `thresholds` of CHANNEL_RANDOM for a bit error rate `ber`: threshold k (k = 1..
-    CHANNEL_RANDOM_MAX_BITS) is 2^32 P(K >= k), K ~ Binomial(frame_bits, ber) the bit errors of a frame."""
-    check_frame_bits(frame_bits)
-    if not 0 <= ber < 1:
-        raise ValueError(f"bit error rate must be in [0, 1), got {ber!r}")
-    pmf = [math.comb(frame_bits, k) * ber ** k * (1 - ber) ** (frame_bits - k) for k in range(CHANNEL_RANDOM_MAX_BITS)]
-    return [min(2**32 - 1, round(2**32 * max(0.0, 1 - sum(pmf[:k])))) for k in range(1, CHANNEL_RANDOM_MAX_BITS + 1)]
-
-
-def burst_threshold(ber, frame_bits):
-    """The per-frame `threshold` of CHANNEL_BURST for a bit error rate `ber`: 2^32 (1 - (1 - ber)^F)."""
-    check_frame_bits(frame_bits)
-    return min(2**32 - 1, round(2**32 * (1 - (1 - ber) ** frame_bits)))
-
-
 def forced_codeword(frame_bits):
     """The error pattern `force` applies: the CRC-12 generator moved into the payload (bits 20..32 of the
     frame), a codeword, so the frame still passes its check with one payload byte pair changed."""
@@ -47,11 +30,11 @@ class RIFLChannel(LiteXModule):
     Error models (`mode`, hardware PRNGs, one draw a frame):
     * CHANNEL_BURST: a draw below `threshold` corrupts the frame: `burst` consecutive bits (1..12, 0 counts
       as 1) are inverted at a random position (wrapping inside the frame). For a bit error rate p the
-      threshold is burst_threshold(p, F): a frame with two or more bit errors is modelled as one burst,
+      threshold is software.rifl.demo.frame_error_threshold(p, F): a frame with two or more bit errors is modelled as one burst,
       which CRC-12 always detects.
     * CHANNEL_RANDOM: independent bit errors. The draw gives the number K of bit errors of the frame (K >= k
-      when it is below `thresholds[k-1]`, random_thresholds(p, F); at most CHANNEL_RANDOM_MAX_BITS), each at
-      its own random position (two errors drawn at one position cancel).
+      when it is below `thresholds[k-1]`; at most CHANNEL_RANDOM_MAX_BITS), each at
+      its own random position (two errors drawn at one position cancel); software.rifl.demo.random_thresholds.
     `force`: the next data frame gets forced_codeword(F), an undetectable error. `down` replaces every frame
     by zeros (loss of signal: invalid sync headers).
     Counters (CHANNEL_COUNTERS, `counters[name]`): errors (corrupted frames), bit_errors (bits inverted),

@@ -271,6 +271,14 @@ def l2_forward(header):
     return l2_header_pack(total, remain - 1, _rotate_ports_left(ports, 1))
 
 
+def l2_deliver(header):
+    """The header as the last switch of its route delivers it: l2_forward once per hop (Total Hops)."""
+    total, _, _ = l2_header_unpack(header)
+    for _ in range(total):
+        header = l2_forward(header)
+    return header
+
+
 def reply_route(header):
     """The header routing a reply back to the source of a received header (remain 0 after `total` hops):
     undo the `total` rotations, take the first `total` ports in reverse order, negate each modulo 256
@@ -321,7 +329,7 @@ def l2_segments(length):
 # Per-source reassembly (L2Reassembler): segments of packets from different sources arrive interleaved
 # behind a switch; each reassembly context (keyed by the reply route) stores one packet.
 L2_RX_CONTEXTS = 4                         # default number of contexts
-L2_RX_CONTEXTS_MAX = 16
+L2_RX_CONTEXTS_MAX = 32
 # Per-context idle timeout: a context assembling a packet (or a skip entry) that gets no segment for more
 # than `timeout` cycles is freed. Ages count in ticks of timeout / L2_RX_TIMEOUT_STEPS cycles, so it is
 # freed after more than `timeout` and at most (1 + 1 / L2_RX_TIMEOUT_STEPS) x `timeout` idle cycles.
@@ -431,6 +439,33 @@ LOOPBACK_COUNTERS = (
     [(f"{d}_{name}", f"{d}: {desc}") for d in LOOPBACK_DIRECTIONS for name, desc in LOOPBACK_DIR_COUNTERS] +
     [(f"{e}_{name}", f"endpoint {e.upper()}: {dict(EP_COUNTERS)[name]}")
      for e in LOOPBACK_ENDPOINTS for name in LOOPBACK_EP_COUNTERS])
+
+# RIFLNetBlock (cores/rifl/soc_block.py): n hosts on one switch, a generator and a checker per host.
+NET_MIN_LENGTH = 8             # bytes: the packet's tag (source, flow sequence number) fits
+NET_LENGTH_BITS = 9            # packet lengths NET_MIN_LENGTH + 0..2^9 - 1 bytes (a hash of source and sequence)
+NET_CONTROL = Header.from_lsb_layout([("enable", 1), ("random", 1)])
+NET_SUMS = [
+    ("cells_in", "cells the switch's VOQs accepted"),
+    ("cells_out", "cells the switch's outputs delivered"),
+    ("drop_full", "cells dropped by a full VOQ (0: flow control held every sender)"),
+    ("fc_voq_frames", "per-VOQ flow-control frames the switch sent over its links"),
+    ("replays", "replay episodes of all endpoints (hosts and switch ports)"),
+    ("rx_errors", "receive errors of all endpoints"),
+    ("link_downs", "link up -> down transitions of all endpoints"),
+]
+
+
+def net_block_counters(n, channels):
+    """RIFLNetBlock's counters: per host h{h}_sent and the checker's CHK_COUNTERS, the NET_SUMS, per channel
+    c{c}_errors and c{c}_undetected."""
+    out = []
+    for h in range(n):
+        out += [(f"h{h}_{name}", f"host {h}: {desc}") for name, desc in GEN_COUNTERS + CHK_COUNTERS]
+    out += NET_SUMS
+    for c in range(channels):
+        out += [(f"c{c}_{name}", f"channel {c}: {dict(CHANNEL_COUNTERS)[name]}") for name in ("errors", "undetected")]
+    return out
+
 
 # RIFLLoopback's CSR words with fields (the others are plain numbers: err_ab, err_ba, limit, rx_ready, cycles).
 LOOPBACK_CONTROL = Header.from_bits({"enable": (0, 1), "down_ab": (1, 1), "down_ba": (2, 1), "burst": (8, 4)})

@@ -4,24 +4,29 @@ from litex.gen import LiteXModule
 
 from cores.rifl.channel import RIFLChannel
 from cores.rifl.endpoint import RIFLHost
-from cores.switch.line_card import RIFLSwitchNode
+from cores.switch.line_card import RIFLSwitchNode, cell_frames
 
 
 class RIFLNetwork(LiteXModule):
-    """The hosts, switches and links of `topology` (software.rifl.topology.Topology).
+    """The hosts, switches and links of `topology` (cores.rifl.topology.Topology).
 
     hosts[h]: RIFLHost(frame_bits, data_width, rtt = 2 latency, down_ports, n_sources, max_packet);
-    switches[s]: RIFLSwitchNode(n, frame_bits, rtt, data_width, iterations). Link k (topology.links[k] = (a, b))
+    switches[s]: RIFLSwitchNode(n, frame_bits, rtt, data_width, iterations, cell_cycles); the fabric's cell
+    time `cell_cycles` defaults to the links' (cell_frames(frame_bits) slots, more if the iterations need
+    it): no speedup, as in the spec's evaluation. Link k (topology.links[k] = (a, b))
     has channels[2k] (a -> b) and channels[2k + 1] (b -> a), each RIFLChannel(frame_bits, latency) with
     its own seed; `channel_names[c]` is "l<k>_ab" / "l<k>_ba".
     """
     def __init__(self, topology, frame_bits=256, latency=8, data_width=256, iterations=2, n_sources=4,
-                 max_packet=2048, seed=1, **switch_kw):
+                 max_packet=2048, seed=1, cell_cycles=None, **switch_kw):
         if not isinstance(latency, int) or latency < 1:
             raise ValueError(f"latency must be a positive number of cycles, got {latency!r}")
         self.topology = topology
         rtt = 2 * latency
         down = topology.down_ports()
+        if cell_cycles is None:
+            cell_cycles = max(cell_frames(frame_bits), 2 * iterations + 2)
+        self.cell_cycles = cell_cycles
         self.hosts = []
         for h in range(topology.hosts):
             host = RIFLHost(frame_bits, data_width, rtt, down, n_sources, max_packet)
@@ -29,7 +34,8 @@ class RIFLNetwork(LiteXModule):
             self.hosts.append(host)
         self.switches = []
         for s, n in enumerate(topology.switches):
-            node = RIFLSwitchNode(n, frame_bits, rtt, data_width, iterations, down, **switch_kw)
+            node = RIFLSwitchNode(n, frame_bits, rtt, data_width, iterations, down, cell_cycles=cell_cycles,
+                                  **switch_kw)
             setattr(self, f"switch{s}", node)
             self.switches.append(node)
 

@@ -71,10 +71,11 @@ class RIFLSwitchNode(LiteXModule):
     port i, and the frames received on port i pause and resume output i. Parameters: frame_bits, rtt (the
     links' round trip, frame slots), data_width (256: the fabric's cell time of 8 cycles is shorter than a
     link's cell time of cell_frames(256) = 9 slots), iterations, down_ports (port count of the neighbour
-    switches), voq_cells / on / off (default voq_sizing(frame_bits, rtt)).
+    switches), voq_cells / on / off (default voq_sizing(frame_bits, rtt)), cell_cycles (RIFLSwitch's; 10 for
+    4 iterations: a fabric slower than the links).
     """
     def __init__(self, n=4, frame_bits=256, rtt=16, data_width=256, iterations=2, down_ports=None,
-                 voq_cells=None, on_threshold=None, off_threshold=None):
+                 voq_cells=None, on_threshold=None, off_threshold=None, cell_cycles=None):
         check_ports(n)
         cells, on, off = voq_sizing(frame_bits, rtt)
         voq_cells = cells if voq_cells is None else voq_cells
@@ -88,7 +89,7 @@ class RIFLSwitchNode(LiteXModule):
         # # #
 
         self.switch = sw = RIFLSwitch(n, data_width, voq_cells, iterations, on_threshold=on_threshold,
-                                      off_threshold=off_threshold, down_ports=down_ports)
+                                      off_threshold=off_threshold, down_ports=down_ports, cell_cycles=cell_cycles)
         self.cards = []
         for i in range(n):
             card = RIFLLineCard(frame_bits, data_width, rtt)

@@ -30,7 +30,8 @@ class RIFLSwitch(LiteXModule):
     waits at the head of its output FIFO (`fc_hold` counts those cycles) and keeps cells behind it waiting.
     Frame channels >= down_ports are ignored and counted in `fc_bad`.
 
-    Timing: time is cut into cell times of `beats` cycles. At the start of each cell time the scheduler
+    Timing: time is cut into cell times of `cell_cycles` cycles (default `beats`; more leaves idle cycles
+    after each cell, for more iterations than the beats give time for). At the start of each cell time the scheduler
     takes the requests of complete cells (masked by output credits) and decides within 2*iterations+1
     cycles (3*iterations+1 with `pipelined_scheduler`; beats must exceed that); the granted cells cross the
     network during the next cell
@@ -46,18 +47,22 @@ class RIFLSwitch(LiteXModule):
     counters summed.
     """
     def __init__(self, n=4, data_width=256, voq_cells=8, iterations=2, out_cells=None,
-                 on_threshold=None, off_threshold=None, down_ports=None, pipelined_scheduler=False, with_csr=False):
+                 on_threshold=None, off_threshold=None, down_ports=None, pipelined_scheduler=False,
+                 cell_cycles=None, with_csr=False):
         check_ports(n)
         down_ports = n if down_ports is None else down_ports
         check_ports(down_ports)
         beats = cell_beats(data_width)
+        cell_cycles = beats if cell_cycles is None else cell_cycles
         need = (3 if pipelined_scheduler else 2) * iterations + 2
-        if beats < need:
+        if not isinstance(cell_cycles, int) or cell_cycles < beats:
+            raise ValueError(f"cell_cycles must be an int >= {beats} (the beats of a cell), got {cell_cycles!r}")
+        if cell_cycles < need:
             raise ValueError(f"{iterations} iSLIP iterations need a cell time of at least {need} "
-                             f"cycles, {data_width}-bit ports give {beats}")
+                             f"cycles, {data_width}-bit ports give {beats} (raise cell_cycles)")
         if out_cells is not None and (not isinstance(out_cells, int) or out_cells < 1):
             raise ValueError(f"out_cells must be a positive int, got {out_cells!r}")
-        self.n, self.beats, self.data_width = n, beats, data_width
+        self.n, self.beats, self.data_width, self.cell_cycles = n, beats, data_width, cell_cycles
         self.sinks = [stream.Endpoint(cell_layout(data_width)) for _ in range(n)]
         self.sources = [stream.Endpoint(cell_layout(data_width)) for _ in range(n)]
         self.fcs = [stream.Endpoint(FC_LAYOUT) for _ in range(n)]
@@ -79,12 +84,12 @@ class RIFLSwitch(LiteXModule):
         # next cell time (+1 memory), crosses the network, the FIFO (+1), leaves (beats - 1) and the
         # credit register (+1): 2 * beats + latency + 2 cycles, i.e. that many cell times in flight.
         if out_cells is None:
-            out_cells = -(-(2 * beats + net.latency + 2) // beats)
+            out_cells = -(-(2 * cell_cycles + net.latency + 2) // cell_cycles)
         self.out_cells = out_cells
 
         # Cell-time counter; scheduling and transfers start at count 0.
-        ct = Signal(max=beats)
-        self.sync += If(ct == beats - 1, ct.eq(0)).Else(ct.eq(ct + 1))
+        ct = Signal(max=cell_cycles)
+        self.sync += If(ct == cell_cycles - 1, ct.eq(0)).Else(ct.eq(ct + 1))
 
         credit = [Signal(max=out_cells + 1, reset=out_cells, name=f"credit{j}") for j in range(n)]
         eligible = Cat(*[c != 0 for c in credit])

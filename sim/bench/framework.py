@@ -38,11 +38,13 @@ class Table:
 
 @dataclass
 class BenchResult:
-    """What one benchmark module returns: tables, raw data for JSON, plot files it wrote."""
+    """What one benchmark module returns: tables, raw data for JSON, plot files it wrote; `top`: entries
+    written at the top level of the JSON, beside name, data and tables (a format a benchmark promises)."""
     name: str
     tables: list = field(default_factory=list)
     data: dict = field(default_factory=dict)
     plots: list = field(default_factory=list)
+    top: dict = field(default_factory=dict)
 
     def markdown(self):
         out = [f"## {self.name}", ""]
@@ -57,8 +59,8 @@ class BenchResult:
             f.write(self.markdown())
         with open(os.path.join(outdir, f"{self.name}.json"), "w") as f:
             json.dump({"name": self.name, "data": self.data,
-                       "tables": [{"title": t.title, "columns": t.columns, "rows": t.rows} for t in self.tables]},
-                      f, indent=1, default=str)
+                       "tables": [{"title": t.title, "columns": t.columns, "rows": t.rows} for t in self.tables],
+                       **self.top}, f, indent=1, default=str)
         return md
 
 

@@ -63,3 +63,61 @@ def run_point(model, cycles, threshold):
     """One error-rate point (see the module docstring): {counter name: value, "frames": frames accepted}."""
     out = model.run([cycles, threshold])
     return {k: int(v) for k, v in (line.split() for line in out.strip().splitlines())}
+
+
+NET_HARNESS = r"""
+#include "Vrifl_net_block.h"
+#include "verilated.h"
+#include <cstdio>
+#include <cstdlib>
+int main(int argc, char **argv) {
+    Verilated::commandArgs(argc, argv);
+    unsigned long long cycles = strtoull(argv[1], 0, 10), drain = strtoull(argv[2], 0, 10);
+    unsigned thr[4];
+    for (int k = 0; k < 4; k++) thr[k] = strtoul(argv[3 + k], 0, 10);
+    int force_ch = atoi(argv[7]);
+    unsigned long long force_at = strtoull(argv[8], 0, 10);
+    Vrifl_net_block *t = new Vrifl_net_block;
+    t->rst = 1; t->clk = 0; t->eval(); t->clk = 1; t->eval(); t->clk = 0; t->rst = 0;
+%(set_bers)s
+    t->control = %(control_on)d; t->limit = 0; t->down = 0; t->force_bits = 0; t->force_re = 0;
+    for (unsigned long long c = 0; c < cycles + drain; c++) {
+        if (c == cycles) { t->control = %(control_off)d; }
+        t->force_re = force_ch >= 0 && c == force_at;
+        t->force_bits = force_ch >= 0 ? (1u << force_ch) : 0;
+        t->clk = 1; t->eval(); t->clk = 0; t->eval();
+    }
+%(prints)s
+    delete t;
+    return 0;
+}
+"""
+
+
+def net_block(n=4, frame_bits=64, data_width=64, latency=8):
+    """The Verilated model of RIFLNetBlock: run `net_point(model, cycles, drain, thresholds, force=(c, at))`."""
+    from cores.rifl.common import CHANNEL_RANDOM_MAX_BITS, NET_CONTROL
+    from cores.rifl.soc_block import RIFLNetBlock
+    dut = RIFLNetBlock(n, frame_bits, data_width, latency)
+    ports = {"control": (dut.control.storage, True), "limit": (dut.limit.storage, True),
+             "down": (dut.down.storage, True), "force_bits": (dut.force.storage, True), "force_re": (dut.force.re, True),
+             "status": (dut.status.status, False)}
+    for k, ber in enumerate(dut.bers):
+        ports[f"ber{k}"] = (ber.storage, True)
+    ports.update({name: (sig, False) for name, sig in dut.counters.items()})
+    set_bers = "\n".join(f"    for (int w = 0; w < {CHANNEL_RANDOM_MAX_BITS}; w++) t->ber{k}[w] = thr[w];"
+                         for k in range(len(dut.bers)))
+    prints = "\n".join(f'    printf("{name} %u\\n", (unsigned)t->{name});' for name in ["status", *dut.counters])
+    harness = NET_HARNESS % dict(set_bers=set_bers, prints=prints,
+                                 control_on=NET_CONTROL.pack(enable=1, random=1), control_off=NET_CONTROL.pack(random=1))
+    return Model(f"rifl_net_block_n{n}_F{frame_bits}", {"rifl_net_block.v": flat_ports(dut, ports, "rifl_net_block")},
+                 "rifl_net_block", harness)
+
+
+def net_point(model, cycles, drain, thresholds, force=None):
+    """Generators on for `cycles` cycles (independent bit errors with `thresholds` on every channel all along),
+    then `drain` cycles off; `force` = (channel, cycle): that channel's next data frame gets the codeword.
+    Returns every counter and `status`."""
+    ch, at = force if force else (-1, 0)
+    out = model.run([cycles, drain, *thresholds, ch, at])
+    return {k: int(v) for k, v in (line.split() for line in out.strip().splitlines())}

@@ -291,8 +291,7 @@ class NetModel:
         harness = HARNESS % dict(hosts=len(net.hosts), channels=len(net.channels), width_bytes=W,
                                  set_tx=_cases(set_tx), tx_ready=_cases(tx_ready), set_rx_ready=_cases(set_rx_ready),
                                  rx_beat=_cases(rx_beat), set_ctrl=_cases(set_ctrl), prints=prints, drain=DRAIN_CYCLES)
-        tag = "_".join(f"{k}{v}" for k, v in sorted(kw.items()))
-        self.model = Model(f"rifl_net_{topology.name}_{tag}".replace("-", "_")[:100],
+        self.model = Model(f"rifl_net_{topology.name}",
                            {"net.v": flat_ports(dut, ports, "net")}, "net", harness)
         self.voq_cells = self.node.voq_cells if self.node else None
 

@@ -1,10 +1,10 @@
 """Shared helpers of the RIFL network tests: the Verilated networks (built once per configuration), seeded
-traffic, and the check of a run against the topology's reference routing (software.rifl.topology) and
+traffic, and the check of a run against the topology's reference routing (cores.rifl.topology) and
 the Layer 2 reference (cores.rifl.common.l2_forward, reply_route)."""
 import random
 from collections import Counter, defaultdict
 
-from cores.rifl.common import l2_forward, l2_header_unpack, reply_route
+from cores.rifl.common import l2_deliver, reply_route
 from sim.verilated.rifl_net import ECHO_ASK, SEQ_ORDER, NetModel, Packet
 
 _models = {}
@@ -28,14 +28,6 @@ def random_packets(rng, topology, count, srcs=None, dsts=None, lengths=(8, 2048)
         times = sorted(rng.randrange(t_max + 1) for _ in range(count))
         out += [Packet(s, t, rng.randint(*lengths), rng.choice(choices), echo) for t in times]
     return out
-
-
-def forwarded(header):
-    """The header as the last switch delivers it: l2_forward once per hop."""
-    total, _, _ = l2_header_unpack(header)
-    for _ in range(total):
-        header = l2_forward(header)
-    return header
 
 
 def expected_packets(topology, packets, result):
@@ -69,7 +61,7 @@ def check_run(model, packets, result, corrupted=0):
     for d in result.delivered:
         dst, length, route = exp[(d.src, d.seq)]
         assert d.host == dst and d.length == length, d
-        assert d.header == forwarded(route), (d, hex(forwarded(route)))
+        assert d.header == l2_deliver(route), (d, hex(l2_deliver(route)))
         assert d.reply == reply_route(d.header) and topo.follow(d.host, d.reply) == d.src, d
         if not d.ok:
             bad.append(d)
