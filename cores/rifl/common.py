@@ -440,6 +440,12 @@ LOOPBACK_COUNTERS = (
     [(f"{e}_{name}", f"endpoint {e.upper()}: {dict(EP_COUNTERS)[name]}")
      for e in LOOPBACK_ENDPOINTS for name in LOOPBACK_EP_COUNTERS])
 
+# Captures (sim/verilated/rifl_net.py; software/rifl/scapy_layers.py and dissector.py decode them): pcap link types
+# of the user range (DLT_USER0 + k; Wireshark's encapsulations WTAP_ENCAP_USER0 + k).
+PCAP_DLT_L1 = 147              # one Layer 1 frame a record, F / 8 bytes as on the line (scrambled, MSB first)
+PCAP_DLT_L2 = 148              # one Layer 1 packet a record: a Layer 2 packet (header and segment)
+WTAP_ENCAP_USER0, PCAP_DLT_USER0 = 45, 147
+
 # RIFLNetBlock (cores/rifl/soc_block.py): n hosts on one switch, a generator and a checker per host.
 NET_MIN_LENGTH = 8             # bytes: the packet's tag (source, flow sequence number) fits
 NET_LENGTH_BITS = 9            # packet lengths NET_MIN_LENGTH + 0..2^9 - 1 bytes (a hash of source and sequence)

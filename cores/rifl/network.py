@@ -15,7 +15,7 @@ class RIFLNetwork(LiteXModule):
     time `cell_cycles` defaults to the links' (cell_frames(frame_bits) slots, more if the iterations need
     it): no speedup, as in the spec's evaluation. Link k (topology.links[k] = (a, b))
     has channels[2k] (a -> b) and channels[2k + 1] (b -> a), each RIFLChannel(frame_bits, latency) with
-    its own seed; `channel_names[c]` is "l<k>_ab" / "l<k>_ba".
+    its own seed; `channel_names[c]` is "l<k>_ab" / "l<k>_ba"; `receivers[c]` the RIFLEndpoint channel c feeds.
     """
     def __init__(self, topology, frame_bits=256, latency=8, data_width=256, iterations=2, n_sources=4,
                  max_packet=2048, seed=1, cell_cycles=None, **switch_kw):
@@ -43,13 +43,15 @@ class RIFLNetwork(LiteXModule):
 
         def line(end):
             if end[0] == "h":
-                return self.hosts[end[1]].tx_frame, self.hosts[end[1]].rx_frame
+                host = self.hosts[end[1]]
+                return host.tx_frame, host.rx_frame, host.endpoint
             node = self.switches[end[1]]
-            return node.tx_frames[end[2]], node.rx_frames[end[2]]
-        self.channels, self.channel_names = [], []
+            return node.tx_frames[end[2]], node.rx_frames[end[2]], node.cards[end[2]].endpoint
+        self.channels, self.channel_names, self.receivers = [], [], []
         for k, (a, b) in enumerate(topology.links):
-            (a_tx, a_rx), (b_tx, b_rx) = line(a), line(b)
-            for d, (tx, rx) in (("ab", (a_tx, b_rx)), ("ba", (b_tx, a_rx))):
+            (a_tx, a_rx, a_ep), (b_tx, b_rx, b_ep) = line(a), line(b)
+            for d, (tx, rx, ep) in (("ab", (a_tx, b_rx, b_ep)), ("ba", (b_tx, a_rx, a_ep))):
+                self.receivers.append(ep)
                 ch = RIFLChannel(frame_bits, latency, seed=(seed * 7919 + 2 * k + (d == "ba")) % 2**32 or 1)
                 setattr(self, f"l{k}_{d}", ch)
                 self.channels.append(ch)

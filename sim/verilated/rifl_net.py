@@ -13,6 +13,7 @@ field in EVENT_FIELDS. Valid and ready are random per cycle (valid_p, ready_p), 
 PRNG. The run ends once every offered packet has been delivered and the last event has passed (or at
 max_cycles), then DRAIN_CYCLES more cycles for the counters.
 
+`capture`: pcap files of chosen links (NetModel.run).
 Result: `sent` (src, seq) -> cycle of the first beat, `delivered` list of Delivery(host, cycle, src, seq,
 length, header, reply, ok), `echoes` (host, seq of the echo, src, seq echoed), `counters` {name: value}
 (prefixes h<h>_, s<s>_, c<c>_; see NetModel.counter_ports), `cycles`.
@@ -26,7 +27,8 @@ from migen import If, Signal
 from litex.gen import LiteXModule
 
 from cores.lib.counters import COUNTER_BITS
-from cores.rifl.common import CHANNEL_RANDOM_MAX_BITS, EP_COUNTERS, FC_GATE_COUNTERS, L2_RX_COUNTERS, L2_TX_COUNTERS
+from cores.rifl.common import (CHANNEL_RANDOM_MAX_BITS, EP_COUNTERS, FC_GATE_COUNTERS, L2_RX_COUNTERS, L2_TX_COUNTERS,
+                               PCAP_DLT_L1, PCAP_DLT_L2)
 from cores.rifl.network import RIFLNetwork
 from cores.switch.common import LINE_CARD_COUNTERS, SWITCH_COUNTERS, VOQ_COUNTERS
 from sim.verilated import Model, flat_ports
@@ -89,6 +91,13 @@ class RIFLNetHarness(LiteXModule):
                 sigs[f"c{c}_{name}"] = sig
         for h, host in enumerate(net.hosts):
             sigs[f"h{h}_link_up"] = host.link_up
+        # Capture: every channel's line (what its receiver sees) and its receiver's Layer 1 packets.
+        self.captures = []
+        for c, (ch, ep) in enumerate(zip(net.channels, net.receivers)):
+            take = Signal(name=f"cap{c}_take")
+            self.comb += take.eq(ep.source.valid & ep.source.ready)
+            self.captures.append({"frame": ch.source_frame, "take": take, "data": ep.source.data,
+                                  "nbytes": ep.source.nbytes, "last": ep.source.last})
 
 
 HARNESS = r"""
@@ -122,7 +131,7 @@ struct Tx { std::deque<Pkt> q; int off = 0; uint32_t next_seq = 0; };
 struct Rx { std::vector<uint8_t> buf; int length = 0; uint64_t header = 0, reply = 0; };
 struct Ev { long t; int chan, field; uint32_t value; };
 
-static const int H = %(hosts)d, C = %(channels)d, W = %(width_bytes)d;
+static const int H = %(hosts)d, C = %(channels)d, W = %(width_bytes)d, F = %(frame_bits)d;
 static Vnet *top;
 static FILE *out;
 
@@ -150,6 +159,37 @@ static void set_ctrl(int c, int field, uint32_t v) { switch (c) {
     } }
 static void tick() { top->clk = 1; top->eval(); top->clk = 0; top->eval(); }
 
+// Capture (pcap, timestamps = cycle numbers in microseconds): L1 frames as sent on the line (MSB first),
+// Layer 1 packets (Layer 2 segments) as the channel's receiver delivered them.
+static FILE *cap_l1[C], *cap_l2[C];
+static std::vector<uint8_t> cap_buf[C];
+static FILE *pcap_open(const char *path, unsigned dlt) {
+    FILE *f = fopen(path, "wb");
+    uint32_t h[6] = {0xa1b2c3d4u, 0x00040002u, 0, 0, 65535, dlt};
+    fwrite(h, 4, 6, f);
+    return f;
+}
+static void pcap_rec(FILE *f, long cycle, const uint8_t *b, uint32_t n) {
+    uint32_t h[4] = {(uint32_t)(cycle / 1000000), (uint32_t)(cycle %% 1000000), n, n};
+    fwrite(h, 4, 4, f);
+    fwrite(b, 1, n, f);
+}
+static void capture_frame(int c, long cycle, const uint32_t *w) {
+    uint8_t b[F / 8];
+    for (int i = 0; i < F / 8; i++) { int p = F - 8 - 8 * i; b[i] = (uint8_t)(w[p / 32] >> (p %% 32)); }
+    pcap_rec(cap_l1[c], cycle, b, F / 8);
+}
+static void capture_beat(int c, long cycle, const uint32_t *w, int nbytes, int last) {
+    for (int i = 0; i < nbytes; i++) cap_buf[c].push_back((uint8_t)(w[i / 4] >> (8 * (i %% 4))));
+    if (last) { pcap_rec(cap_l2[c], cycle, cap_buf[c].data(), cap_buf[c].size()); cap_buf[c].clear(); }
+}
+static void capture(int c, long cycle) {
+    uint32_t w[F / 32 + 2], d[F / 32 + 2];
+    switch (c) {
+%(capture)s
+    }
+}
+
 int main(int argc, char **argv) {
     Verilated::commandArgs(argc, argv);
     FILE *f = fopen(argv[1], "r");
@@ -157,6 +197,16 @@ int main(int argc, char **argv) {
     long max_cycles = atol(argv[3]);
     rng_state = strtoull(argv[4], 0, 10);
     double valid_p = atof(argv[5]), ready_p = atof(argv[6]);
+    std::vector<int> caps;
+    if (strcmp(argv[8], "-")) {
+        char path[4096];
+        for (char *tok = strtok(argv[8], ","); tok; tok = strtok(0, ",")) {
+            int c = atoi(tok);
+            caps.push_back(c);
+            snprintf(path, sizeof path, "%%s_c%%d_l1.pcap", argv[7], c); cap_l1[c] = pcap_open(path, %(dlt_l1)d);
+            snprintf(path, sizeof path, "%%s_c%%d_l2.pcap", argv[7], c); cap_l2[c] = pcap_open(path, %(dlt_l2)d);
+        }
+    }
     std::vector<Tx> tx(H);
     std::vector<Rx> rx(H);
     std::vector<Ev> ev;
@@ -197,6 +247,7 @@ int main(int argc, char **argv) {
             set_rx_ready(h, rxr[h]);
         }
         top->eval();
+        for (int c : caps) capture(c, cycle);
         for (int h = 0; h < H; h++) {
             Tx &s = tx[h];
             if (txv[h] && tx_ready(h)) {
@@ -237,6 +288,7 @@ int main(int argc, char **argv) {
 %(prints)s
     fprintf(out, "T %%ld\n", cycle);
     fclose(out);
+    for (int c : caps) { fclose(cap_l1[c]); fclose(cap_l2[c]); }
     delete top;
     return 0;
 }
@@ -284,19 +336,33 @@ class NetModel:
                 ports[f"c{c}_{fname}"] = (sig, True)
                 fields.append(f"if (field == {k}) top->c{c}_{fname} = v;")
             set_ctrl.append(f"    case {c}: {' else '.join(fields)} break;")
+        capture = []
+        for c, cap in enumerate(dut.captures):
+            for name, sig in cap.items():
+                ports[f"cap{c}_{name}"] = (sig, False)
+            p = f"top->cap{c}_"
+            capture.append(f"    case {c}: getw({p}frame, w); capture_frame(c, cycle, w); if ({p}take) "
+                           f"{{ getw({p}data, d); capture_beat(c, cycle, d, {p}nbytes, {p}last); }} break;")
         self.counter_names = list(dut.counter_sigs)
         for name, sig in dut.counter_sigs.items():
             ports[f"k_{name}"] = (sig, False)
         prints = "\n".join(f'    fprintf(out, "K {n} %u\\n", (unsigned)top->k_{n});' for n in self.counter_names)
         harness = HARNESS % dict(hosts=len(net.hosts), channels=len(net.channels), width_bytes=W,
                                  set_tx=_cases(set_tx), tx_ready=_cases(tx_ready), set_rx_ready=_cases(set_rx_ready),
-                                 rx_beat=_cases(rx_beat), set_ctrl=_cases(set_ctrl), prints=prints, drain=DRAIN_CYCLES)
+                                 rx_beat=_cases(rx_beat), set_ctrl=_cases(set_ctrl), prints=prints, drain=DRAIN_CYCLES,
+                                 frame_bits=self.frame_bits, capture=_cases(capture), dlt_l1=PCAP_DLT_L1,
+                                 dlt_l2=PCAP_DLT_L2)
         self.model = Model(f"rifl_net_{topology.name}",
                            {"net.v": flat_ports(dut, ports, "net")}, "net", harness)
         self.voq_cells = self.node.voq_cells if self.node else None
 
-    def run(self, packets, events=(), seed=1, valid_p=1.0, ready_p=1.0, max_cycles=200_000, timeout=None):
-        """Play `packets` (Packet, in offering order per host) and `events` through the network: a Result."""
+    def run(self, packets, events=(), seed=1, valid_p=1.0, ready_p=1.0, max_cycles=200_000, timeout=None,
+            capture=(), capture_prefix=None):
+        """Play `packets` (Packet, in offering order per host) and `events` through the network: a Result.
+        `capture`: channel numbers whose line (L1 frames, PCAP_DLT_L1) and whose receiver's Layer 1 packets
+        (Layer 2 segments, PCAP_DLT_L2) are written to <capture_prefix>_c<c>_l1.pcap / _l2.pcap."""
+        if capture and not capture_prefix:
+            raise ValueError("capture needs a capture_prefix (a path without the _c<c>_l1.pcap suffix)")
         with tempfile.TemporaryDirectory(dir=self.model.dir) as tmp:
             stim, outp = os.path.join(tmp, "stim.txt"), os.path.join(tmp, "out.txt")
             with open(stim, "w") as f:
@@ -306,7 +372,9 @@ class NetModel:
                     f.write(f"P {p.src} {p.t} {p.length} {self.topology.route(p.src, p.dst):x} {int(p.echo)}\n")
                 for t, chan, field, value in events:
                     f.write(f"C {t} {chan} {EVENT_FIELDS.index(field)} {int(value)}\n")
-            self.model.run([stim, outp, max_cycles, seed, valid_p, ready_p], timeout=timeout)
+            caps = ",".join(str(int(c)) for c in capture) or "-"
+            self.model.run([stim, outp, max_cycles, seed, valid_p, ready_p, capture_prefix or "-", caps],
+                           timeout=timeout)
             sent, delivered, echoes, counters, cycles = {}, [], [], {}, 0
             with open(outp) as f:
                 for line in f:
