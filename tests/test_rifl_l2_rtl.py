@@ -180,10 +180,10 @@ def test_byte_packer_random_chunks():
 
 @pytest.mark.parametrize("F,dw", [(256, 256), (128, 64), (512, 512), (64, 64)])
 def test_round_trip_boundary_lengths(F, dw):
-    """Every length next to a segment boundary up to 4096 bytes (and 1..3): segmenter -> reassembler with
+    """Every length next to a segment boundary up to 2048 bytes at F = 256 (and 1..3): segmenter -> reassembler with
     random valid/ready; the segmenter's Layer 1 packets equal the Python segmentation."""
     rng = random.Random(F + dw)
-    lengths = boundary_lengths({256: 4096, 64: 300}.get(F, 520))
+    lengths = boundary_lengths({256: 2048, 64: 300}.get(F, 520))
     rng.shuffle(lengths)
     packets = make_packets(rng, lengths)
     units, received, counters, _ = run_chain(packets, F, dw, valid_p=0.8, ready_p=0.7, seed=F)
