@@ -184,7 +184,6 @@ class L2Segmenter(LiteXModule):
         check_frame_bits(frame_bits)
         check_l2_data_width(data_width)
         W = data_width // 8
-        P = payload_bytes(frame_bits)
         self.sink = sink = stream.Endpoint(stream.EndpointDescription(l2_data_layout(data_width), L2_TX_PARAMS))
         self.source = source = stream.Endpoint(user_layout(frame_bits))
         ev = {name: Signal() for name, _ in L2_TX_COUNTERS}

@@ -266,3 +266,39 @@ def plots(points):
         plt.close(fig)
         out.append(path)
     return out
+
+
+def ecp5_table():
+    """Out-of-context ECP5 figures of the new gateware on the links: one switch line card (L1 endpoint, L2
+    deframer and framer, F = 256, 256-bit cells, rtt 16) and the per-VOQ pause gate of a host."""
+    from cores.rifl.endpoint import RIFLFCGate
+    from cores.switch.line_card import RIFLLineCard
+    from sim.bench.ecp5 import synth_ecp5
+    t = Table("ECP5 (LFE5U-25F, out of context, yosys + nextpnr-ecp5)",
+              ["module", "LUT4", "FF", "DP16KD", "Fmax (MHz)", "line rate at Fmax (Gb/s)"],
+              notes="Line rate: one 256-bit frame a cycle. Command: .venv/bin/python -m sim.bench.bench_rifl_net --ecp5")
+    parts = [("RIFLLineCard F=256", lambda: RIFLLineCard(256, 256, rtt=16)), ("RIFLFCGate F=256, 4 ports",
+                                                                            lambda: RIFLFCGate(256, 4))]
+    for name, make in parts:
+        m = make()
+        if isinstance(m, RIFLLineCard):
+            ios = [m.tx_frame, m.rx_frame, m.link_up] + [s for ep in (m.cell_sink, m.cell_source, m.fc_sink,
+                                                                    m.fc_source) for s in ep.flatten()]
+        else:
+            ios = [s for ep in (m.sink, m.source, m.fc_sink) for s in ep.flatten()]
+        r = synth_ecp5(m, ios, f"rifl_net_{name.split()[0].lower()}", device="LFE5U-25F", freq_mhz=100)
+        f = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else float("nan")
+        t.add(name, r["lut4"], r["ff"], r["bram_dp16kd"], f, f * 256 / 1000)
+    return t
+
+
+if __name__ == "__main__":
+    import sys
+    if "--ecp5" in sys.argv:
+        res = BenchResult("rifl_net_ecp5", tables=[ecp5_table()])
+        print(res.markdown())
+        print(res.write())
+    else:
+        res = run(quick="--quick" in sys.argv)
+        print(res.markdown())
+        print(res.write())
