@@ -15,7 +15,7 @@ def test_bench_rifl_net_quick():
     res.write()
     with open(os.path.join(BENCH_DIR, "rifl_net.json")) as f:
         points = json.load(f)["points"]
-    assert len(points) == 4
+    assert len(points) == 2
     for p in points:
         assert all(name in p for name in FIELDS)
         assert p["lost"] == p["duplicated"] == p["reordered"] == p["corrupted"] == 0

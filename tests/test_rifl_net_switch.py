@@ -28,7 +28,7 @@ def test_incast_under_back_pressure():
     output, the VOQs fill past ON and the per-VOQ frames pause the senders, and nothing is lost."""
     m = model()
     rng = seeded(1)
-    packets = random_packets(rng, TOPO, 40, srcs=[1, 2, 3], dsts=[0], lengths=(64, 2048))
+    packets = random_packets(rng, TOPO, 30, srcs=[1, 2, 3], dsts=[0], lengths=(64, 2048))
     r = m.run(packets, seed=2, valid_p=0.9, ready_p=0.3)
     check_run(m, packets, r)
     k = r.counters
@@ -51,8 +51,8 @@ def test_errors_both_directions():
     back-pressure: replays, no loss, no corruption, the channels' undetected counters at 0."""
     m = model()
     rng = seeded(5)
-    packets = random_packets(rng, TOPO, 25, srcs=[1, 2, 3], dsts=[0, 1], lengths=(8, 2048))
-    packets += random_packets(rng, TOPO, 15, srcs=[0], lengths=(8, 2048))
+    packets = random_packets(rng, TOPO, 20, srcs=[1, 2, 3], dsts=[0, 1], lengths=(8, 2048))
+    packets += random_packets(rng, TOPO, 10, srcs=[0], lengths=(8, 2048))
     r = m.run(packets, ber_events(m, 2e-4), seed=6, valid_p=0.9, ready_p=0.6)
     check_run(m, packets, r)
     k = r.counters
@@ -69,7 +69,7 @@ def test_flapping_link():
     endpoints replay, every packet arrives once."""
     m = model()
     rng = seeded(7)
-    packets = random_packets(rng, TOPO, 30, lengths=(8, 1024), t_max=4000)
+    packets = random_packets(rng, TOPO, 20, lengths=(8, 1024), t_max=4000)
     link = next(k for k, (a, b) in enumerate(TOPO.links) if a == ("h", 2))
     events = []
     for start in (800, 2500, 4200):

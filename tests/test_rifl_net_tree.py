@@ -24,11 +24,11 @@ def test_two_levels_with_replies_and_errors():
     arrive once, in order per flow, intact, at the right host."""
     m = net_model(TOPO, latency=6)
     rng = seeded(11)
-    packets = random_packets(rng, TOPO, 12, lengths=(8, 1200), t_max=2000, echo=True)
+    packets = random_packets(rng, TOPO, 8, lengths=(8, 800), t_max=1500, echo=True)
     r = m.run(packets, ber_events(m, 1e-4), seed=12, valid_p=0.8, ready_p=0.7)
     check_run(m, packets, r)
     assert len(r.echoes) == len(packets)
     k = r.counters
     assert k["s0_cells_in"] > 0                                     # the spine carried traffic
-    assert sum(k[f"c{c}_errors"] for c in range(len(m.channel_names))) > 20
+    assert sum(k[f"c{c}_errors"] for c in range(len(m.channel_names))) > 10
     assert sum(k[f"s{s}_replays"] for s in range(3)) > 0
