@@ -37,7 +37,7 @@ def reply_route_statements(header, reply):
     return Case(L2_HEADER.field(header, "total_hops"), cases)
 
 
-def _byte_mask(module, n, nbytes):
+def byte_mask(module, n, nbytes):
     """A signal with the low min(n, nbytes) bytes of an nbytes-byte word set, as a case over n: a comparison
     per byte after synthesis, where `(1 << 8 n) - 1` is a carry chain through the whole word."""
     mask = Signal(8 * nbytes)
@@ -66,11 +66,11 @@ class BytePacker(LiteXModule):
         chunk = Signal(8 * in_bytes)
         self.comb += [
             source.valid.eq(level >= self.size),
-            source.data.eq(buf & _byte_mask(self, self.size, out_bytes)),
+            source.data.eq(buf & byte_mask(self, self.size, out_bytes)),
             shift.eq(Mux(source.valid & source.ready, self.size, 0)),
             after.eq(level - shift),
             sink.ready.eq(after <= out_bytes),
-            chunk.eq(Mux(sink.valid & sink.ready, sink.data & _byte_mask(self, sink.n, in_bytes), 0)),
+            chunk.eq(Mux(sink.valid & sink.ready, sink.data & byte_mask(self, sink.n, in_bytes), 0)),
         ]
         self.sync += [
             buf.eq((buf >> Cat(C(0, 3), shift)) | (chunk << Cat(C(0, 3), after))[:8 * B]),
@@ -685,7 +685,7 @@ class L2PacketStore(LiteXModule):
             cur.eq(Mux(started, out_rem, params.source.length)),
             op.size.eq(W),
             source.valid.eq(op.source.valid & params.source.valid),
-            source.data.eq(op.source.data & _byte_mask(self, cur, W)),
+            source.data.eq(op.source.data & byte_mask(self, cur, W)),
             source.last.eq(cur <= W),
             source.length.eq(params.source.length),
             source.header.eq(params.source.header),

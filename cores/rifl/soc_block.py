@@ -14,6 +14,7 @@ from cores.rifl.common import (CHANNEL_RANDOM_MAX_BITS, CHK_COUNTERS, GEN_COUNTE
                                LOOPBACK_ENDPOINTS, LOOPBACK_EP_COUNTERS, LOOPBACK_STATUS, NET_CONTROL, NET_LENGTH_BITS,
                                NET_MIN_LENGTH, l2_data_layout, l2_deliver, net_block_counters, payload_bytes,
                                reply_route, user_layout)
+from cores.rifl.l2 import byte_mask
 from cores.rifl.link_bench import RIFLLinkBench
 from cores.rifl.network import RIFLNetwork
 from cores.rifl.topology import one_switch
@@ -228,7 +229,7 @@ class RIFLLoopback(LiteXModule):
 class L2PacketShape(LiteXModule):
     """The upper-layer packets of the network block's generators and checkers: for host `src`, flow sequence
     number `seq` and beat `beat`, the beat's `data` (data_width bits) and the packet's `length`
-    (NET_MIN_LENGTH + the low NET_LENGTH_BITS of a hash, bytes). Beat 0 starts with src (16 bits) and seq
+    (NET_MIN_LENGTH + the low NET_LENGTH_BITS of a hash, bytes); the bytes past the packet are zero. Beat 0 starts with src (16 bits) and seq
     (32 bits); the rest are hash lanes. `last`: `beat` is the packet's last."""
     def __init__(self, data_width):
         W = data_width // 8
@@ -248,7 +249,11 @@ class L2PacketShape(LiteXModule):
         ]
         lanes = [mix32(self, self.seq ^ Cat(C(k, 4), self.beat[:12], self.src)) for k in range(data_width // 32)]
         rest = Cat(*lanes)
-        self.comb += self.data.eq(Mux(self.beat == 0, Cat(self.src, self.seq, rest[48:]), rest))
+        left = Signal(17)                  # bytes of the packet from this beat on (the last beat's rest is zero)
+        self.comb += [
+            left.eq(self.length - self.beat * W),
+            self.data.eq(Mux(self.beat == 0, Cat(self.src, self.seq, rest[48:]), rest) & byte_mask(self, left, W)),
+        ]
 
 
 class L2TrafficGenerator(LiteXModule):
@@ -271,7 +276,7 @@ class L2TrafficGenerator(LiteXModule):
         self.comb += [
             shape.src.eq(src), shape.seq.eq(seqs[slot]),
             source.valid.eq(busy | (self.enable & ((self.limit == 0) | (sent < self.limit)))),
-            source.data.eq(shape.data & _net_byte_mask(self, shape, data_width)),
+            source.data.eq(shape.data),
             source.last.eq(shape.last),
             source.length.eq(shape.length),
             source.route.eq(Array(C(r, L2_HEADER_BITS) for r in routes)[slot]),
@@ -284,18 +289,6 @@ class L2TrafficGenerator(LiteXModule):
                 busy.eq(1), shape.beat.eq(shape.beat + 1),
             ),
         )
-
-
-def _net_byte_mask(module, shape, data_width):
-    """The bytes of shape's beat that belong to the packet (the last beat's rest is zero)."""
-    W = data_width // 8
-    left = Signal(17)
-    mask = Signal(data_width)
-    module.comb += [
-        left.eq(shape.length - shape.beat * W),
-        Case(left, {**{k: mask.eq(2**(8 * k) - 1) for k in range(1, W)}, "default": mask.eq(2**data_width - 1)}),
-    ]
-    return mask
 
 
 class L2TrafficChecker(LiteXModule):
@@ -324,7 +317,7 @@ class L2TrafficChecker(LiteXModule):
         exp = Signal(32)
         self.comb += exp.eq(expected[index])
         mismatch, bad = Signal(), Signal()
-        self.comb += mismatch.eq((sink.data != (shape.data & _net_byte_mask(self, shape, data_width))) |
+        self.comb += mismatch.eq((sink.data != shape.data) |
                                  (sink.length != shape.length) | (sink.last != shape.last) | (shape.src >= n_hosts) |
                                  (sink.reply != Array(C(r, L2_HEADER_BITS) for r in replies)[shape.src[:sw]]))
         self.counters = cnt = {name: Signal(32, name=name) for name, _ in CHK_COUNTERS}
