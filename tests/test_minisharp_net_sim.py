@@ -58,11 +58,17 @@ def _is_rank(pid):
         return False
 
 
-def test_ctrl_c_during_an_allreduce_removes_everything():
+def test_ctrl_c_during_an_allreduce_removes_everything(tmp_path):
     """Ctrl-C while the ranks run: every simulator, host process, TAP, bridge and the namespace go away, and
-    the driver exits non-zero (SIGTERM takes the same path: sim.runner turns it into KeyboardInterrupt)."""
+    the driver exits non-zero (SIGTERM takes the same path: sim.runner turns it into KeyboardInterrupt). The
+    driver's output goes to a file: a pipe nobody reads while the ranks run fills and blocks the driver."""
+    log = open(str(tmp_path / "allreduce.log"), "w+")
     p = subprocess.Popen([sys.executable, "-m", "software.minisharp.allreduce", "--elements", "400000"], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         stdout=log, stderr=subprocess.STDOUT, text=True)
+
+    def output():
+        log.seek(0)
+        return log.read()[-4000:]
     ns, deadline = None, time.monotonic() + 300
     while time.monotonic() < deadline and p.poll() is None:
         names = [line.split()[0] for line in
@@ -74,8 +80,34 @@ def test_ctrl_c_during_an_allreduce_removes_everything():
                 ns = mine[0]
                 break
         time.sleep(0.5)
-    assert ns, p.communicate(timeout=60)[0] if p.poll() is not None else "the ranks never started"
+    assert ns, output() if p.poll() is not None else "the ranks never started"
     p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=120)
-    assert p.returncode != 0, out
+    try:
+        p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError(f"the driver did not exit within 120 s of Ctrl-C; still running: {holders(log.name)}\n"
+                             + output())
+    assert p.returncode != 0, output()
     assert leftovers(ns) == []
+    assert holders(log.name) == [], output()          # every process the driver started (they inherit its stdout)
+
+
+def holders(path):
+    """Processes that hold `path` open."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == path:
+                    found.append(f"pid {pid}: " + open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode())
+                    break
+            except OSError:
+                pass
+    return found

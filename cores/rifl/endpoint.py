@@ -7,9 +7,15 @@ from litex.soc.interconnect import stream
 
 from cores.lib.counters import add_counters
 from cores.rifl.common import (FC_GATE_COUNTERS, FC_LAYOUT, L2_DST_PORT1_BYTE, L2_MAX_PACKET_BYTES, L2_RX_CONTEXTS,
-                               check_switch_ports, user_layout)
+                               check_switch_ports, l2_header_unpack, user_layout)
 from cores.rifl.l2 import L2Reassembler, L2Segmenter
 from cores.rifl.link import RIFLEndpoint
+
+
+def fc_gate_channel(header, down_ports):
+    """The flow-control channel RIFLFCGate holds a packet of Layer 2 header `header` on (an int,
+    l2_header_pack): its Dst Port 1 mod down_ports."""
+    return l2_header_unpack(header)[2][0] % down_ports
 
 
 class RIFLFCGate(LiteXModule):

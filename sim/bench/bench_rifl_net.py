@@ -119,7 +119,7 @@ def measure(n, k, load, pattern, size, ber, scale, seed=1):
         thr = random_thresholds(ber, FRAME_BITS)
         for c in range(len(m.channel_names)):
             events += [(0, c, "mode", CHANNEL_RANDOM)] + [(0, c, f"thr{j + 1}", v) for j, v in enumerate(thr)]
-    r = m.run(packets, events, max_cycles=CELL_SLOTS * 4 * T + 20000)
+    r = m.run(packets, events, max_cycles=CELL_SLOTS * 4 * T + 20000, host_voqs=True)
     lost, dup, reord, corrupt, when = faults(packets, r)
     # Utilisation and latency of the RTL.
     done = when >= 0
@@ -164,8 +164,7 @@ def plan(quick):
     pts = [(32, 3, 0.99, "bernoulli", CELL_BYTES, 0, SCALE[32])]
     pts += [(8, 3, load, "bernoulli", CELL_BYTES, 0, SCALE[8]) for load in LOADS]
     pts += [(8, k, 0.99, "bernoulli", CELL_BYTES, 0, SCALE[8]) for k in (1, 2, 4)]
-    pts += [(8, 3, load, "bernoulli", CELL_BYTES, ber, SCALE[8]) for load, ber in ((0.99, 1e-7), (0.99, 1e-6),
-                                                                                     (0.5, 1e-6))]
+    pts += [(8, 3, load, "bernoulli", CELL_BYTES, ber, SCALE[8]) for load in (0.5, 0.9, 0.99) for ber in BERS]
     kinds = [("bursty", CELL_BYTES), ("bernoulli", 2 * CELL_BYTES), ("bernoulli", 3 * CELL_BYTES),
              ("bernoulli", 4 * CELL_BYTES), ("bernoulli", "variable"), ("bursty", "variable")]
     pts += [(8, 3, 0.99, p, s, 0, SCALE[8]) for p, s in kinds]
@@ -176,16 +175,38 @@ def plan(quick):
 
 
 def run(quick=False, workers=2):
+    """Every point of plan(quick); the JSON is rewritten after each point (a long sweep can be watched, and
+    what it measured survives an interruption), tables and plots at the end."""
     t0 = time.time()
-    res = BenchResult("rifl_net")
     pts = plan(quick)
+    points = []
+
+    def done(point):
+        points.append(point)
+        partial = BenchResult("rifl_net", data={"wall_s": round(time.time() - t0, 1), "partial": True,
+                                                "planned": len(pts)})
+        partial.top["points"] = points
+        partial.write()
     if quick or workers < 2:
-        points = [measure(*p) for p in pts]
+        for p in pts:
+            done(measure(*p))
     else:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            points = pool.map(_measure, pts, chunksize=1)
+            for point in pool.imap_unordered(_measure, pts, chunksize=1):
+                done(point)
+    order = {p[:6]: i for i, p in enumerate(pts)}
+    points.sort(key=lambda q: order.get((q["n"], q["k"], q["load"], *_kind(q["traffic"]), q["ber"]), 0))
+    return report(points, t0)
+
+
+def _kind(traffic):
+    pattern, size = traffic.split("/")
+    return pattern, int(size) if size.isdigit() else size
+
+
+def report(points, t0):
+    res = BenchResult("rifl_net")
     res.top["points"] = points
-    res.data["wall_s"] = round(time.time() - t0, 1)
     cols = ["N", "k", "traffic", "load", "BER", "util", "sched util", "SAFC util", "util/sched", "util/SAFC",
             "p50", "p99", "p99.9", "SAFC p50", "SAFC p99", "lost", "dup", "reord", "corrupt", "undetected",
             "ch errors", "peak VOQ"]

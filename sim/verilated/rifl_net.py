@@ -29,6 +29,7 @@ from litex.gen import LiteXModule
 from cores.lib.counters import COUNTER_BITS
 from cores.rifl.common import (CHANNEL_RANDOM_MAX_BITS, EP_COUNTERS, FC_GATE_COUNTERS, L2_RX_COUNTERS, L2_TX_COUNTERS,
                                PCAP_DLT_L1, PCAP_DLT_L2)
+from cores.rifl.endpoint import fc_gate_channel
 from cores.rifl.network import RIFLNetwork
 from cores.switch.common import LINE_CARD_COUNTERS, SWITCH_COUNTERS, VOQ_COUNTERS
 from sim.verilated import Model, flat_ports
@@ -127,7 +128,10 @@ static uint64_t rng_state = 1;
 static double urand() { rng_state = mix(rng_state); return (rng_state >> 11) * (1.0 / 9007199254740992.0); }
 
 struct Pkt { long t; uint32_t seq; int length; uint64_t route; };
-struct Tx { std::deque<Pkt> q; int off = 0; uint32_t next_seq = 0; };
+// A host's queues: one (FIFO mode), or one per flow-control channel of its switch plus one for echoes
+// (per-destination mode); `cur` is the queue whose packet is presented or under way.
+static const int QUEUES = 65, ECHO_Q = 64;
+struct Tx { std::deque<Pkt> q[QUEUES]; int cur = -1, off = 0; uint32_t next_seq = 0; };
 struct Rx { std::vector<uint8_t> buf; int length = 0; uint64_t header = 0, reply = 0; };
 struct Ev { long t; int chan, field; uint32_t value; };
 
@@ -144,6 +148,21 @@ static void set_tx(int h, int valid, const uint32_t *data, int last, int length,
 static int tx_ready(int h) { switch (h) {
 %(tx_ready)s
     } return 0; }
+static uint64_t paused(int h) { switch (h) {
+%(paused)s
+    } return 0; }
+// The queue a host presents next: the oldest eligible front, skipping paused channels in per-destination mode.
+static int pick(Tx &s, int h, long cycle, int voqs) {
+    if (s.cur >= 0) return s.cur;
+    uint64_t p = voqs ? paused(h) : 0;
+    int best = -1;
+    for (int k = 0; k < QUEUES; k++) {
+        if (s.q[k].empty() || s.q[k].front().t > cycle || (k < ECHO_Q && ((p >> k) & 1))) continue;
+        if (best < 0 || s.q[k].front().t < s.q[best].front().t ||
+            (s.q[k].front().t == s.q[best].front().t && s.q[k].front().seq < s.q[best].front().seq)) best = k;
+    }
+    return best;
+}
 static void set_rx_ready(int h, int v) { switch (h) {
 %(set_rx_ready)s
     } }
@@ -197,6 +216,7 @@ int main(int argc, char **argv) {
     long max_cycles = atol(argv[3]);
     rng_state = strtoull(argv[4], 0, 10);
     double valid_p = atof(argv[5]), ready_p = atof(argv[6]);
+    int voqs = atoi(argv[9]);
     std::vector<int> caps;
     if (strcmp(argv[8], "-")) {
         char path[4096];
@@ -214,10 +234,10 @@ int main(int argc, char **argv) {
     long offered = 0, delivered = 0, last_event = 0;
     while (fscanf(f, " %%c", &kind) == 1) {
         if (kind == 'P') {
-            int src, length, echo; long t; unsigned long long route;
-            if (fscanf(f, "%%d %%ld %%d %%llx %%d", &src, &t, &length, &route, &echo) != 5) return 2;
+            int src, length, echo, ch; long t; unsigned long long route;
+            if (fscanf(f, "%%d %%ld %%d %%llx %%d %%d", &src, &t, &length, &route, &echo, &ch) != 6) return 2;
             uint32_t seq = tx[src].next_seq++ | (echo ? 0x80000000u : 0);
-            tx[src].q.push_back({t, seq, length, (uint64_t)route});
+            tx[src].q[voqs ? ch : 0].push_back({t, seq, length, (uint64_t)route});
             offered++;
         } else if (kind == 'C') {
             Ev e; if (fscanf(f, "%%ld %%d %%d %%u", &e.t, &e.chan, &e.field, &e.value) != 4) return 2;
@@ -235,10 +255,12 @@ int main(int argc, char **argv) {
         int txv[H], rxr[H];
         for (int h = 0; h < H; h++) {
             Tx &s = tx[h];
-            txv[h] = !s.q.empty() && s.q.front().t <= cycle && urand() < valid_p;
+            int k = pick(s, h, cycle, voqs);
+            txv[h] = k >= 0 && urand() < valid_p;
             memset(data, 0, sizeof(data));
             if (txv[h]) {
-                const Pkt &p = s.q.front();
+                s.cur = k;
+                const Pkt &p = s.q[k].front();
                 for (int i = 0; i < W && s.off + i < p.length; i++)
                     data[i / 4] |= (uint32_t)pbyte(h, p.seq, s.off + i) << (8 * (i %% 4));
                 set_tx(h, 1, data, s.off + W >= p.length, p.length, p.route);
@@ -251,10 +273,10 @@ int main(int argc, char **argv) {
         for (int h = 0; h < H; h++) {
             Tx &s = tx[h];
             if (txv[h] && tx_ready(h)) {
-                Pkt &p = s.q.front();
+                Pkt &p = s.q[s.cur].front();
                 if (s.off == 0) fprintf(out, "S %%d %%ld %%u\n", h, cycle, p.seq);
                 s.off += W;
-                if (s.off >= p.length) { s.q.pop_front(); s.off = 0; }
+                if (s.off >= p.length) { s.q[s.cur].pop_front(); s.off = 0; s.cur = -1; }
             }
             int last, length; uint64_t header, reply;
             if (rxr[h] && rx_beat(h, a, &last, &length, &header, &reply)) {
@@ -273,7 +295,7 @@ int main(int argc, char **argv) {
                     delivered++;
                     if (ok && (seq & 0x80000000u)) {
                         uint32_t eseq = (tx[h].next_seq++ & 0x3FFFFFFFu) | 0x40000000u;
-                        tx[h].q.push_back({cycle + 1, eseq, n, r.reply});
+                        tx[h].q[voqs ? ECHO_Q : 0].push_back({cycle + 1, eseq, n, r.reply});
                         offered++;
                         fprintf(out, "E %%d %%u %%u %%u\n", h, eseq, src, seq);
                     }
@@ -311,7 +333,9 @@ class NetModel:
         self.node = net.switches[0] if net.switches else None
         self.channel_names = net.channel_names
         ports = {}
-        set_tx, tx_ready, set_rx_ready, rx_beat, set_ctrl = [], [], [], [], []
+        set_tx, tx_ready, paused, set_rx_ready, rx_beat, set_ctrl = [], [], [], [], [], []
+        self.down_ports = [len(host.gate.paused) for host in net.hosts]
+        assert max(self.down_ports) <= 64
         for h, host in enumerate(net.hosts):
             sk, sr = host.sink, host.source
             for name, sig, inp in (("tx_valid", sk.valid, 1), ("tx_ready", sk.ready, 0), ("tx_data", sk.data, 1),
@@ -324,6 +348,8 @@ class NetModel:
             set_tx.append(f"    case {h}: {p}tx_valid = valid; setw({p}tx_data, data); {p}tx_last = last; "
                           f"{p}tx_length = length; setw({p}tx_route, r); break;")
             tx_ready.append(f"    case {h}: return {p}tx_ready;")
+            ports[f"h{h}_paused"] = (host.gate.paused, False)
+            paused.append(f"    case {h}: return {p}paused;")
             set_rx_ready.append(f"    case {h}: {p}rx_ready = v; break;")
             rx_beat.append(f"    case {h}: if (!{p}rx_valid) return 0; getw({p}rx_data, data); *last = {p}rx_last; "
                            f"*length = {p}rx_length; getw({p}rx_header, a); getw({p}rx_reply, b); "
@@ -348,7 +374,7 @@ class NetModel:
             ports[f"k_{name}"] = (sig, False)
         prints = "\n".join(f'    fprintf(out, "K {n} %u\\n", (unsigned)top->k_{n});' for n in self.counter_names)
         harness = HARNESS % dict(hosts=len(net.hosts), channels=len(net.channels), width_bytes=W,
-                                 set_tx=_cases(set_tx), tx_ready=_cases(tx_ready), set_rx_ready=_cases(set_rx_ready),
+                                 set_tx=_cases(set_tx), tx_ready=_cases(tx_ready), paused=_cases(paused), set_rx_ready=_cases(set_rx_ready),
                                  rx_beat=_cases(rx_beat), set_ctrl=_cases(set_ctrl), prints=prints, drain=DRAIN_CYCLES,
                                  frame_bits=self.frame_bits, capture=_cases(capture), dlt_l1=PCAP_DLT_L1,
                                  dlt_l2=PCAP_DLT_L2)
@@ -357,8 +383,11 @@ class NetModel:
         self.voq_cells = self.node.voq_cells if self.node else None
 
     def run(self, packets, events=(), seed=1, valid_p=1.0, ready_p=1.0, max_cycles=200_000, timeout=None,
-            capture=(), capture_prefix=None):
+            capture=(), capture_prefix=None, host_voqs=False):
         """Play `packets` (Packet, in offering order per host) and `events` through the network: a Result.
+        host_voqs: each host keeps a queue per flow-control channel of its switch (per destination, as the
+        sources of a switch benchmark do) and presents the oldest packet whose channel its RIFLFCGate does
+        not hold paused (echoes have a queue of their own); otherwise one FIFO per host, in offering order.
         `capture`: channel numbers whose line (L1 frames, PCAP_DLT_L1) and whose receiver's Layer 1 packets
         (Layer 2 segments, PCAP_DLT_L2) are written to <capture_prefix>_c<c>_l1.pcap / _l2.pcap."""
         if capture and not capture_prefix:
@@ -369,11 +398,14 @@ class NetModel:
                 for p in packets:
                     if p.length < MIN_LENGTH:
                         raise ValueError(f"packets of the network harness carry at least {MIN_LENGTH} bytes")
-                    f.write(f"P {p.src} {p.t} {p.length} {self.topology.route(p.src, p.dst):x} {int(p.echo)}\n")
+                    route = self.topology.route(p.src, p.dst)
+                    f.write(f"P {p.src} {p.t} {p.length} {route:x} {int(p.echo)} "
+                            f"{fc_gate_channel(route, self.down_ports[p.src])}\n")
                 for t, chan, field, value in events:
                     f.write(f"C {t} {chan} {EVENT_FIELDS.index(field)} {int(value)}\n")
             caps = ",".join(str(int(c)) for c in capture) or "-"
-            self.model.run([stim, outp, max_cycles, seed, valid_p, ready_p, capture_prefix or "-", caps],
+            self.model.run([stim, outp, max_cycles, seed, valid_p, ready_p, capture_prefix or "-", caps,
+                            int(host_voqs)],
                            timeout=timeout)
             sent, delivered, echoes, counters, cycles = {}, [], [], {}, 0
             with open(outp) as f:
