@@ -383,6 +383,30 @@ ALIGN_COUNTERS = [
     ("unlocks", "locked -> hunting transitions (bad frames in a row)"),
 ]
 
+# Clock compensation (cores/rifl/elastic.py): two ends on separate oscillators (+-100 ppm each) drift by up
+# to 2e-4 frames a frame. The transmitter of an endpoint built with cc_interval sends an IDLE at least every
+# CC_INTERVAL_FRAMES slots (even under full load: 0.1 % of the line); the receiving end's elastic buffer
+# drops an IDLE when it runs full and repeats one when it runs empty (an IDLE only repeats the sender's
+# next frame id, so either is harmless).
+CC_INTERVAL_FRAMES = 1024
+CC_PPM_MAX = 100                 # each oscillator's tolerance the compensation is sized for
+ELASTIC_DEPTH = 16               # frames; compensation at half depth +- ELASTIC_BAND
+ELASTIC_BAND = 4
+ELASTIC_COUNTERS = [
+    ("removed", "IDLE frames dropped because the buffer ran full (the far end's clock is faster)"),
+    ("inserted", "IDLE frames repeated because the buffer ran empty (the far end's clock is slower)"),
+    ("slips", "frames lost to a full buffer or missing from an empty one (0 while the clocks are in range)"),
+]
+
+
+def idle_tag(frame_bits):
+    """(value, width) of the top bits of an IDLE frame on the line: sync, meta and the scrambled control
+    code (the frame-synchronous scrambler makes them a constant)."""
+    pbits = payload_bits(frame_bits)
+    code = CTRL_IDLE ^ (scrambler_mask(pbits) >> (pbits - CTRL_CODE_BITS))
+    return (SYNC_CTRL << (META_BITS + CTRL_CODE_BITS)) | code, SYNC_BITS + META_BITS + CTRL_CODE_BITS
+
+
 # Layer 2 segmenter and reassembler (cores/rifl/l2.py).
 L2_TX_COUNTERS = [
     ("packets", "upper-layer packets segmented"),

@@ -74,14 +74,17 @@ class RIFLTransmitter(LiteXModule):
     Slot priority: PAUSE (receiver not aligned) > IDLE (remote not up) > RETRANS (receiver recovering, every
     other slot) > REPLAY marker (marker_pending) > replay (rp != tx_seq) > flow-control frame (fc_want
     changed; window open) > per-VOQ flow-control frame (fc_sink; window open) > new data (window open, remote
-    not paused) > IDLE. Inputs: the receiver's state
+    not paused) > IDLE; with cc_interval, an IDLE goes before the replay and everything after it once
+    cc_interval - 1 slots passed without one (clock compensation, cores.rifl.elastic). Inputs: the receiver's state
     (rx_aligned, remote_up, recovering, remote_xoff, rx_seq, fc_want) and the replay control's (rp, ack,
     marker_pending). Outputs: tx_seq (id of the next new numbered frame), advance (a numbered frame was sent
     at rp), marker_sent (a REPLAY marker was sent). sink: user_layout(F), one beat a slot. fc_sink: FC_LAYOUT
     frames of another flow-control user (a switch input's VOQs), each sent as one numbered FC frame.
     Latency: 3 cycles (select, replay-buffer read and mux, CRC and scrambler).
     """
-    def __init__(self, frame_bits, log2n):
+    def __init__(self, frame_bits, log2n, cc_interval=None):
+        if cc_interval is not None and (not isinstance(cc_interval, int) or cc_interval < 2):
+            raise ValueError(f"cc_interval must be None or at least 2 slots, got {cc_interval!r}")
         F = frame_bits
         P = payload_bytes(F)
         pbits = 8 * P
@@ -126,6 +129,12 @@ class RIFLTransmitter(LiteXModule):
         ]
         sel_ctrl, sel_replay, sel_fc, sel_voq, sel_data = Signal(), Signal(), Signal(), Signal(), Signal()
         ctrl_code = Signal(4)
+        cc_due = Signal()
+        if cc_interval is not None:
+            since_idle = Signal(max=cc_interval)
+            self.sync += If(sel_ctrl & (ctrl_code == CTRL_IDLE), since_idle.eq(0)).Elif(
+                since_idle != cc_interval - 1, since_idle.eq(since_idle + 1))
+            self.comb += cc_due.eq(since_idle == cc_interval - 1)
         self.comb += [
             If(~self.rx_aligned,
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_PAUSE),
@@ -135,6 +144,8 @@ class RIFLTransmitter(LiteXModule):
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_RETRANS),
             ).Elif(self.marker_pending,
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_REPLAY),
+            ).Elif(cc_due & ~replaying,
+                sel_ctrl.eq(1), ctrl_code.eq(CTRL_IDLE),
             ).Elif(replaying,
                 sel_replay.eq(1),
             ).Elif((self.fc_want != fc_sent) & guard_ok,
@@ -467,9 +478,11 @@ class RIFLEndpoint(LiteXModule):
     like data (fc_source pulses: always ready). A switch port uses them for its VOQs; a sender for the pause
     of its packets' VOQs at the next switch.
     tx_frame/rx_frame: the frame-aligned parallel line (MSB sent first). Submodules: tx (RIFLTransmitter),
-    rx (RIFLReceiver), replay (RIFLReplayControl). Latency: 3 cycles TX, 3 cycles RX plus the receive FIFO.
+    rx (RIFLReceiver), replay (RIFLReplayControl). cc_interval: an IDLE at least every cc_interval slots,
+    for a far end behind a RIFLElasticBuffer (None: only when idle; CC_INTERVAL_FRAMES for +-CC_PPM_MAX ppm
+    clocks). Latency: 3 cycles TX, 3 cycles RX plus the receive FIFO.
     """
-    def __init__(self, frame_bits=256, rtt=16, rx_depth=None, with_csr=False):
+    def __init__(self, frame_bits=256, rtt=16, rx_depth=None, with_csr=False, cc_interval=None):
         check_frame_bits(frame_bits)
         if not isinstance(rtt, int) or rtt < 0:
             raise ValueError(f"rtt must be a non-negative number of cycles, got {rtt!r}")
@@ -495,7 +508,7 @@ class RIFLEndpoint(LiteXModule):
 
         # # #
 
-        self.tx = tx = RIFLTransmitter(F, log2n)
+        self.tx = tx = RIFLTransmitter(F, log2n, cc_interval)
         self.rx = rx = RIFLReceiver(F, rx_depth)
         self.replay = replay = RIFLReplayControl(H)
         self.comb += [

@@ -10,9 +10,16 @@ per-frame error threshold `threshold` both ways, WARM_CYCLES cycles, `cycles` me
 generators off and no errors for DRAIN_CYCLES cycles. It returns every counter at the end and `frames`: the
 numbered frames both endpoints accepted during the measured cycles.
 """
-from cores.rifl.common import LOOPBACK_CONTROL, LOOPBACK_COUNTERS
-from cores.rifl.soc_block import RIFLLoopback
-from sim.verilated import Model, flat_ports
+from migen import ClockDomain, ClockDomainsRenamer, Signal
+
+from litex.gen import LiteXModule
+
+from cores.rifl.common import (CC_INTERVAL_FRAMES, ELASTIC_DEPTH, LOOPBACK_CONTROL, LOOPBACK_COUNTERS,
+                               LOOPBACK_DIRECTIONS, LOOPBACK_ENDPOINTS, LOOPBACK_EP_COUNTERS)
+from cores.rifl.elastic import RIFLElasticBuffer
+from cores.rifl.link import RIFLEndpoint
+from cores.rifl.soc_block import RIFLLoopback, TrafficChecker, TrafficGenerator
+from sim.verilated import Model, convert, flat_ports
 
 INPUTS = ("control", "err_ab", "err_ba", "limit", "rx_ready")
 WARM_CYCLES = 2000
@@ -120,4 +127,96 @@ def net_point(model, cycles, drain, thresholds, force=None):
     Returns every counter and `status`."""
     ch, at = force if force else (-1, 0)
     out = model.run([cycles, drain, *thresholds, ch, at])
+    return {k: int(v) for k, v in (line.split() for line in out.strip().splitlines())}
+
+
+# Two ends on separate oscillators -----------------------------------------------------------------------------
+
+class RIFLTwoClockLink(LiteXModule):
+    """Endpoints A (clock domain a) and B (clock domain b) over a line each way that reaches the far end
+    through a RIFLElasticBuffer (written in the sender's clock, read in the receiver's), a TrafficGenerator
+    and a TrafficChecker per direction, always on. cc_interval: the endpoints' (None: IDLEs only when
+    idle, which a saturated link never is). Counters `counters[name]`: <dir>_<name> (generator, checker),
+    <dir>_<removed|inserted|slips> (the receiving end's buffer) and <ep>_<name> (LOOPBACK_EP_COUNTERS)."""
+    def __init__(self, frame_bits=64, cc_interval=CC_INTERVAL_FRAMES):
+        self.cd_a, self.cd_b = ClockDomain("a"), ClockDomain("b")
+        self.counters = {}
+        # Buffer latency ~ ELASTIC_DEPTH / 2 + 3 cycles and the pipelines: the round trip the endpoints size
+        # their replay and receive buffers for.
+        rtt = ELASTIC_DEPTH + 8
+        eps = {e: ClockDomainsRenamer({"sys": e})(RIFLEndpoint(frame_bits, rtt, cc_interval=cc_interval))
+               for e in LOOPBACK_ENDPOINTS}
+        self.a, self.b = eps["a"], eps["b"]
+
+        # # #
+
+        for d, (src, dst) in zip(LOOPBACK_DIRECTIONS, (("a", "b"), ("b", "a"))):
+            eb = RIFLElasticBuffer(frame_bits, cd_write=src, cd_read=dst)
+            gen = ClockDomainsRenamer({"sys": src})(TrafficGenerator(frame_bits))
+            chk = ClockDomainsRenamer({"sys": dst})(TrafficChecker(frame_bits))
+            setattr(self, f"eb_{d}", eb)
+            setattr(self, f"gen_{d}", gen)
+            setattr(self, f"chk_{d}", chk)
+            self.comb += [
+                eb.wr_frame.eq(eps[src].tx_frame), eps[dst].rx_frame.eq(eb.rd_frame), gen.enable.eq(1),
+                gen.source.connect(eps[src].sink), eps[dst].source.connect(chk.sink),
+            ]
+            for name, sig in {**gen.counters, **chk.counters, **eb.counters}.items():
+                self.counters[f"{d}_{name}"] = sig
+        for e, ep in eps.items():
+            for name in LOOPBACK_EP_COUNTERS:
+                self.counters[f"{e}_{name}"] = ep.counters[name]
+            self.counters[f"{e}_link_up"] = ep.link_up
+
+
+TWO_CLOCK_HARNESS = r"""
+#include "Vrifl_two_clock.h"
+#include "verilated.h"
+#include <cstdio>
+#include <cstdlib>
+// argv: cycles of clock a, period of a and of b (any unit, even numbers). Both clocks toggle at their own
+// half periods on one time line; the model is evaluated after every edge.
+int main(int argc, char **argv) {
+    Verilated::commandArgs(argc, argv);
+    unsigned long long cycles = strtoull(argv[1], 0, 10), pa = strtoull(argv[2], 0, 10), pb = strtoull(argv[3], 0, 10);
+    Vrifl_two_clock *t = new Vrifl_two_clock;
+    unsigned long long na = pa / 2, nb = pb / 2, ca = 0;
+    t->a_clk = 0; t->b_clk = 0; t->a_rst = 1; t->b_rst = 1; t->eval();
+    while (ca < cycles) {
+        unsigned long long now = na < nb ? na : nb;
+        if (na == now) { t->a_clk = !t->a_clk; na += pa / 2; if (t->a_clk && ++ca == 4) t->a_rst = 0; }
+        if (nb == now) { t->b_clk = !t->b_clk; nb += pb / 2; if (t->b_clk && ca >= 4) t->b_rst = 0; }
+        t->eval();
+    }
+%(prints)s
+    printf("b_cycles %%llu\n", nb / pb);
+    delete t;
+    return 0;
+}
+"""
+
+
+def two_clock_link(frame_bits=64, cc_interval=CC_INTERVAL_FRAMES):
+    """The Verilated RIFLTwoClockLink: `two_clock_run(model, cycles, ppm_a, ppm_b)`."""
+    dut = RIFLTwoClockLink(frame_bits, cc_interval)
+    ios = set()
+    for cd in (dut.cd_a, dut.cd_b):
+        for sig, kind in ((cd.clk, "clk"), (cd.rst, "rst")):
+            sig.name_override = f"{cd.name}_{kind}"
+            ios.add(sig)
+    for name, sig in dut.counters.items():
+        port = Signal(len(sig), name_override=name)
+        dut.comb += port.eq(sig)
+        ios.add(port)
+    prints = "\n".join(f'    printf("{name} %u\\n", (unsigned)t->{name});' for name in dut.counters)
+    text, _ = convert(dut, ios, "rifl_two_clock")
+    return Model(f"rifl_two_clock_F{frame_bits}_cc{cc_interval}", {"rifl_two_clock.v": text}, "rifl_two_clock",
+                 TWO_CLOCK_HARNESS % dict(prints=prints))
+
+
+def two_clock_run(model, cycles, ppm_a, ppm_b):
+    """`cycles` of clock a with the two clocks at ppm_a and ppm_b from nominal: every counter, b_cycles."""
+    nominal = 2_000_000
+    periods = [round(nominal * (1 - ppm * 1e-6) / 2) * 2 for ppm in (ppm_a, ppm_b)]   # faster = shorter
+    out = model.run([cycles, *periods])
     return {k: int(v) for k, v in (line.split() for line in out.strip().splitlines())}
