@@ -13,20 +13,27 @@ needs_verilator = pytest.mark.skipif(not available(), reason="needs Verilator")
 CYCLES = 2_000_000
 
 
-def _model(cc_interval):
-    from sim.verilated import rifl
-    return rifl.two_clock_link(64, cc_interval)
+SERDES_SLOT = 64 // 16 + 1        # cycles a frame slot of the 2-byte SERDES words at F = 64
 
 
-def _run(model, ppm_a, ppm_b):
+def _model(cc_interval, serdes=False):
     from sim.verilated import rifl
-    return rifl.two_clock_run(model, CYCLES, ppm_a, ppm_b)
+    return rifl.two_clock_link(64, cc_interval, serdes)
+
+
+def _run(model, ppm_a, ppm_b, cycles=CYCLES):
+    from sim.verilated import rifl
+    return rifl.two_clock_run(model, cycles, ppm_a, ppm_b)
 
 
 @needs_verilator
+@pytest.mark.parametrize("serdes", [False, True], ids=["frames", "serdes"])
 @pytest.mark.parametrize("ppm_a, ppm_b", [(CC_PPM_MAX, -CC_PPM_MAX), (-CC_PPM_MAX, CC_PPM_MAX), (0, 0)])
-def test_two_clocks_no_slip(ppm_a, ppm_b):
-    k = _run(_model(CC_INTERVAL_FRAMES), ppm_a, ppm_b)
+def test_two_clocks_no_slip(ppm_a, ppm_b, serdes):
+    """Frame lines, or 2-byte 8b/10b words (RIFLSerDesLink(elastic=True): commas frame the far end's slots in
+    its clock, A->B words shifted by a byte lane): 10^6+ frames each way."""
+    slot = SERDES_SLOT if serdes else 1
+    k = _run(_model(CC_INTERVAL_FRAMES, serdes), ppm_a, ppm_b, CYCLES * slot)
     drift = CYCLES * abs(ppm_a - ppm_b) * 1e-6           # frames the faster end sends beyond the slower's reads
     fast, slow = ("ab", "ba") if ppm_a > ppm_b else ("ba", "ab")
     for d in LOOPBACK_DIRECTIONS:
@@ -56,6 +63,10 @@ def test_without_periodic_idles_the_buffers_slip():
 
 
 def test_parameters_are_checked():
+    from cores.rifl.common import idle_tag, payload_bits, scrambler_mask
+    tag, width = idle_tag(64)                                 # sync 10, meta 00, the scrambled IDLE code
+    assert width == 8 and tag >> 6 == 0b10 and (tag >> 4) & 3 == 0
+    assert tag & 0xF == 0x1 ^ (scrambler_mask(payload_bits(64)) >> (payload_bits(64) - 4))
     with pytest.raises(ValueError, match="power of two"):
         RIFLElasticBuffer(64, depth=24)
     with pytest.raises(ValueError, match="at least 4"):

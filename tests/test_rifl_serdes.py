@@ -81,14 +81,15 @@ def test_link_over_shifted_words():
     assert res["locks"] >= 1, res
 
 
-def test_versa_dcu_gateware(tmp_path):
-    """The Versa loopback target (LFE5UM5G-45F, DCU0 channel 1, 2.5 Gb/s) elaborates and generates Verilog
-    and constraints with the DCUA and EXTREFB primitives."""
+@pytest.mark.parametrize("two_boards", [False, True], ids=["loopback", "two-boards"])
+def test_versa_dcu_gateware(tmp_path, two_boards):
+    """The Versa targets (LFE5UM5G-45F, DCU0 channel 1, 2.5 Gb/s; SMA loopback, or one end of a two-board
+    link) elaborate and generate Verilog and constraints with the DCUA and EXTREFB primitives."""
     pytest.importorskip("liteiclink")
     from litex_boards.platforms import lattice_versa_ecp5
-    from cores.rifl.serdes import RIFLVersaSerDesLoopback
+    from cores.rifl.serdes import RIFLVersaSerDes
     platform = lattice_versa_ecp5.Platform(toolchain="trellis")
-    top = RIFLVersaSerDesLoopback(platform, frame_bits=256)
+    top = RIFLVersaSerDes(platform, frame_bits=256, two_boards=two_boards)
     platform.build(top, build_dir=str(tmp_path), build_name="rifl_versa", run=False)
     verilog = (tmp_path / "rifl_versa.v").read_text()
     assert "DCUA" in verilog and "EXTREFB" in verilog

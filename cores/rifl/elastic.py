@@ -27,6 +27,7 @@ def _is_idle(module, frame, frame_bits):
 class RIFLElasticBuffer(LiteXModule):
     """Frames from the line's clock domain (`cd_write`: wr_frame, one a cycle) to the endpoint's
     (`cd_read`: rd_frame, one a cycle), through `depth` frames of LUT RAM with Gray-coded pointers.
+    wr_ce / rd_ce (default 1): a frame is written / read only in those cycles (a SERDES's frame slots).
 
     The read side starts once the buffer is half full. The write side drops an IDLE frame while its view
     of the level is at least depth/2 + band; the read side repeats the IDLE at its head while its view is
@@ -46,6 +47,8 @@ class RIFLElasticBuffer(LiteXModule):
         F, aw = frame_bits, (depth - 1).bit_length()
         self.wr_frame = Signal(F)
         self.rd_frame = Signal(F)
+        self.wr_ce = Signal(reset=1)
+        self.rd_ce = Signal(reset=1)
         self.level = Signal(aw + 1)          # read side's view
 
         # # #
@@ -71,10 +74,11 @@ class RIFLElasticBuffer(LiteXModule):
             wlevel.eq(wptr.q_binary - _gray_to_binary(self, rptr_w)),
             full.eq(wlevel >= depth),
             drop.eq(w_idle & (wlevel >= mid + band)),
-            wport.adr.eq(wptr.q_binary[:aw]), wport.dat_w.eq(self.wr_frame), wport.we.eq(~drop & ~full),
-            wptr.ce.eq(~drop & ~full),
-            removed.ce.eq(drop),
-            overflow.ce.eq(~drop & full),
+            wport.adr.eq(wptr.q_binary[:aw]), wport.dat_w.eq(self.wr_frame),
+            wport.we.eq(self.wr_ce & ~drop & ~full),
+            wptr.ce.eq(self.wr_ce & ~drop & ~full),
+            removed.ce.eq(self.wr_ce & drop),
+            overflow.ce.eq(self.wr_ce & ~drop & full),
         ]
 
         # Read side.
@@ -89,17 +93,17 @@ class RIFLElasticBuffer(LiteXModule):
             self.level.eq(_gray_to_binary(self, wptr_r) - rptr.q_binary),
             empty.eq(self.level == 0),
             repeat.eq(r_idle & (self.level <= mid - band)),
-            underflow.eq(started & empty),
+            underflow.eq(self.rd_ce & started & empty),
             rport.adr.eq(rptr.q_binary[:aw]),
-            rptr.ce.eq(started & ~empty & ~repeat),
+            rptr.ce.eq(self.rd_ce & started & ~empty & ~repeat),
         ]
         rsync += [
             If(self.level >= mid, started.eq(1)),
-            self.rd_frame.eq(Mux(started & ~empty, rport.dat_r, 0)),
+            If(self.rd_ce, self.rd_frame.eq(Mux(started & ~empty, rport.dat_r, 0))),
         ]
         self.read_counters = counters = ClockDomainsRenamer(cd_read)(LiteXModule())
         add_counters(counters, [ELASTIC_COUNTERS[1], ("underflows", "reads of an empty buffer")],
-                     {"inserted": started & ~empty & repeat, "underflows": underflow})
+                     {"inserted": self.rd_ce & started & ~empty & repeat, "underflows": underflow})
         self.counters = {
             "removed": _gray_to_binary(self, removed_r),
             "inserted": counters.counters["inserted"],

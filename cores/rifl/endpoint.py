@@ -1,13 +1,14 @@
 """A RIFL network endpoint: the Layer 2 segmenter and reassembler on a Layer 1 endpoint, with the sender
 honouring the per-VOQ pauses of the switch it is attached to."""
-from migen import If, Signal
+from migen import Cat, If, Mux, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from cores.lib.counters import add_counters
-from cores.rifl.common import (FC_GATE_COUNTERS, FC_LAYOUT, L2_DST_PORT1_BYTE, L2_MAX_PACKET_BYTES, L2_RX_CONTEXTS,
-                               check_switch_ports, l2_header_unpack, user_layout)
+from cores.rifl.common import (FC_GATE_COUNTERS, FC_LAYOUT, L2_DST_PORT1_BYTE, L2_HEADER_BYTES, L2_LENGTH_BYTES,
+                               L2_MAX_PACKET_BYTES, L2_RX_CONTEXTS, SEGMENT_BYTES, check_switch_ports,
+                               l2_header_unpack, payload_bytes, user_layout)
 from cores.rifl.l2 import L2Reassembler, L2Segmenter
 from cores.rifl.link import RIFLEndpoint
 
@@ -19,13 +20,16 @@ def fc_gate_channel(header, down_ports):
 
 
 class RIFLFCGate(LiteXModule):
-    """Holds a Layer 1 packet whose VOQ at the next switch is paused.
+    """Holds an upper-layer packet whose VOQ at the next switch is paused.
 
-    sink/source: user_layout(frame_bits), Layer 2 packets (their header in the first 6 bytes of the first
-    beat). fc_sink: the flow-control frames of the next switch (FC_LAYOUT, always ready): channel c paused
-    by an ON, resumed by an OFF; a packet's channel is its Dst Port 1 mod down_ports (the switch input's VOQ
-    channel, cores.switch.common.fc_channel). A packet is held before its first beat while its channel is
-    paused; a packet already started is finished. Counter `held`: cycles a packet waited.
+    sink/source: user_layout(frame_bits), the L2Segmenter's Layer 2 packets (segments; the header in the
+    first 6 bytes of each, the upper-layer length prefix after the header of a packet's first segment).
+    fc_sink: the flow-control frames of the next switch (FC_LAYOUT, always ready): channel c paused by an
+    ON, resumed by an OFF; a packet's channel is its Dst Port 1 mod down_ports (the switch input's VOQ
+    channel, cores.switch.common.fc_channel; fc_gate_channel). The gate decides before the first beat of a
+    packet's first segment and then lets all its segments pass (it counts them from the length prefix, as
+    the segmenter does): a packet is never split by a pause, so the VOQ above its ON threshold takes up to
+    a whole packet more (voq_sizing's max_packet). Counter `held`: cycles a packet waited.
     Latency: 0 (combinational).
     """
     def __init__(self, frame_bits, down_ports):
@@ -37,19 +41,44 @@ class RIFLFCGate(LiteXModule):
 
         # # #
 
-        mid = Signal()
+        P = payload_bytes(frame_bits)
         at = 8 * L2_DST_PORT1_BYTE
         channel = sink.data[at:at + (down_ports - 1).bit_length()]
-        go = Signal()
+        # The length prefix: bytes L2_HEADER_BYTES.. of the first segment, in beat len_beat.
+        len_beat, len_at = divmod(L2_HEADER_BYTES, P)
+        assert (L2_HEADER_BYTES + L2_LENGTH_BYTES - 1) // P == len_beat
+        length = Signal(8 * L2_LENGTH_BYTES)
+        padded = Signal(8 * L2_LENGTH_BYTES + 1)         # 17 bits: no wrap in Verilog (see L2Segmenter)
         self.comb += [
-            go.eq(mid | ~(paused >> channel)[0]),
+            length.eq(Cat(*reversed([sink.data[8 * (len_at + i):8 * (len_at + i + 1)]
+                                     for i in range(L2_LENGTH_BYTES)]))),
+            padded.eq(length + L2_LENGTH_BYTES + SEGMENT_BYTES - 1),
+        ]
+        mid = Signal()                                   # inside a segment
+        beat = Signal(max=len_beat + 2)                  # beats of this segment so far (saturating)
+        first = Signal()                                 # this segment begins an upper-layer packet
+        left = Signal(8 * L2_LENGTH_BYTES - 7)           # segments of the packet after the current one
+        go, take, cur_first = Signal(), Signal(), Signal()
+        self.comb += [
+            go.eq(mid | (left != 0) | ~(paused >> channel)[0]),
             sink.connect(source, omit={"valid", "ready"}),
             source.valid.eq(sink.valid & go),
             sink.ready.eq(source.ready & go),
+            take.eq(source.valid & source.ready),
+            cur_first.eq(Mux(mid, first, left == 0)),
             fc.ready.eq(1),
         ]
         self.sync += [
-            If(source.valid & source.ready, mid.eq(~source.last)),
+            If(take,
+                mid.eq(~source.last),
+                first.eq(cur_first),
+                If(source.last, beat.eq(0)).Elif(beat != len_beat + 1, beat.eq(beat + 1)),
+                If(cur_first & (beat == len_beat),
+                    left.eq((padded >> 8) - 1),
+                ).Elif(source.last & ~cur_first,
+                    left.eq(left - 1),
+                ),
+            ),
             *[If(fc.valid & fc.on_valid & (fc.on_channel == c), paused[c].eq(1)).Elif(
                  fc.valid & fc.off_valid & (fc.off_channel == c), paused[c].eq(0)) for c in range(down_ports)],
         ]

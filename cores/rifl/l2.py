@@ -197,13 +197,17 @@ class L2Segmenter(LiteXModule):
         pad = Signal(8 * L2_LENGTH_BYTES + 1)    # a packet ending early pads up to its whole length
         trail = Signal()
         nseg = Signal(9)
+        padded = Signal(8 * L2_LENGTH_BYTES + 1)
         length_ok = Signal()
         n_data = Signal(max=W + 1)
         n_pad = Signal(max=W + 1)
         pad_after = Signal(8 * L2_LENGTH_BYTES + 1)
         self.comb += [
             sp.size.eq(W),
-            nseg.eq((sink.length + L2_LENGTH_BYTES + SEGMENT_BYTES - 1) >> 8),
+            # In a 17-bit signal: in Verilog the sum would take the 16-bit width of `length` and wrap for
+            # lengths above 65278 (Migen's simulator does not show it).
+            padded.eq(sink.length + L2_LENGTH_BYTES + SEGMENT_BYTES - 1),
+            nseg.eq(padded >> 8),
             length_ok.eq((sink.length != 0) & (sink.length <= L2_MAX_PACKET_BYTES)),
             n_data.eq(Mux(rem < W, rem, W)),
             n_pad.eq(Mux(pad < W, pad, W)),

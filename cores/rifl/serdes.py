@@ -8,7 +8,8 @@ from litex.soc.interconnect import stream
 
 from cores.lib.logic import reduce_or
 from cores.rifl.align import RIFLAligner
-from cores.rifl.common import CHK_FAULTS, SERDES_COMMA, check_frame_bits, user_layout
+from cores.rifl.common import CC_INTERVAL_FRAMES, CHK_FAULTS, SERDES_COMMA, check_frame_bits, user_layout
+from cores.rifl.elastic import RIFLElasticBuffer
 from cores.rifl.link import RIFLEndpoint
 
 
@@ -71,29 +72,66 @@ class RIFLSerDesAdapter(LiteXModule):
         ]
 
 
+class RIFLSerDesDeframer(LiteXModule):
+    """The far end's frame slots in the receive clock: the bytes of `rx_words` not flagged K shift into an
+    F-bit register (as in RIFLSerDesAdapter); a word whose last byte is K ends a slot (its comma word, or
+    the second half of one split across two words): `frame` takes the register and `strobe` pulses. A
+    slot that carried F data bits gives a frame aligned to the comma."""
+    def __init__(self, frame_bits=256, nbytes=2):
+        F = frame_bits
+        self.rx_words = rx = stream.Endpoint(serdes_word_layout(nbytes))
+        self.frame = Signal(F)
+        self.strobe = Signal()
+
+        # # #
+
+        sr = Signal(F)
+        shifted = sr
+        for i in range(nbytes):
+            shifted = Mux(rx.ctrl[i], shifted, Cat(rx.data[8 * i:8 * i + 8], shifted[:F - 8]))
+        self.comb += rx.ready.eq(1)
+        self.sync += [
+            If(rx.valid, sr.eq(shifted)),
+            self.strobe.eq(rx.valid & rx.ctrl[nbytes - 1]),
+            If(rx.valid & rx.ctrl[nbytes - 1], self.frame.eq(shifted)),
+        ]
+
+
 class RIFLSerDesLink(LiteXModule):
-    """A RIFL endpoint on a SERDES: RIFLEndpoint and RIFLAligner with the adapter's slot clock enable, all in
+    """A RIFL endpoint on a SERDES: RIFLEndpoint and RIFLAligner with the adapter's slot clock enable, in
     the module's clock domain (the SERDES TX clock). sink/source: the endpoint's user streams, a beat
     accepted only in `ce` cycles. rtt: round trip in frame slots (including both adapters and aligners).
-    tx_words/rx_words: the SERDES word streams (rx_words already in this clock domain)."""
-    def __init__(self, frame_bits=256, rtt=16, nbytes=2):
+    tx_words/rx_words: the SERDES word streams.
+    elastic=False: rx_words already in this clock domain (one reference clock for both ends).
+    elastic=True: rx_words in clock domain `rx` (the recovered clock of a far end on its own oscillator):
+    a RIFLSerDesDeframer there, then a RIFLElasticBuffer (`elastic`) into the slots of this domain; the
+    endpoint sends an IDLE at least every CC_INTERVAL_FRAMES slots for the far end's buffer."""
+    def __init__(self, frame_bits=256, rtt=16, nbytes=2, elastic=False):
         self.adapter = adapter = RIFLSerDesAdapter(frame_bits, nbytes)
-        self.endpoint = ep = CEInserter()(RIFLEndpoint(frame_bits, rtt=rtt))
+        cc = CC_INTERVAL_FRAMES if elastic else None
+        self.endpoint = ep = CEInserter()(RIFLEndpoint(frame_bits, rtt=rtt, cc_interval=cc))
         self.aligner = al = CEInserter()(RIFLAligner(frame_bits))
         self.sink = sink = stream.Endpoint(user_layout(frame_bits))
         self.source = source = stream.Endpoint(user_layout(frame_bits))
         self.tx_words = adapter.tx_words
-        self.rx_words = adapter.rx_words
         self.link_up = ep.link_up
         self.locked = al.locked
 
         # # #
 
         ce = adapter.ce
+        if elastic:
+            self.deframer = dfr = ClockDomainsRenamer("rx")(RIFLSerDesDeframer(frame_bits, nbytes))
+            self.elastic = eb = RIFLElasticBuffer(frame_bits, cd_write="rx", cd_read="sys")
+            self.rx_words = dfr.rx_words
+            self.comb += [eb.wr_frame.eq(dfr.frame), eb.wr_ce.eq(dfr.strobe), eb.rd_ce.eq(ce),
+                          al.rx_bits.eq(eb.rd_frame)]
+        else:
+            self.rx_words = adapter.rx_words
+            self.comb += al.rx_bits.eq(adapter.rx_bits)
         self.comb += [
             ep.ce.eq(ce), al.ce.eq(ce),
             adapter.tx_frame.eq(ep.tx_frame),
-            al.rx_bits.eq(adapter.rx_bits),
             ep.rx_frame.eq(al.rx_frame),
             sink.connect(ep.sink, omit={"valid", "ready"}),
             ep.sink.valid.eq(sink.valid & ce),
@@ -104,12 +142,16 @@ class RIFLSerDesLink(LiteXModule):
         ]
 
 
-class RIFLVersaSerDesLoopback(LiteXModule):
+class RIFLVersaSerDes(LiteXModule):
     """Lattice ECP5 Versa: one RIFL link on the DCU channel of the SMA connectors (DCU0 channel 1) through
     LiteICLink's SerDesECP5 (8b/10b, 20-bit words), with the SoC block's traffic generator and checker on
-    its user streams (loop the SMA TX to RX). LEDs: link up, aligner locked, a checker error seen.
-    Build only (not run on hardware). refclk_freq: the reference clock on the `refclk` 0 pads (EXTREF0)."""
-    def __init__(self, platform, frame_bits=256, linerate=2.5e9, refclk_freq=156.25e6, rtt=16):
+    its user streams. LEDs: link up, aligner locked, a checker error seen. Build only (not run on
+    hardware). refclk_freq: the reference clock on the `refclk` 0 pads (EXTREF0).
+    two_boards=False: loop the SMA TX to RX (received words into the TX clock through an AsyncFIFO: one
+    oscillator). two_boards=True: one bitstream for both ends of a link between two boards on their own
+    oscillators (cross the SMA cables): RIFLSerDesLink(elastic=True), the received slots framed in the
+    recovered clock and compensated into the local one."""
+    def __init__(self, platform, frame_bits=256, linerate=2.5e9, refclk_freq=156.25e6, rtt=16, two_boards=False):
         from liteiclink.serdes.serdes_ecp5 import SerDesECP5, SerDesECP5PLL
         from cores.rifl.soc_block import TrafficChecker, TrafficGenerator
         self.cd_sys = ClockDomain()
@@ -134,15 +176,19 @@ class RIFLVersaSerDesLoopback(LiteXModule):
         platform.add_period_constraint(serdes.txoutclk, 1e9 / serdes.tx_clk_freq)
         platform.add_period_constraint(serdes.rxoutclk, 1e9 / serdes.rx_clk_freq)
 
-        self.link = link = ClockDomainsRenamer("tx")(RIFLSerDesLink(frame_bits, rtt=rtt, nbytes=serdes.nwords))
-        self.rx_cdc = cdc = ClockDomainsRenamer({"write": "rx", "read": "tx"})(
-            stream.AsyncFIFO(serdes_word_layout(serdes.nwords), 8))
+        if two_boards:
+            self.link = link = ClockDomainsRenamer({"sys": "tx", "rx": "rx"})(
+                RIFLSerDesLink(frame_bits, rtt=rtt, nbytes=serdes.nwords, elastic=True))
+            self.comb += serdes.source.connect(link.rx_words)
+        else:
+            self.link = link = ClockDomainsRenamer("tx")(RIFLSerDesLink(frame_bits, rtt=rtt, nbytes=serdes.nwords))
+            self.rx_cdc = cdc = ClockDomainsRenamer({"write": "rx", "read": "tx"})(
+                stream.AsyncFIFO(serdes_word_layout(serdes.nwords), 8))
+            self.comb += [serdes.source.connect(cdc.sink), cdc.source.connect(link.rx_words)]
         self.gen = gen = ClockDomainsRenamer("tx")(TrafficGenerator(frame_bits))
         self.chk = chk = ClockDomainsRenamer("tx")(TrafficChecker(frame_bits))
         self.comb += [
             link.tx_words.connect(serdes.sink),
-            serdes.source.connect(cdc.sink),
-            cdc.source.connect(link.rx_words),
             gen.enable.eq(link.link_up),
             gen.source.connect(link.sink),
             link.source.connect(chk.sink),

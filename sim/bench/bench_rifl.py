@@ -221,18 +221,18 @@ def ecp5_tables(parts=("endpoint", "l2", "aligner")):
     return tables
 
 
-def versa_serdes_build(frame_bits=64, linerate=2.5e9, seed=1):
-    """Synthesise, place and route (yosys, nextpnr-ecp5 for the LFE5UM5G-45F, ecppack) the Versa DCU loopback
-    target of cores/rifl/serdes.py under build/rifl/versa_serdes_F<F>; returns a Table with nextpnr's
-    utilisation and Fmax per clock."""
+def versa_serdes_build(frame_bits=64, linerate=2.5e9, seed=1, two_boards=False):
+    """Synthesise, place and route (yosys, nextpnr-ecp5 for the LFE5UM5G-45F, ecppack) the Versa DCU target
+    of cores/rifl/serdes.py (loopback, or two_boards) under build/rifl/versa_serdes[2]_F<F>; returns a Table
+    with nextpnr's utilisation and Fmax per clock."""
     import json
     import sys
     from litex_boards.platforms import lattice_versa_ecp5
-    from cores.rifl.serdes import RIFLVersaSerDesLoopback
+    from cores.rifl.serdes import RIFLVersaSerDes
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     platform = lattice_versa_ecp5.Platform(toolchain="trellis")
-    top = RIFLVersaSerDesLoopback(platform, frame_bits=frame_bits, linerate=linerate)
-    out = os.path.join(ROOT, "build", "rifl", f"versa_serdes_F{frame_bits}")
+    top = RIFLVersaSerDes(platform, frame_bits=frame_bits, linerate=linerate, two_boards=two_boards)
+    out = os.path.join(ROOT, "build", "rifl", f"versa_serdes{'2' if two_boards else ''}_F{frame_bits}")
     os.makedirs(out, exist_ok=True)
     platform.toolchain._pnr_opts += " --report report.json"
     t0 = time.time()
@@ -241,8 +241,9 @@ def versa_serdes_build(frame_bits=64, linerate=2.5e9, seed=1):
     with open(os.path.join(out, "report.json")) as f:
         rep = json.load(f)
     util = rep.get("utilization", {})
-    table = Table(f"ECP5 Versa (LFE5UM5G-45F): RIFL link on DCU0 channel 1, F = {frame_bits}, {linerate / 1e9:g} Gb/s "
-                  f"8b/10b, with traffic generator and checker", ["resource / clock", "used", "available or target"])
+    what = "two boards (elastic buffer, periodic IDLE)" if two_boards else "SMA loopback"
+    table = Table(f"ECP5 Versa (LFE5UM5G-45F): RIFL link on DCU0 channel 1, {what}, F = {frame_bits}, "
+                  f"{linerate / 1e9:g} Gb/s 8b/10b, with traffic generator and checker", ["resource / clock", "used", "available or target"])
     for k in ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD", "TRELLIS_RAMW", "DCUA", "EXTREFB"):
         if k in util:
             table.add(k, util[k].get("used", 0), util[k].get("available", 0))
@@ -263,9 +264,10 @@ if __name__ == "__main__":
     parser.add_argument("--ecp5-only", metavar="PARTS",
                         help="only the ECP5 tables of endpoint,l2,segmenter,reassembler,aligner")
     parser.add_argument("--versa", type=int, metavar="F", help="only build the Versa DCU target for frame size F")
+    parser.add_argument("--two-boards", action="store_true", help="with --versa: the two-board target")
     args = parser.parse_args()
     if args.versa:
-        print(versa_serdes_build(args.versa).markdown())
+        print(versa_serdes_build(args.versa, two_boards=args.two_boards).markdown())
         raise SystemExit(0)
     if args.ecp5_only:
         for t in ecp5_tables(args.ecp5_only.split(",")):

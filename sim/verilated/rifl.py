@@ -10,7 +10,7 @@ per-frame error threshold `threshold` both ways, WARM_CYCLES cycles, `cycles` me
 generators off and no errors for DRAIN_CYCLES cycles. It returns every counter at the end and `frames`: the
 numbered frames both endpoints accepted during the measured cycles.
 """
-from migen import ClockDomain, ClockDomainsRenamer, Signal
+from migen import Cat, ClockDomain, ClockDomainsRenamer, If, Signal
 
 from litex.gen import LiteXModule
 
@@ -18,6 +18,7 @@ from cores.rifl.common import (CC_INTERVAL_FRAMES, ELASTIC_DEPTH, LOOPBACK_CONTR
                                LOOPBACK_DIRECTIONS, LOOPBACK_ENDPOINTS, LOOPBACK_EP_COUNTERS)
 from cores.rifl.elastic import RIFLElasticBuffer
 from cores.rifl.link import RIFLEndpoint
+from cores.rifl.serdes import RIFLSerDesLink
 from cores.rifl.soc_block import RIFLLoopback, TrafficChecker, TrafficGenerator
 from sim.verilated import Model, convert, flat_ports
 
@@ -133,35 +134,54 @@ def net_point(model, cycles, drain, thresholds, force=None):
 # Two ends on separate oscillators -----------------------------------------------------------------------------
 
 class RIFLTwoClockLink(LiteXModule):
-    """Endpoints A (clock domain a) and B (clock domain b) over a line each way that reaches the far end
-    through a RIFLElasticBuffer (written in the sender's clock, read in the receiver's), a TrafficGenerator
-    and a TrafficChecker per direction, always on. cc_interval: the endpoints' (None: IDLEs only when
-    idle, which a saturated link never is). Counters `counters[name]`: <dir>_<name> (generator, checker),
-    <dir>_<removed|inserted|slips> (the receiving end's buffer) and <ep>_<name> (LOOPBACK_EP_COUNTERS)."""
-    def __init__(self, frame_bits=64, cc_interval=CC_INTERVAL_FRAMES):
+    """Endpoints A (clock domain a) and B (clock domain b) on separate clocks, a TrafficGenerator and a
+    TrafficChecker per direction, always on. Frame lines (serdes=False): each line reaches the far end
+    through a RIFLElasticBuffer written in the sender's clock. SERDES (serdes=True): each end is a
+    RIFLSerDesLink(elastic=True) on 2-byte 8b/10b words, its receive side in the sender's clock; the A->B
+    words arrive shifted by one byte lane (commas split across words). cc_interval: the endpoints' (frame
+    lines only; None: IDLEs only when idle, which a saturated link never is). Counters `counters[name]`:
+    <dir>_<name> (generator, checker), <dir>_<removed|inserted|slips> (the receiving end's buffer) and
+    <ep>_<name> (LOOPBACK_EP_COUNTERS, link_up)."""
+    def __init__(self, frame_bits=64, cc_interval=CC_INTERVAL_FRAMES, serdes=False):
         self.cd_a, self.cd_b = ClockDomain("a"), ClockDomain("b")
         self.counters = {}
-        # Buffer latency ~ ELASTIC_DEPTH / 2 + 3 cycles and the pipelines: the round trip the endpoints size
+        # Buffer latency ~ ELASTIC_DEPTH / 2 + 3 slots and the pipelines: the round trip the endpoints size
         # their replay and receive buffers for.
         rtt = ELASTIC_DEPTH + 8
-        eps = {e: ClockDomainsRenamer({"sys": e})(RIFLEndpoint(frame_bits, rtt, cc_interval=cc_interval))
-               for e in LOOPBACK_ENDPOINTS}
-        self.a, self.b = eps["a"], eps["b"]
 
         # # #
 
+        ends, eps, buffers = {}, {}, {}
+        for e, far in (("a", "b"), ("b", "a")):
+            if serdes:
+                link = ClockDomainsRenamer({"sys": e, "rx": far})(RIFLSerDesLink(frame_bits, rtt, 2, elastic=True))
+                ends[e], eps[e], buffers[far + e] = link, link.endpoint, link.elastic
+            else:
+                ep = ClockDomainsRenamer(e)(RIFLEndpoint(frame_bits, rtt, cc_interval=cc_interval))
+                eb = RIFLElasticBuffer(frame_bits, cd_write=far, cd_read=e)
+                self.comb += ep.rx_frame.eq(eb.rd_frame)
+                ends[e], eps[e], buffers[far + e] = ep, ep, eb
+                setattr(self, f"eb_{far}{e}", eb)
+            setattr(self, e, ends[e])
+        if serdes:
+            a, b = ends["a"], ends["b"]
+            prev_data, prev_k = Signal(8), Signal()         # the previous A word's upper byte lane
+            self.sync.a += If(a.tx_words.valid, prev_data.eq(a.tx_words.data[8:]), prev_k.eq(a.tx_words.ctrl[1]))
+            self.comb += [
+                b.rx_words.valid.eq(1), a.tx_words.ready.eq(1),
+                b.rx_words.data.eq(Cat(prev_data, a.tx_words.data[:8])),
+                b.rx_words.ctrl.eq(Cat(prev_k, a.tx_words.ctrl[0])),
+                b.tx_words.connect(a.rx_words),
+            ]
+        else:
+            self.comb += [self.eb_ab.wr_frame.eq(eps["a"].tx_frame), self.eb_ba.wr_frame.eq(eps["b"].tx_frame)]
         for d, (src, dst) in zip(LOOPBACK_DIRECTIONS, (("a", "b"), ("b", "a"))):
-            eb = RIFLElasticBuffer(frame_bits, cd_write=src, cd_read=dst)
             gen = ClockDomainsRenamer({"sys": src})(TrafficGenerator(frame_bits))
             chk = ClockDomainsRenamer({"sys": dst})(TrafficChecker(frame_bits))
-            setattr(self, f"eb_{d}", eb)
             setattr(self, f"gen_{d}", gen)
             setattr(self, f"chk_{d}", chk)
-            self.comb += [
-                eb.wr_frame.eq(eps[src].tx_frame), eps[dst].rx_frame.eq(eb.rd_frame), gen.enable.eq(1),
-                gen.source.connect(eps[src].sink), eps[dst].source.connect(chk.sink),
-            ]
-            for name, sig in {**gen.counters, **chk.counters, **eb.counters}.items():
+            self.comb += [gen.enable.eq(1), gen.source.connect(ends[src].sink), ends[dst].source.connect(chk.sink)]
+            for name, sig in {**gen.counters, **chk.counters, **buffers[d].counters}.items():
                 self.counters[f"{d}_{name}"] = sig
         for e, ep in eps.items():
             for name in LOOPBACK_EP_COUNTERS:
@@ -196,9 +216,9 @@ int main(int argc, char **argv) {
 """
 
 
-def two_clock_link(frame_bits=64, cc_interval=CC_INTERVAL_FRAMES):
+def two_clock_link(frame_bits=64, cc_interval=CC_INTERVAL_FRAMES, serdes=False):
     """The Verilated RIFLTwoClockLink: `two_clock_run(model, cycles, ppm_a, ppm_b)`."""
-    dut = RIFLTwoClockLink(frame_bits, cc_interval)
+    dut = RIFLTwoClockLink(frame_bits, cc_interval, serdes)
     ios = set()
     for cd in (dut.cd_a, dut.cd_b):
         for sig, kind in ((cd.clk, "clk"), (cd.rst, "rst")):
@@ -210,7 +230,8 @@ def two_clock_link(frame_bits=64, cc_interval=CC_INTERVAL_FRAMES):
         ios.add(port)
     prints = "\n".join(f'    printf("{name} %u\\n", (unsigned)t->{name});' for name in dut.counters)
     text, _ = convert(dut, ios, "rifl_two_clock")
-    return Model(f"rifl_two_clock_F{frame_bits}_cc{cc_interval}", {"rifl_two_clock.v": text}, "rifl_two_clock",
+    return Model(f"rifl_two_clock_F{frame_bits}_{'serdes' if serdes else f'cc{cc_interval}'}",
+                 {"rifl_two_clock.v": text}, "rifl_two_clock",
                  TWO_CLOCK_HARNESS % dict(prints=prints))
 
 
