@@ -211,6 +211,9 @@ L2_PACKET_BYTES = L2_HEADER_BYTES + SEGMENT_BYTES  # 262 bytes on the L1 stream,
 # segment is recovered from it. Lengths 1..L2_MAX_PACKET_BYTES.
 L2_LENGTH_BYTES = 2
 L2_MAX_PACKET_BYTES = (1 << (8 * L2_LENGTH_BYTES)) - 1 - L2_LENGTH_BYTES
+# Largest upper-layer packet of a RIFL network by default (cores/rifl/network.py): sizes the hosts'
+# reassembly contexts and the switches' VOQ headroom (cores.switch.line_card.voq_sizing).
+L2_NET_MAX_PACKET = 2048
 
 
 

@@ -3,6 +3,7 @@ RIFLChannels (latency, errors, down), for the network simulations (sim/verilated
 from litex.gen import LiteXModule
 
 from cores.rifl.channel import RIFLChannel
+from cores.rifl.common import L2_NET_MAX_PACKET
 from cores.rifl.endpoint import RIFLHost
 from cores.switch.line_card import RIFLSwitchNode, cell_frames
 
@@ -18,7 +19,7 @@ class RIFLNetwork(LiteXModule):
     its own seed; `channel_names[c]` is "l<k>_ab" / "l<k>_ba"; `receivers[c]` the RIFLEndpoint channel c feeds.
     """
     def __init__(self, topology, frame_bits=256, latency=8, data_width=256, iterations=2, n_sources=4,
-                 max_packet=2048, seed=1, cell_cycles=None, **switch_kw):
+                 max_packet=L2_NET_MAX_PACKET, seed=1, cell_cycles=None, **switch_kw):
         if not isinstance(latency, int) or latency < 1:
             raise ValueError(f"latency must be a positive number of cycles, got {latency!r}")
         self.topology = topology
@@ -35,6 +36,7 @@ class RIFLNetwork(LiteXModule):
         self.switches = []
         for s, n in enumerate(topology.switches):
             node = RIFLSwitchNode(n, frame_bits, rtt, data_width, iterations, down, cell_cycles=cell_cycles,
+                                  max_packet=max_packet,
                                   **switch_kw)
             setattr(self, f"switch{s}", node)
             self.switches.append(node)

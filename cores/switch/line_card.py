@@ -6,7 +6,8 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from cores.lib.counters import add_counters
-from cores.rifl.common import FC_LAYOUT, L2_PACKET_BYTES, holdoff_cycles, payload_bytes
+from cores.rifl.common import (FC_LAYOUT, L2_LENGTH_BYTES, L2_NET_MAX_PACKET, L2_PACKET_BYTES, SEGMENT_BYTES,
+                               holdoff_cycles, payload_bytes)
 from cores.rifl.l2 import L2Deframer, L2Framer
 from cores.rifl.link import RIFLEndpoint
 from cores.switch.common import LINE_CARD_COUNTERS, cell_layout, check_ports
@@ -18,12 +19,14 @@ def cell_frames(frame_bits):
     return -(-L2_PACKET_BYTES // payload_bytes(frame_bits))
 
 
-def voq_sizing(frame_bits, rtt):
-    """(voq_cells, on_threshold, off_threshold) for VOQs fed over a link of round trip `rtt` frame slots.
-    Above ON the VOQ must take every cell the sender starts until it sees the pause: the ON frame's trip
-    may wait behind a replay and be replayed itself, about 3 hold-offs (3 H), so the headroom is 3 H in
-    cells plus the cell in flight and the one being started. OFF is half of ON."""
-    headroom = -(-3 * holdoff_cycles(rtt) // cell_frames(frame_bits)) + 2
+def voq_sizing(frame_bits, rtt, max_packet=L2_NET_MAX_PACKET):
+    """(voq_cells, on_threshold, off_threshold) for VOQs fed over a link of round trip `rtt` frame slots
+    by senders of upper-layer packets of at most `max_packet` bytes. Above ON the VOQ must take every cell
+    the sender starts until it sees the pause: the ON frame's trip may wait behind a replay and be
+    replayed itself, about 3 hold-offs (3 H), so the headroom is 3 H in cells, plus the cell in flight,
+    plus a whole packet being started (a sender's RIFLFCGate never splits a packet). OFF is half of ON."""
+    packet_cells = (max_packet + L2_LENGTH_BYTES + SEGMENT_BYTES - 1) // SEGMENT_BYTES
+    headroom = -(-3 * holdoff_cycles(rtt) // cell_frames(frame_bits)) + 1 + packet_cells
     cells = 1 << (headroom + 4 - 1).bit_length()
     on = cells - headroom
     return cells, on, on // 2
@@ -71,13 +74,15 @@ class RIFLSwitchNode(LiteXModule):
     port i, and the frames received on port i pause and resume output i. Parameters: frame_bits, rtt (the
     links' round trip, frame slots), data_width (256: the fabric's cell time of 8 cycles is shorter than a
     link's cell time of cell_frames(256) = 9 slots), iterations, down_ports (port count of the neighbour
-    switches), voq_cells / on / off (default voq_sizing(frame_bits, rtt)), cell_cycles (RIFLSwitch's; 10 for
-    4 iterations: a fabric slower than the links).
+    switches), max_packet (the senders' largest upper-layer packet), voq_cells / on / off (default
+    voq_sizing(frame_bits, rtt, max_packet)), cell_cycles (RIFLSwitch's; 10 for 4 iterations: a fabric slower
+    than the links).
     """
     def __init__(self, n=4, frame_bits=256, rtt=16, data_width=256, iterations=2, down_ports=None,
-                 voq_cells=None, on_threshold=None, off_threshold=None, cell_cycles=None):
+                 voq_cells=None, on_threshold=None, off_threshold=None, cell_cycles=None,
+                 max_packet=L2_NET_MAX_PACKET):
         check_ports(n)
-        cells, on, off = voq_sizing(frame_bits, rtt)
+        cells, on, off = voq_sizing(frame_bits, rtt, max_packet)
         voq_cells = cells if voq_cells is None else voq_cells
         on_threshold = on if on_threshold is None else on_threshold
         off_threshold = off if off_threshold is None else off_threshold
