@@ -1,4 +1,5 @@
-"""Run a core's host demo (`software.<core>.demo.demo(bus)`) against a SoC block in the Migen simulator.
+"""Run a core's host demo (`software.<core>.demo.demo(bus)`) against a SoC block: its Verilog through
+Verilator (VerilatedBus, by default) or Migen's simulator (SimBus).
 
 `BankedBlock` registers the block under its SoC name behind LiteX's CSRBankArray with the SoC's settings
 (32-bit CSR bus, paging 0x800, big-endian ordering), so compound CSRs (wider than 32 bits) and the banks'
@@ -149,10 +150,17 @@ class SimBus:
         self.replies.put(reply)
 
 
-def run_demo(block, name, host, mems=None, **kwargs):
-    """Simulate `block` registered as `name`; `host(bus)` runs in a thread beside the simulation. mems: the
-    block's Wishbone slaves as memory regions (see SimBus). Returns (host's return value, bus); re-raises
-    what `host` raised."""
+def run_demo(block, name, host, mems=None, verilated=None, **kwargs):
+    """Simulate `block` registered as `name` and run `host(bus)` against it. mems: the block's Wishbone
+    slaves as memory regions (see SimBus). verilated (default: when Verilator is available and no Migen
+    simulator keyword is given): the block's Verilog through Verilator (VerilatedBus), else Migen's
+    simulator with `host` in a thread beside it (SimBus; kwargs go to run_simulation). Returns (host's
+    return value, bus); re-raises what `host` raised."""
+    if verilated is None:
+        from sim.verilated import available
+        verilated = available() and not kwargs
+    if verilated:
+        return run_demo_verilated(block, name, host, mems)
     top = BankedBlock(block, name)
     bus = SimBus(top.addrs, mems=mems)
     out = {}
@@ -171,3 +179,148 @@ def run_demo(block, name, host, mems=None, **kwargs):
     if "error" in out:
         raise out["error"]
     return out["value"], bus
+
+
+# The same host function on the block's Verilog (Verilator) -----------------------------------------------------
+
+_VBUS_HARNESS = r"""
+#include "Vcsr_block.h"
+#include "verilated.h"
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+// One request a line on stdin, one reply line on stdout; the clock runs only inside a request, with the
+// cycle pattern of tests.harness.csr.SimBus.serve (CSR read: 2 cycles, write: 3; Wishbone classic cycles).
+//   r ADR | w ADR VALUE | mr K ADR N | mw K ADR V1 V2 ...        (hex)
+static Vcsr_block *t;
+static unsigned long long cycles = 0;
+static void tick() { t->clk = 1; t->eval(); t->clk = 0; t->eval(); cycles++; }
+%(mem_funcs)s
+int main(int argc, char **argv) {
+    Verilated::commandArgs(argc, argv);
+    t = new Vcsr_block;
+    t->rst = 1; tick(); tick(); t->rst = 0; t->eval();
+    static char line[1 << 20];
+    while (fgets(line, sizeof line, stdin)) {
+        char *p = line + 2;
+        if (line[0] == 'r') {
+            t->csr_adr = strtoul(p, &p, 16); t->csr_re = 1; t->eval(); tick();
+            t->csr_re = 0; t->eval(); tick();
+            printf("%%x\n", (unsigned)t->csr_dat_r);
+        } else if (line[0] == 'w') {
+            t->csr_adr = strtoul(p, &p, 16); t->csr_dat_w = strtoul(p, &p, 16); t->csr_we = 1; t->eval(); tick();
+            t->csr_we = 0; t->eval(); tick(); tick();
+            printf("ok\n");
+        } else if (line[0] == 'm') {
+            int write = line[1] == 'w';
+            p = line + 3;
+            int k = strtol(p, &p, 16);
+            unsigned adr = strtoul(p, &p, 16);
+            if (write) {
+                printf("ok");
+                for (;;) {
+                    while (*p == ' ') p++;
+                    if (*p == '\n' || *p == 0) break;
+                    unsigned v = strtoul(p, &p, 16);
+                    wb(k, adr++, 1, v);
+                }
+            } else {
+                int n = strtol(p, &p, 16);
+                for (int i = 0; i < n; i++) printf("%%s%%x", i ? " " : "", wb(k, adr + i, 0, 0));
+            }
+            printf("\n");
+        } else if (line[0] == 'c') {
+            printf("%%llx\n", cycles);
+        }
+        fflush(stdout);
+    }
+    delete t;
+    return 0;
+}
+"""
+
+_WB_FUNC = r"""
+static unsigned wb(int k, unsigned adr, int we, unsigned v) {
+    unsigned r = 0;
+    switch (k) {
+%(cases)s
+    }
+    return r;
+}
+"""
+_WB_CASE = r"""    case %(k)d:
+        t->m%(k)d_adr = adr; t->m%(k)d_dat_w = v; t->m%(k)d_we = we; t->m%(k)d_sel = 0xf;
+        t->m%(k)d_cyc = 1; t->m%(k)d_stb = 1; t->eval();
+        for (int w = 0; !t->m%(k)d_ack; w++) { tick(); if (w > 100000) { fprintf(stderr, "no ack\n"); exit(3); } }
+        r = t->m%(k)d_dat_r; tick(); t->m%(k)d_cyc = 0; t->m%(k)d_stb = 0; t->eval();
+        break;"""
+
+
+class VerilatedBus(SimBus):
+    """SimBus's interface (regs, read/write of memory regions, accesses, mem_accesses) on the Verilog of a
+    BankedBlock, compiled with Verilator (sim.verilated.Model, cached) and served by a C++ harness over a
+    pipe, with SimBus's cycle pattern: simulated time advances only while the host accesses the bus.
+    `cycles()` gives the simulated cycles so far."""
+    def __init__(self, top, name, mems=None, timeout=600):
+        from sim.verilated import Model, flat_ports
+        SimBus.__init__(self, top.addrs, timeout, mems)
+        ports = {f"csr_{n}": (getattr(top.bus, n), n != "dat_r") for n in ("adr", "re", "we", "dat_w", "dat_r")}
+        cases = []
+        self._mem_index = {}
+        for k, (interface, _, _) in enumerate((mems or {}).values()):
+            self._mem_index[id(interface)] = k
+            for n in ("adr", "dat_w", "sel", "cyc", "stb", "we", "cti", "bte"):
+                ports[f"m{k}_{n}"] = (getattr(interface, n), True)
+            for n in ("dat_r", "ack", "err"):
+                ports[f"m{k}_{n}"] = (getattr(interface, n), False)
+            cases.append(_WB_CASE % dict(k=k))
+        mem_funcs = _WB_FUNC % dict(cases="\n".join(cases))
+        harness = _VBUS_HARNESS % dict(mem_funcs=mem_funcs)
+        self.model = Model(f"csr_{name}", {"csr_block.v": flat_ports(top, ports, "csr_block")}, "csr_block", harness)
+        import subprocess
+        self.proc = self.model.popen(stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self._lock = threading.Lock()
+
+    def _talk(self, line):
+        with self._lock:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+            reply = self.proc.stdout.readline()
+        if not reply:
+            raise RuntimeError(f"the Verilated bus of {self.model.name} stopped")
+        return reply.split()
+
+    def _access(self, adr, value=None):
+        self.accesses += 1
+        if value is None:
+            return int(self._talk(f"r {adr:x}")[0], 16)
+        self._talk(f"w {adr:x} {value:x}")
+        return None
+
+    def _request(self, request):
+        _, interface, adr, data = request
+        k = self._mem_index[id(interface)]
+        if isinstance(data, list):
+            self.mem_accesses += len(data)
+            self._talk(f"mw {k:x} {adr:x} " + " ".join(f"{v:x}" for v in data))
+            return None
+        self.mem_accesses += data
+        return [int(v, 16) for v in self._talk(f"mr {k:x} {adr:x} {data:x}")]
+
+    def cycles(self):
+        return int(self._talk("c")[0], 16)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
+def run_demo_verilated(block, name, host, mems=None):
+    """run_demo on the block's Verilog: `host(bus)` with a VerilatedBus. Returns (host's value, bus)."""
+    top = BankedBlock(block, name)
+    bus = VerilatedBus(top, name, mems=mems)
+    try:
+        return host(bus), bus
+    finally:
+        bus.close()
