@@ -94,6 +94,9 @@ def test_versa_dcu_gateware(tmp_path, two_boards):
     verilog = (tmp_path / "rifl_versa.v").read_text()
     assert "DCUA" in verilog and "EXTREFB" in verilog
     assert '"DCU0"' in verilog and '"CH1"' in verilog
+    # The receive path exists: LiteICLink's 8b/10b decoders drive the received words (they are dropped
+    # unless registered, see RIFLVersaSerDes).
+    assert "serdesecp5_decoder0_k <= 1" in verilog and "assign serdesecp5_decoder1_d =" in verilog
     assert (tmp_path / "rifl_versa.lpf").exists()
 
 

@@ -173,6 +173,10 @@ class RIFLVersaSerDes(LiteXModule):
         self.serdes = serdes = SerDesECP5(pll, platform.request("sma_tx"), platform.request("sma_rx"),
                                           dual=0, channel=1, data_width=20)
         serdes.add_stream_endpoints()
+        # LiteICLink 2024.12 keeps its 8b/10b decoders in a list attribute, which no Module registers: without
+        # this their logic is never generated and every received word reads 0 (the receive path vanishes).
+        known = {id(m) for _, m in serdes._submodules}
+        serdes.submodules += [d for d in serdes.decoders if id(d) not in known]
         platform.add_period_constraint(serdes.txoutclk, 1e9 / serdes.tx_clk_freq)
         platform.add_period_constraint(serdes.rxoutclk, 1e9 / serdes.rx_clk_freq)
 
