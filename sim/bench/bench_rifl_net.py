@@ -33,7 +33,8 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from cores.rifl.common import CHANNEL_RANDOM, L2_RX_CONTEXTS, L2_RX_CONTEXTS_MAX, SEGMENT_BYTES
+from cores.rifl.common import CHANNEL_RANDOM, SEGMENT_BYTES
+from cores.rifl.network import net_contexts
 from cores.switch.common import CELL_BYTES
 from cores.switch.line_card import cell_frames
 from sim.bench.framework import BenchResult, Table, plot_path
@@ -54,9 +55,8 @@ MAX_PACKET = 2048
 
 
 def net_kwargs(n, k):
-    """RIFLNetwork keywords of the (n, k) model: every source gets a reassembly context."""
-    return dict(latency=LATENCY, iterations=k, n_sources=max(L2_RX_CONTEXTS, min(L2_RX_CONTEXTS_MAX, n - 1)),
-                max_packet=MAX_PACKET)
+    """RIFLNetwork keywords of the (n, k) model (reassembly contexts: the network's default, net_contexts)."""
+    return dict(latency=LATENCY, iterations=k, max_packet=MAX_PACKET)
 
 
 _models = {}
@@ -151,6 +151,7 @@ def measure(n, k, load, pattern, size, ber, scale, seed=1):
         "safc_p50": safc["p50_latency"], "safc_p99": safc["p99_latency"], "safc_p999": safc["p999_latency"],
         "sched_p50": sched["p50_latency"], "sched_p99": sched["p99_latency"],
         "cell_times": T, "packets": len(packets), "cycles": r.cycles, "wall_s": round(time.time() - t0, 1),
+        "reassembly_contexts": net_contexts(n),
     }
 
 
@@ -199,6 +200,24 @@ def run(quick=False, workers=2):
                 done(point)
     order = {p[:6]: i for i, p in enumerate(pts)}
     points.sort(key=lambda q: order.get((q["n"], q["k"], q["load"], *_kind(q["traffic"]), q["ber"]), 0))
+    return report(points, t0)
+
+
+def rerun(traffics, workers=2):
+    """Measure again the points of the full plan whose traffic is in `traffics` (e.g. after a change that
+    only they see) and put them into build/bench/rifl_net.json in place of the old ones."""
+    import json
+    import os
+    from sim.bench.framework import BENCH_DIR
+    t0 = time.time()
+    with open(os.path.join(BENCH_DIR, "rifl_net.json")) as f:
+        old = json.load(f)["points"]
+    pts = [p for p in plan(False) if f"{p[3]}/{p[4]}" in traffics]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        new = pool.map(_measure, pts, chunksize=1)
+    key = lambda q: (q["n"], q["k"], q["load"], q["traffic"], q["ber"])
+    fresh = {key(q): q for q in new}
+    points = [fresh.pop(key(q), q) for q in old] + list(fresh.values())
     return report(points, t0)
 
 
@@ -314,7 +333,11 @@ def ecp5_table():
 
 if __name__ == "__main__":
     import sys
-    if "--ecp5" in sys.argv:
+    if "--rerun" in sys.argv:
+        res = rerun(sys.argv[sys.argv.index("--rerun") + 1].split(","))
+        print(res.markdown())
+        print(res.write())
+    elif "--ecp5" in sys.argv:
         res = BenchResult("rifl_net_ecp5", tables=[ecp5_table()])
         print(res.markdown())
         print(res.write())
