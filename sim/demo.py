@@ -1,12 +1,11 @@
 """`make sim`: build the simulated SoC with every integrated core, run it in a private network namespace and
 run the host demo (software/demo.py) over Etherbone. Exits 0 on success, non-zero with the reason otherwise."""
 import argparse
-import signal
 import sys
 import time
 
 from sim import target
-from sim.runner import SimSession, SimulationFailed, _raise_on_sigterm
+from sim.runner import SimSession, SimulationFailed, handle_interrupts
 from soc.common import CORE_NAMES
 from soc.innet_soc import InnetSoC
 
@@ -26,7 +25,7 @@ def main(argv=None):
                         help="Verilator threads of the model (2 pays only while the host is mostly idle)")
     args = parser.parse_args(argv)
     cores = available_cores() if args.cores is None else [c for c in args.cores.split(",") if c]
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    handle_interrupts()
     t0 = time.monotonic()
     print(f"Building the simulated SoC (cores: {', '.join(cores) or 'none'})...", flush=True)
     try:

@@ -244,6 +244,16 @@ def _raise_on_sigterm(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def handle_interrupts():
+    """For a command-line entry point that owns simulations: Ctrl-C (SIGINT) and SIGTERM raise
+    KeyboardInterrupt, so that the sessions' cleanup runs, even if the parent left SIGINT ignored or either
+    signal blocked (both are inherited across exec; a process started under such a parent would otherwise
+    keep running with everything it started)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Run the simulated SoC in a private network namespace.")
     parser.add_argument("--cores", default="", help="comma-separated cores to include")
@@ -254,7 +264,7 @@ def main(argv=None):
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give a command to run, e.g. -- python -m software.cli ident")
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    handle_interrupts()
     gateware = target.build([c for c in args.cores.split(",") if c], cpu_type=args.cpu_type)
     try:
         with SimSession(gateware) as sim:

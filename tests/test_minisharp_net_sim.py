@@ -58,13 +58,21 @@ def _is_rank(pid):
         return False
 
 
+def _deaf_to_ctrl_c():
+    # As a parent may leave it (a shell's background job, some test runners): SIGINT ignored and blocked,
+    # both inherited across exec. The driver must take Ctrl-C back (sim.runner.handle_interrupts): in the
+    # full suite it once never saw the signal and left its four ranks running.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
 def test_ctrl_c_during_an_allreduce_removes_everything(tmp_path):
     """Ctrl-C while the ranks run: every simulator, host process, TAP, bridge and the namespace go away, and
     the driver exits non-zero (SIGTERM takes the same path: sim.runner turns it into KeyboardInterrupt). The
     driver's output goes to a file: a pipe nobody reads while the ranks run fills and blocks the driver."""
     log = open(str(tmp_path / "allreduce.log"), "w+")
     p = subprocess.Popen([sys.executable, "-m", "software.minisharp.allreduce", "--elements", "400000"], cwd=ROOT,
-                         stdout=log, stderr=subprocess.STDOUT, text=True)
+                         stdout=log, stderr=subprocess.STDOUT, text=True, preexec_fn=_deaf_to_ctrl_c)
 
     def output():
         log.seek(0)

@@ -23,7 +23,7 @@ import numpy as np
 
 from sim import ROOT
 from sim.cluster import SimCluster
-from sim.runner import SimulationFailed, _raise_on_sigterm
+from sim.runner import SimulationFailed, handle_interrupts
 from software.minisharp.reference import TRAPS, reduce_vectors
 from software.minisharp.topology import TOPOLOGIES
 
@@ -100,7 +100,7 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=3600.0)
     a = ap.parse_args(argv)
     import signal
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    handle_interrupts()
     try:
         r = run(a.topology, a.ranks, a.elements, exact=not a.fp32_partials, seed=a.seed, timeout=a.timeout)
     except (SimulationFailed, subprocess.TimeoutExpired, OSError) as e:
