@@ -18,6 +18,15 @@ def serdes_word_layout(nbytes):
     return [("data", 8 * nbytes), ("ctrl", nbytes)]
 
 
+def shift_in_data_bytes(words, sr):
+    """`sr` (F bits) with the bytes of the word stream `words` that are not flagged K shifted in, byte 0
+    first, whatever lane they arrive in."""
+    shifted = sr
+    for i in range(len(words.ctrl)):
+        shifted = Mux(words.ctrl[i], shifted, Cat(words.data[8 * i:8 * i + 8], shifted[:len(sr) - 8]))
+    return shifted
+
+
 class RIFLSerDesAdapter(LiteXModule):
     """Frames <-> words of an 8b/10b SERDES (LiteICLink's sink/source: `nbytes` bytes a word).
 
@@ -62,19 +71,16 @@ class RIFLSerDesAdapter(LiteXModule):
         ]
 
         rx_sr = Signal(F)
-        shifted = rx_sr
-        for i in range(nbytes):
-            shifted = Mux(rx.ctrl[i], shifted, Cat(rx.data[8 * i:8 * i + 8], shifted[:F - 8]))
         self.comb += rx.ready.eq(1)
         self.sync += [
-            If(rx.valid, rx_sr.eq(shifted)),
+            If(rx.valid, rx_sr.eq(shift_in_data_bytes(rx, rx_sr))),
             If(self.ce, self.rx_bits.eq(rx_sr)),
         ]
 
 
 class RIFLSerDesDeframer(LiteXModule):
     """The far end's frame slots in the receive clock: the bytes of `rx_words` not flagged K shift into an
-    F-bit register (as in RIFLSerDesAdapter); a word whose last byte is K ends a slot (its comma word, or
+    F-bit register (shift_in_data_bytes, as in RIFLSerDesAdapter); a word whose last byte is K ends a slot (its comma word, or
     the second half of one split across two words): `frame` takes the register and `strobe` pulses. A
     slot that carried F data bits gives a frame aligned to the comma."""
     def __init__(self, frame_bits=256, nbytes=2):
@@ -86,9 +92,7 @@ class RIFLSerDesDeframer(LiteXModule):
         # # #
 
         sr = Signal(F)
-        shifted = sr
-        for i in range(nbytes):
-            shifted = Mux(rx.ctrl[i], shifted, Cat(rx.data[8 * i:8 * i + 8], shifted[:F - 8]))
+        shifted = shift_in_data_bytes(rx, sr)
         self.comb += rx.ready.eq(1)
         self.sync += [
             If(rx.valid, sr.eq(shifted)),
