@@ -1,4 +1,6 @@
-"""Colorlight 5A-75B (v7.0/v8.0, LFE5U-25F): InnetSoC with Etherbone on the first RGMII port."""
+"""Colorlight 5A-75B (v7.0/v8.0, LFE5U-25F): InnetSoC with Etherbone on the first RGMII port, or with
+`cores` holding minisharp: MiniSharp on both RGMII ports with Etherbone as its management port, reached from
+the ports of the mask `mgmt_ports` (boards/ports.py)."""
 from migen import ClockDomain, Signal
 
 from litex.gen import LiteXModule
@@ -7,10 +9,12 @@ from litex_boards.platforms import colorlight_5a_75b
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
+from boards.ports import DATA_PORT_SYS_CLK_FREQ, add_minisharp_ports
 from soc.common import SOC_IP_ADDRESS
 from soc.innet_soc import InnetSoC
 
 DEFAULT_SYS_CLK_FREQ = int(50e6)
+COLORLIGHT_MINISHARP = dict(partials=False, max_ranks=16, n_slots=2)   # fits the 25F: docs/minisharp.md, "Board builds"
 
 
 class CRG(LiteXModule):
@@ -29,16 +33,24 @@ class CRG(LiteXModule):
 
 
 class BoardSoC(InnetSoC):
-    def __init__(self, revision="8.0", sys_clk_freq=DEFAULT_SYS_CLK_FREQ, eth_ip=SOC_IP_ADDRESS, cores=(), **kwargs):
+    def __init__(self, revision="8.0", sys_clk_freq=None, eth_ip=SOC_IP_ADDRESS, cores=(), mgmt_ports=0b01,
+                 minisharp=None, **kwargs):
         if revision not in ("7.0", "8.0"):
             raise ValueError(f"Colorlight 5A-75B revision must be 7.0 or 8.0, not {revision!r}")
+        sys_clk_freq = sys_clk_freq or (DATA_PORT_SYS_CLK_FREQ if "minisharp" in cores else DEFAULT_SYS_CLK_FREQ)
         platform = colorlight_5a_75b.Platform(revision=revision, toolchain="trellis")
         self.crg = CRG(platform, sys_clk_freq)
         InnetSoC.__init__(self, platform, sys_clk_freq, ident=f"innet SoC on Colorlight 5A-75B v{revision}", **kwargs)
-        self.ethphy = LiteEthPHYRGMII(
-            clock_pads = platform.request("eth_clocks", 0),
-            pads       = platform.request("eth", 0),
-            tx_delay   = 0e-9)
-        self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
+        if "minisharp" in cores:
+            # The two RTL8211 PHYs share one MDIO bus.
+            add_minisharp_ports(self, platform, mgmt_ports, tx_delay=0e-9, shared_mdio=True, ip_address=eth_ip,
+                                **dict(COLORLIGHT_MINISHARP, **(minisharp or {})))
+        else:
+            self.ethphy = LiteEthPHYRGMII(
+                clock_pads = platform.request("eth_clocks", 0),
+                pads       = platform.request("eth", 0),
+                tx_delay   = 0e-9)
+            self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
         for core in cores:
-            getattr(self, f"add_{core}")()
+            if core != "minisharp":
+                getattr(self, f"add_{core}")()

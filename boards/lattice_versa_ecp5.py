@@ -1,4 +1,6 @@
-"""Lattice ECP5 Versa (LFE5UM5G-45F): InnetSoC with Etherbone on the first RGMII port."""
+"""Lattice ECP5 Versa (LFE5UM5G-45F): InnetSoC with Etherbone on the first RGMII port, or with `cores`
+holding minisharp: MiniSharp on both RGMII ports with Etherbone as its management port, reached from the
+ports of the mask `mgmt_ports` (boards/ports.py)."""
 from migen import ClockDomain, If, Signal
 
 from litex.gen import LiteXModule
@@ -7,6 +9,7 @@ from litex_boards.platforms import lattice_versa_ecp5
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
+from boards.ports import DATA_PORT_SYS_CLK_FREQ, add_minisharp_ports
 from soc.common import SOC_IP_ADDRESS
 from soc.innet_soc import InnetSoC
 
@@ -34,15 +37,22 @@ class CRG(LiteXModule):
 
 
 class BoardSoC(InnetSoC):
-    def __init__(self, sys_clk_freq=DEFAULT_SYS_CLK_FREQ, eth_ip=SOC_IP_ADDRESS, cores=(), **kwargs):
+    def __init__(self, sys_clk_freq=None, eth_ip=SOC_IP_ADDRESS, cores=(), mgmt_ports=0b01, minisharp=None,
+                 **kwargs):
+        sys_clk_freq = sys_clk_freq or (DATA_PORT_SYS_CLK_FREQ if "minisharp" in cores else DEFAULT_SYS_CLK_FREQ)
         platform = lattice_versa_ecp5.Platform(toolchain="trellis")
         self.crg = CRG(platform, sys_clk_freq)
         InnetSoC.__init__(self, platform, sys_clk_freq, ident="innet SoC on Lattice ECP5 Versa", **kwargs)
-        self.ethphy = LiteEthPHYRGMII(
-            clock_pads = platform.request("eth_clocks", 0),
-            pads       = platform.request("eth", 0),
-            tx_delay   = 0e-9,
-            rx_delay   = 0e-9)
-        self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
+        if "minisharp" in cores:
+            add_minisharp_ports(self, platform, mgmt_ports, tx_delay=0e-9, rx_delay=0e-9, ip_address=eth_ip,
+                                **(minisharp or {}))
+        else:
+            self.ethphy = LiteEthPHYRGMII(
+                clock_pads = platform.request("eth_clocks", 0),
+                pads       = platform.request("eth", 0),
+                tx_delay   = 0e-9,
+                rx_delay   = 0e-9)
+            self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
         for core in cores:
-            getattr(self, f"add_{core}")()
+            if core != "minisharp":
+                getattr(self, f"add_{core}")()

@@ -50,20 +50,24 @@ _io = [
 class SimInnetSoC(InnetSoC):
     """InnetSoC in litex_sim with the management Etherbone port on a TapPHY (`innet_tap` sim module): its
     IP and MAC come from the sim configuration (innet_tap's soc_ip / soc_mac), so one build can run as
-    several SoCs. minisharp_ports: MiniSharp's data ports (GMII TAPs); minisharp: MiniSharpSoCBlock options."""
+    several SoCs. minisharp_ports: MiniSharp's data ports (GMII TAPs); minisharp: MiniSharpSoCBlock options.
+    management="minisharp": no management TAP; Etherbone is MiniSharp's management port, reached from
+    data port 0 (TAP ms0, the host at HOST_IP) only, at SOC_IP_ADDRESS / SOC_MAC_ADDRESS, as on the boards."""
     def __init__(self, cores=(), cpu_type=None, trace=False, minisharp_ports=MINISHARP_PORTS, minisharp=None,
-                 **kwargs):
+                 management="tap", **kwargs):
         if not 2 <= minisharp_ports <= MAX_DATA_PORTS:
             raise ValueError(f"minisharp_ports must be in 2..{MAX_DATA_PORTS}, got {minisharp_ports}")
+        check_management(cores, management)
         platform = SimPlatform("SIM", _io)
         self.crg = SimCRG(platform.request("sys_clk"))
         if cpu_type is not None:
             kwargs.update(with_uart=True, uart_name="sim")
         InnetSoC.__init__(self, platform, SIM_CLK_FREQ, ident="innet SoC (litex_sim)", cpu_type=cpu_type, **kwargs)
-        pads = platform.request("eth", 0)
-        self.ethphy = TapPHY(pads, width=MANAGEMENT_BYTES)
-        self.add_management_etherbone(self.ethphy, data_width=8 * MANAGEMENT_BYTES, ip_address=pads.soc_ip,
-                                      mac_address=pads.soc_mac)
+        if management == "tap":
+            pads = platform.request("eth", 0)
+            self.ethphy = TapPHY(pads, width=MANAGEMENT_BYTES)
+            self.add_management_etherbone(self.ethphy, data_width=8 * MANAGEMENT_BYTES, ip_address=pads.soc_ip,
+                                          mac_address=pads.soc_mac)
         if trace:
             platform.add_debug(self, reset=1)
         for core in cores:
@@ -76,16 +80,25 @@ class SimInnetSoC(InnetSoC):
                     port = GMIIDataPort(platform.request("gmii_eth", i))
                     setattr(self, f"data_port{i}", port)
                     ports.append(port)
-                adder(phys=[(p.sink, p.source) for p in ports], **(minisharp or {}))
+                extra = {"management": 0b01} if management == "minisharp" else {}
+                adder(phys=[(p.sink, p.source) for p in ports], **extra, **(minisharp or {}))
             else:
                 adder()
 
 
+def check_management(cores, management):
+    if management not in ("tap", "minisharp"):
+        raise ValueError(f"management must be 'tap' or 'minisharp', not {management!r}")
+    if management == "minisharp" and "minisharp" not in cores:
+        raise ValueError("management='minisharp' needs the minisharp core")
+
+
 def sim_config(cores=(), cpu_type=None, minisharp_ports=MINISHARP_PORTS, data_interfaces=None,
-               tap=TAP_INTERFACE, tap_ip=HOST_IP, soc_ip=SOC_IP_ADDRESS, soc_mac=SOC_MAC_ADDRESS):
+               tap=TAP_INTERFACE, tap_ip=HOST_IP, soc_ip=SOC_IP_ADDRESS, soc_mac=SOC_MAC_ADDRESS, management="tap"):
     """The litex_sim configuration (sim_config.js) of one SoC: data port i on TAP data_interfaces[i]
     (default ms<i>), the management port on TAP `tap` (address tap_ip; "" for none: a TAP on a bridge),
-    the SoC's management identity soc_ip / soc_mac."""
+    the SoC's management identity soc_ip / soc_mac. management="minisharp": no management TAP, data port 0's
+    TAP at tap_ip (the management host)."""
     config = SimConfig()
     config.add_clocker("sys_clk", freq_hz=SIM_CLK_FREQ)
     if "minisharp" in cores:
@@ -93,35 +106,40 @@ def sim_config(cores=(), cpu_type=None, minisharp_ports=MINISHARP_PORTS, data_in
         # serve several ports; each port is a TAP inside the runner's namespace.
         names = data_interfaces or [data_port_interface(i) for i in range(minisharp_ports)]
         for i in range(minisharp_ports):
-            config.add_module("gmii_ethernet", [("gmii_eth", i)],
-                              args={"interface": names[i], "ip": f"192.168.{10 + i}.100"})
+            ip = tap_ip if management == "minisharp" and i == 0 else f"192.168.{10 + i}.100"
+            config.add_module("gmii_ethernet", [("gmii_eth", i)], args={"interface": names[i], "ip": ip})
     if cpu_type is not None:
         config.add_module("serial2console", "serial")
-    config.add_module("innet_tap", "eth", args={"interface": tap, "ip": tap_ip, "poll": str(TAP_POLL_CYCLES),
-                                                "soc_ip": soc_ip, "soc_mac": f"{soc_mac:012x}"})
+    if management == "tap":
+        config.add_module("innet_tap", "eth", args={"interface": tap, "ip": tap_ip, "poll": str(TAP_POLL_CYCLES),
+                                                    "soc_ip": soc_ip, "soc_mac": f"{soc_mac:012x}"})
     return config
 
 
 def config_name(cores, cpu_type=None, trace=False, threads=SIM_THREADS, minisharp_ports=MINISHARP_PORTS,
-                minisharp=None):
+                minisharp=None, management="tap"):
     """The build folder's name: a model per SoC configuration, trace setting and thread count."""
     ms = "".join(f"_{k}{v}" for k, v in sorted((minisharp or {}).items()))
     return ("soc" + ("_" + "_".join(sorted(cores)) if cores else "") + (f"_{cpu_type}" if cpu_type else "")
             + (f"_p{minisharp_ports}" if minisharp_ports != MINISHARP_PORTS else "") + ms
+            + ("_msmgmt" if management == "minisharp" else "")
             + ("_trace" if trace else "") + (f"_t{threads}" if threads != SIM_THREADS else ""))
 
 
 def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, threads=SIM_THREADS, trace=False,
-          minisharp_ports=MINISHARP_PORTS, minisharp=None):
+          minisharp_ports=MINISHARP_PORTS, minisharp=None, management="tap"):
     """Generate and compile the simulated SoC; returns its gateware folder (holding obj_dir/Vsim, csr.csv).
     cpu_type="vexriscv" adds the CPU with its BIOS on the simulated UART (compiled with the RISC-V GCC).
     threads: Verilator threads of the model; trace: a model that dumps sim.vcd from reset; minisharp_ports,
-    minisharp: MiniSharp's data ports and MiniSharpSoCBlock options."""
+    minisharp: MiniSharp's data ports and MiniSharpSoCBlock options; management: "tap" or "minisharp"
+    (SimInnetSoC)."""
     cores = tuple(sorted(cores))
+    check_management(cores, management)
     # Tools installed in the venv (meson/ninja for the BIOS) live beside this Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     build_root = build_root or os.path.join(ROOT, "build", "sim")
-    output_dir = os.path.join(build_root, config_name(cores, cpu_type, trace, threads, minisharp_ports, minisharp))
+    output_dir = os.path.join(build_root, config_name(cores, cpu_type, trace, threads, minisharp_ports, minisharp,
+                                                      management))
     gateware_dir = os.path.join(output_dir, "gateware")
     os.makedirs(output_dir, exist_ok=True)
     # One build at a time per configuration; runs of an existing build need no lock.
@@ -134,11 +152,12 @@ def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, thr
             logging.disable(logging.INFO)  # LiteX logs the whole SoC hierarchy at INFO
         try:
             soc = SimInnetSoC(cores=cores, cpu_type=cpu_type, trace=trace, minisharp_ports=minisharp_ports,
-                              minisharp=minisharp)
+                              minisharp=minisharp, management=management)
             builder = Builder(soc, output_dir=output_dir, compile_software=cpu_type is not None,
                               compile_gateware=False, csr_csv=os.path.join(gateware_dir, "csr.csv"),
                               csr_json=os.path.join(gateware_dir, "csr.json"))
-            builder.build(sim_config=sim_config(cores, cpu_type, minisharp_ports), run=False, build=True,
+            builder.build(sim_config=sim_config(cores, cpu_type, minisharp_ports, management=management), run=False,
+                          build=True,
                           interactive=False,
                           extra_mods=sorted(os.listdir(modules)), extra_mods_path=modules)
         finally:

@@ -5,10 +5,40 @@ Ethernet port). `cpu_type="vexriscv"` adds a VexRiscv with its BIOS, ROM, RAM an
 uptime counter (timer0 uptime) lets host tools measure simulated cycles. The LiteX Builder exports the CSR
 map as csr.csv and csr.json.
 """
+from migen import ClockDomainsRenamer
+
+from litex.gen import LiteXModule
 from litex.soc.integration.soc import SoCRegion
 from litex.soc.integration.soc_core import SoCCore
 
 from soc.common import CORE_NAMES, ETHERBONE_UDP_PORT, SOC_IP_ADDRESS, SOC_MAC_ADDRESS
+
+
+class InternalPHY(LiteXModule):
+    """The PHY side of an internal Ethernet port for a LiteEth MAC of `dw` bits, in sys, without preamble,
+    FCS or inter-frame gap: `to_mac` / `from_mac` carry the frames to and from the MAC in `port_dw`-bit
+    LiteEth PHY layout (converted to dw bits as LiteEth's MAC converts its PHY side; port_dw >= dw)."""
+    with_preamble_crc = False
+    integrated_ifg_inserter = True
+    model = True                # no PHY clocks to constrain
+
+    def __init__(self, dw, to_mac, from_mac, port_dw=None):
+        from litex.soc.interconnect import stream
+        from liteeth.common import eth_phy_description
+        from liteeth.mac.last_be import LiteEthMACRXLastBE, LiteEthMACTXLastBE
+        self.dw = dw
+        port_dw = port_dw or dw
+        if port_dw == dw:
+            self.source, self.sink = to_mac, from_mac
+            return
+        down = stream.StrideConverter(eth_phy_description(port_dw), eth_phy_description(dw))
+        cut = LiteEthMACTXLastBE(dw)          # ends the frame at its last valid byte
+        mark = LiteEthMACRXLastBE(dw)         # last_be from last
+        up = stream.StrideConverter(eth_phy_description(dw), eth_phy_description(port_dw))
+        self.submodules += down, cut, mark, up
+        self.source, self.sink = cut.source, mark.sink
+        self.comb += [to_mac.connect(down.sink), down.source.connect(cut.sink),
+                      mark.source.connect(up.sink), up.source.connect(from_mac)]
 
 
 class InnetSoC(SoCCore):
@@ -40,6 +70,23 @@ class InnetSoC(SoCCore):
         """Etherbone (Wishbone over UDP, port ETHERBONE_UDP_PORT) on the management Ethernet PHY `phy`."""
         self.add_etherbone(phy=phy, phy_cd=phy_cd, data_width=data_width, mac_address=mac_address,
                            ip_address=ip_address, udp_port=ETHERBONE_UDP_PORT)
+
+    def add_internal_etherbone(self, to_stack, from_stack, dw, mac_address=SOC_MAC_ADDRESS,
+                               ip_address=SOC_IP_ADDRESS, stack_dw=8):
+        """Etherbone (port ETHERBONE_UDP_PORT) on an internal port of the SoC's own datapath: `to_stack` /
+        `from_stack` carry `dw`-bit LiteEth PHY-layout frames (no preamble/FCS) in sys (e.g. MiniSharp's
+        management port); LiteEth's MAC, ARP, IP and UDP run in sys, `stack_dw` bits wide (8 by default:
+        management needs no line rate, and the 8-bit stack is the smallest)."""
+        from liteeth.core import LiteEthUDPIPCore
+        from liteeth.frontend.etherbone import LiteEthEtherbone
+        phy = InternalPHY(stack_dw, to_stack, from_stack, port_dw=dw)
+        self.ethphy_internal = phy
+        ethcore = LiteEthUDPIPCore(phy, mac_address=mac_address, ip_address=ip_address, clk_freq=self.clk_freq,
+                                   dw=stack_dw, with_sys_datapath=True)
+        # The MAC's clock-domain crossings become plain connections.
+        self.ethcore_etherbone = ClockDomainsRenamer({"eth_tx": "sys", "eth_rx": "sys"})(ethcore)
+        self.etherbone = LiteEthEtherbone(ethcore.udp, ETHERBONE_UDP_PORT, buffer_depth=16, cd="sys")
+        self.bus.add_master(name="etherbone", master=self.etherbone.wishbone.bus)
 
     def _register_core(self, name, module):
         self.check_if_exists(name)
@@ -73,15 +120,23 @@ class InnetSoC(SoCCore):
         from cores.switch.soc_block import SwitchBlock
         return self._register_core(name, SwitchBlock(**kwargs))
 
-    def add_minisharp(self, phys, name=CORE_NAMES["minisharp"], **kwargs):
-        """MiniSharp on the data ports `phys`: one (sink, source) pair of 8-bit LiteEth PHY-layout streams per
-        port carrying whole Ethernet frames without preamble/FCS (e.g. a LiteEthMACCore's user side).
-        Keyword arguments go to MiniSharpSoCBlock (chunk_elements, n_contexts, n_slots, max_ranks, ...)."""
+    def add_minisharp(self, phys, name=CORE_NAMES["minisharp"], management=None, ip_address=SOC_IP_ADDRESS,
+                      **kwargs):
+        """MiniSharp on the data ports `phys`: one (sink, source) pair of LiteEth PHY-layout streams per port
+        (`dw` bits, default 8) carrying whole Ethernet frames without preamble/FCS (e.g. a LiteEthMACCore's
+        user side). management (a port mask): Etherbone becomes MiniSharp's management port, reached from
+        those ports only (at SOC_MAC_ADDRESS / ip_address; see docs/minisharp.md, "Management through the
+        data ports"). Keyword arguments go to MiniSharpSoCBlock (dw, chunk_elements, n_contexts, n_slots,
+        max_ranks, ...)."""
         from cores.minisharp.soc_block import MiniSharpSoCBlock
         if len(phys) < 2:
             raise ValueError(f"MiniSharp needs at least 2 data ports, got {len(phys)}")
+        if management is not None:
+            kwargs.update(mgmt_ports=management, mgmt_mac=SOC_MAC_ADDRESS)
         block = self._register_core(name, MiniSharpSoCBlock(num_ports=len(phys), **kwargs))
         block.connect_phys(phys)
+        if management is not None:
+            self.add_internal_etherbone(block.mgmt_source, block.mgmt_sink, block.core.dw, ip_address=ip_address)
         return block
 
     def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=64, xmem_rows=8, origin=0x40000000):

@@ -25,6 +25,7 @@ OP_HEADER_BYTES    = 8        # 64-bit operation header
 MS_HEADER_BYTES    = ETH_HEADER_BYTES + CONTROL_BYTES + OP_HEADER_BYTES  # 24: payload starts here
 ETH_MIN_FRAME      = 60       # minimum Ethernet frame without FCS; shorter frames are padded by senders
 ETH_MTU            = 1500
+ETHERTYPE_ARP      = 0x0806   # broadcast ARP requests also reach the management port (with_mgmt builds)
 
 # Opcodes (0 is invalid by design: a reset/zeroed control word never encodes an operation) ---------
 
@@ -235,6 +236,8 @@ DROP_REASONS = [
     ("bad_format",     "COL_DATA for a context of EXACT input, or COL_PDATA for one of FP32 input"),
     ("bad_partial",    "a COL_PDATA element with non-zero reserved flag bits or |N| >= 2^293"),
     ("bad_result",     "COL_RES addressed to the switch for a context that is not an ALLREDUCE child"),
+    ("mgmt_refused",   "a frame for the management port (its MAC) from a port outside the management set or "
+                       "from a source MAC other than the allowed one"),
 ]
 DROP = {name: i for i, (name, _) in enumerate(DROP_REASONS)}
 PORT_COUNTERS = [
@@ -245,15 +248,22 @@ PORT_COUNTERS = [
 ]
 
 
-def counters(num_ports):
-    """MiniSharpCore's counters (cores.lib.counters spec): drop_<reason>, port<i>_<kind> and the engine's
-    setups and chunks; MiniSharpSoCBlock's CSRs have these names."""
+MGMT_COUNTERS = [
+    ("mgmt_rx_frames", "Frames delivered to the management port."),
+    ("mgmt_tx_frames", "Frames sent by the management port."),
+]
+
+
+def counters(num_ports, mgmt=False):
+    """MiniSharpCore's counters (cores.lib.counters spec): drop_<reason>, port<i>_<kind>, the engine's
+    setups and chunks, and with a management port (mgmt) MGMT_COUNTERS; MiniSharpSoCBlock's CSRs have these
+    names."""
     return ([(f"drop_{name}", f"Frames dropped: {desc}.") for name, desc in DROP_REASONS] +
             [(f"port{i}_{kind}", f"Port {i}: {desc}.") for kind, desc in PORT_COUNTERS for i in range(num_ports)] +
             [("setups", "Contexts installed or replaced."), ("chunks", "Chunk results emitted."),
              ("teardowns", "Contexts removed by COL_TEARDOWN."),
              ("slot_timeouts", "Chunk slots freed by the idle timeout (their partial sums discarded)."),
-             ("ctx_timeouts", "Contexts removed by the idle timeout.")])
+             ("ctx_timeouts", "Contexts removed by the idle timeout.")] + (MGMT_COUNTERS if mgmt else []))
 
 
 # Completion window and idle timeouts ---------------------------------------------------------------

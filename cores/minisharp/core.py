@@ -17,6 +17,34 @@ from cores.minisharp.engine import MSCollectiveEngine
 from cores.minisharp.ingress import MSPortIngress
 
 
+class MSForwardTee(LiteXModule):
+    """The forwarding path of one port in builds with a management port: each frame of `sink` goes to `fwd`
+    (the static map), `mgmt` (the management port) or both, as its record on `tag` says (one record a frame,
+    MSPortIngress.fwd_tag). A copied frame moves when both outputs take it. Each output ends in a register
+    (valid and data): one cycle of latency, and no ready depends on a valid."""
+    def __init__(self, dw):
+        self.sink = stream.Endpoint(port_description(dw))
+        self.tag = stream.Endpoint([("mgmt", 1), ("fwd", 1)])
+        self.fwd = stream.Endpoint(port_description(dw))
+        self.mgmt = stream.Endpoint(port_description(dw))
+
+        # # #
+
+        self.pipes = pf, pm = [stream.PipeValid(port_description(dw)) for _ in range(2)]
+        self.submodules += pf, pm
+        sink, tag = self.sink, self.tag
+        room_f, room_m = Signal(), Signal()
+        self.comb += [
+            sink.connect(pf.sink, omit={"valid", "ready"}), sink.connect(pm.sink, omit={"valid", "ready"}),
+            pf.source.connect(self.fwd), pm.source.connect(self.mgmt),
+            room_f.eq(pf.sink.ready | ~tag.fwd), room_m.eq(pm.sink.ready | ~tag.mgmt),
+            pf.sink.valid.eq(sink.valid & tag.valid & tag.fwd & room_m),
+            pm.sink.valid.eq(sink.valid & tag.valid & tag.mgmt & room_f),
+            sink.ready.eq(tag.valid & room_f & room_m),
+            tag.ready.eq(sink.valid & sink.ready & sink.last),
+        ]
+
+
 class MiniSharpCore(LiteXModule):
     """MiniSharp switch datapath.
 
@@ -34,10 +62,16 @@ class MiniSharpCore(LiteXModule):
     default max(1, dw/32)), chunk_elements (ABI: MS_CHUNK_ELEMENTS), n_contexts >= 8, n_slots >= 1,
     max_ranks <= 256, window (completion window, DONE_WINDOW), tick_log2 (TIMEOUT_TICK_LOG2), partials (v0.2
     exact partials in and out; default: one lane, the only width that has them).
+    mgmt_mac (None: no management port): a management stack (e.g. LiteEth's MAC under Etherbone) is an
+    internal port of the forwarding path. mgmt_source carries to it the frames to mgmt_mac and the broadcast
+    ARPs from the ports set in the input mgmt_ports whose source MAC is mgmt_src_mac when mgmt_src_filter
+    is set (others to mgmt_mac are dropped as mgmt_refused); the frames of mgmt_sink leave by the port of
+    the last frame delivered to it. Counters mgmt_rx_frames / mgmt_tx_frames; forwarded frames take one
+    cycle more (MSForwardTee).
     """
     def __init__(self, num_ports=2, dw=8, lanes=None, chunk_elements=MS_CHUNK_ELEMENTS, n_contexts=8,
                  n_slots=4, max_ranks=64, res_fifo_words=None, window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2,
-                 partials=None):
+                 partials=None, mgmt_mac=None):
         if num_ports < 2:
             raise ValueError(f"num_ports must be >= 2, got {num_ports}")
         if n_contexts < 8:
@@ -55,12 +89,19 @@ class MiniSharpCore(LiteXModule):
         self.admin_ports = Signal(num_ports, reset=2**num_ports - 1)
         self.mac_filter, self.mac = Signal(), Signal(48, reset=DEFAULT_MAC)
         self.slot_timeout, self.ctx_timeout = Signal(TIMEOUT_BITS), Signal(TIMEOUT_BITS)
+        self.with_mgmt = with_mgmt = mgmt_mac is not None
+        if with_mgmt:
+            self.mgmt_source = stream.Endpoint(port_description(dw))
+            self.mgmt_sink = stream.Endpoint(port_description(dw))
+            self.mgmt_ports = Signal(num_ports, reset=1)
+            self.mgmt_src_filter, self.mgmt_src_mac = Signal(), Signal(48)
 
         # # #
 
         chunk_bytes = 4 * chunk_elements
         pbytes = 1 << max(11, (2 * chunk_bytes - 1).bit_length())   # two chunks, at least 2 KiB
-        self.ingress = [MSPortIngress(dw, lanes, payload_bytes=pbytes, raw_bytes=2048) for _ in range(num_ports)]
+        self.ingress = [MSPortIngress(dw, lanes, payload_bytes=pbytes, raw_bytes=2048, with_mgmt=with_mgmt)
+                        for _ in range(num_ports)]
         self.engine = engine = MSCollectiveEngine(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks,
                                                   window, tick_log2, partials)
         self.comb += engine.slot_timeout.eq(self.slot_timeout), engine.ctx_timeout.eq(self.ctx_timeout)
@@ -80,6 +121,8 @@ class MiniSharpCore(LiteXModule):
         # waits whole, with room to spare
         res_fifo_words = res_fifo_words or max(wpc, 2, 2 * v02_chunk_elements(chunk_elements) if partials else 0)
         fwd = [[stream.Endpoint(port_description(dw)) for _ in range(num_ports)] for _ in range(num_ports)]
+        mgmt_rx = [stream.Endpoint(port_description(dw)) for _ in range(num_ports)]
+        mgmt_tx = [stream.Endpoint(port_description(dw)) for _ in range(num_ports)]
         for i, ing in enumerate(self.ingress):
             self.submodules += ing
             self.comb += [
@@ -93,7 +136,17 @@ class MiniSharpCore(LiteXModule):
             pbuf = RegisteredBuffer([("data", 32 * lanes)])
             self.submodules += pbuf
             self.comb += ing.payload.connect(pbuf.sink), pbuf.source.connect(engine.payload_sinks[i])
-            disp = Dispatcher(ing.fwd, [fwd[i][o] for o in range(num_ports)])
+            fwd_in = ing.fwd
+            if with_mgmt:
+                tee = MSForwardTee(dw)
+                self.submodules += tee
+                self.comb += [
+                    ing.mgmt_en.eq(self.mgmt_ports[i]), ing.mgmt_mac.eq(mgmt_mac),
+                    ing.src_filter.eq(self.mgmt_src_filter), ing.src_mac.eq(self.mgmt_src_mac),
+                    ing.fwd.connect(tee.sink), ing.fwd_tag.connect(tee.tag), tee.mgmt.connect(mgmt_rx[i]),
+                ]
+                fwd_in = tee.fwd
+            disp = Dispatcher(fwd_in, [fwd[i][o] for o in range(num_ports)])
             self.submodules += disp
             self.comb += disp.sel.eq(self.fwd_map[i])
         for o in range(num_ports):
@@ -110,7 +163,8 @@ class MiniSharpCore(LiteXModule):
             # written before the commit's cycle).
             self.sync += wfifo.commit.eq(words.valid & ~wfifo.full & words.commit)
             ser_out = RegisteredBuffer(port_description(dw))
-            arb = Arbiter([ser_out.source] + [fwd[i][o] for i in range(num_ports)], self.sources[o])
+            arb = Arbiter([ser_out.source] + [fwd[i][o] for i in range(num_ports)] + ([mgmt_tx[o]] if with_mgmt else []),
+                          self.sources[o])
             self.submodules += mfifo, wfifo, wskid, ser, ser_out, arb
             self.comb += ser.source.connect(ser_out.sink)
             self.comb += [
@@ -119,6 +173,15 @@ class MiniSharpCore(LiteXModule):
                 mfifo.source.connect(ser.meta), wfifo.source.connect(ser.words),
                 ser.dst_mac.eq(self.dst_macs[o]), ser.src_mac.eq(self.src_macs[o]),
             ]
+
+        if with_mgmt:
+            # To the management port: one frame at a time from the ports; its answers leave by the port of
+            # the last frame it received (a request's answer follows the request).
+            self.mgmt_arb = Arbiter(mgmt_rx, self.mgmt_source)
+            reply = Signal(max=num_ports)
+            self.sync += [If(m.valid & m.ready & m.last, reply.eq(i)) for i, m in enumerate(mgmt_rx)]
+            self.mgmt_disp = Dispatcher(self.mgmt_sink, mgmt_tx)
+            self.comb += self.mgmt_disp.sel.eq(reply)
 
         # Counters, one cycle after their events; the drop events are registered and their sums registered
         # again before the counters' adders (timing).
@@ -143,4 +206,7 @@ class MiniSharpCore(LiteXModule):
             })
         events.update(setups=engine.setup_done, chunks=engine.chunk_done, teardowns=engine.teardown_done,
                       slot_timeouts=engine.slots_expired, ctx_timeouts=engine.ctx_expired)
-        add_counters(self, counters(num_ports), events, register=True)
+        if with_mgmt:
+            ms, mk = self.mgmt_source, self.mgmt_sink
+            events.update(mgmt_rx_frames=ms.valid & ms.ready & ms.last, mgmt_tx_frames=mk.valid & mk.ready & mk.last)
+        add_counters(self, counters(num_ports, with_mgmt), events, register=True)

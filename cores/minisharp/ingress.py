@@ -9,7 +9,7 @@ from cores.minisharp.common import (
     ETHERTYPE, VERSION_MAJOR, VERSION_MAJOR_SHIFT, MS_HEADER_BYTES, ETH_HEADER_BYTES, ETH_MIN_FRAME,
     SETUP_RECORD_BYTES, MS_OP_COL_SETUP, MS_OP_COL_DATA, MS_OP_COL_RES, MS_OP_COL_TEARDOWN, MSP_TRANSPARENT,
     KIND_SETUP, KIND_DATA, KIND_TEARDOWN, KIND_RESULT, GROUP_MAC, DROP, MS_OP_COL_PDATA, SETUP_RECORD_V02_BYTES,
-    VERSION_MINOR_V02, RES_HEADER, PARTIAL_WORDS, PARTIAL_MAG_BITS, ACC_FLAGS, MS_HEADER, SETUP_HEADER, DATA_HEADER, descriptor_layout, port_description, payload_word,
+    VERSION_MINOR_V02, RES_HEADER, BROADCAST_MAC, ETHERTYPE_ARP, PARTIAL_WORDS, PARTIAL_MAG_BITS, ACC_FLAGS, MS_HEADER, SETUP_HEADER, DATA_HEADER, descriptor_layout, port_description, payload_word,
 )
 
 
@@ -139,8 +139,12 @@ class MSFrameClassifier(LiteXModule):
     order: end, forward, to_engine, kind, dropping, reason and payload_bytes (frame length - 24). The
     buffers' own end-of-frame flags are registered at t+3 too (raw_*: a frame to forward ended or another
     one; payload_*: a data frame for the engine ended or another one), apart from the decision registers.
+    with_mgmt: a management port sits on the forwarding path. A frame to `mgmt_mac` goes to it (to_mgmt,
+    with forward) if mgmt_en (this port is in the management set) and, with src_filter, its source MAC is
+    src_mac; else it is dropped as mgmt_refused. A broadcast ARP from such a port goes to it too and, under
+    MSP_TRANSPARENT, is also forwarded (copy). Both checks come right after the PHY error and runt checks.
     """
-    def __init__(self, dw):
+    def __init__(self, dw, with_mgmt=False):
         _check_dw(dw)
         B = dw // 8
         self.last_beat, self.error = Signal(), Signal()
@@ -155,6 +159,9 @@ class MSFrameClassifier(LiteXModule):
         self.kind = Signal(2)
         self.reason = Signal(max=len(DROP))
         self.payload_bytes = Signal(16)
+        self.mgmt_en, self.src_filter = Signal(), Signal()
+        self.mgmt_mac, self.src_mac = Signal(48), Signal(48)
+        self.to_mgmt, self.copy = Signal(), Signal()
         self.raw_commit_end, self.raw_abort_end = Signal(), Signal()
         self.payload_commit_end, self.payload_abort_end = Signal(), Signal()
 
@@ -212,10 +219,20 @@ class MSFrameClassifier(LiteXModule):
             f_data_res_bad.eq(DATA_HEADER.field(hdr, "reserved") != 0),
         ]
 
+        f_board, f_arp, f_mgmt_ok = Signal(), Signal(), Signal()
+        if with_mgmt:
+            src = MS_HEADER.field(hdr, "src_mac")
+            self.sync += [
+                f_board.eq(dst == self.mgmt_mac),
+                f_arp.eq((dst == BROADCAST_MAC) & (MS_HEADER.field(hdr, "ethertype") == ETHERTYPE_ARP)),
+                f_mgmt_ok.eq(self.mgmt_en & (~self.src_filter | (src == self.src_mac))),
+            ]
+
         # t+3: the first failing check in priority order, registered.
         forward, to_engine, kind = Signal(), Signal(), Signal(2)
         reason = Signal(max=len(DROP))
         dropping = Signal()
+        to_mgmt, copy = Signal(), Signal()
 
         def drop(r):
             return [dropping.eq(1), reason.eq(DROP[r])]
@@ -223,6 +240,10 @@ class MSFrameClassifier(LiteXModule):
         self.comb += [
             If(f_error, *drop("phy_error")
             ).Elif(f_runt_eth, *drop("runt")
+            ).Elif(f_board,
+                If(f_mgmt_ok, forward.eq(1), to_mgmt.eq(1)).Else(*drop("mgmt_refused"))
+            ).Elif(f_arp & f_mgmt_ok,
+                forward.eq(1), to_mgmt.eq(1), copy.eq(self.policy == MSP_TRANSPARENT)
             ).Elif(f_not_ms,
                 If(self.policy == MSP_TRANSPARENT, forward.eq(1)).Else(*drop("not_minisharp"))
             ).Elif(f_foreign, forward.eq(1)
@@ -248,7 +269,7 @@ class MSFrameClassifier(LiteXModule):
         self.sync += [
             self.end.eq(f_end), self.forward.eq(forward), self.to_engine.eq(to_engine), self.kind.eq(kind),
             self.dropping.eq(dropping), self.reason.eq(reason), self.payload_bytes.eq(f_plen),
-            self.exact.eq(f_pdata), self.minor2.eq(f_minor2),
+            self.exact.eq(f_pdata), self.minor2.eq(f_minor2), self.to_mgmt.eq(to_mgmt), self.copy.eq(copy),
             self.raw_commit_end.eq(f_end & forward), self.raw_abort_end.eq(f_end & ~forward),
             self.payload_commit_end.eq(f_end & to_engine_data), self.payload_abort_end.eq(f_end & ~to_engine_data),
         ]
@@ -265,9 +286,13 @@ class MSPortIngress(LiteXModule):
     payload: `lanes` FP32 values a word (lanes*32 must be a multiple of dw), zero-filled past the frame end.
     Submodules: capture (header + setup record), payload (MSPayloadWriter), raw (the forwarding buffer),
     classifier (MSFrameClassifier), dfifo (descriptors).
+    with_mgmt: frames for a management port are committed to the forwarding buffer too; fwd_tag carries one
+    record a committed frame, in order (mgmt: to the management port; fwd: to the static map, both for a
+    copied broadcast ARP); inputs mgmt_en, mgmt_mac, src_filter, src_mac as MSFrameClassifier's. A frame
+    whose tag finds the tag FIFO full is dropped as overflow.
     Throughput: one beat per cycle, back-to-back frames.
     """
-    def __init__(self, dw=8, lanes=1, payload_bytes=2048, raw_bytes=2048, desc_depth=4):
+    def __init__(self, dw=8, lanes=1, payload_bytes=2048, raw_bytes=2048, desc_depth=4, with_mgmt=False):
         _check_dw(dw)
         B = dw // 8
         self.sink = stream.Endpoint(port_description(dw))
@@ -280,6 +305,10 @@ class MSPortIngress(LiteXModule):
         self.fwd_frame = Signal()        # pulse: a frame was committed for forwarding
         self.drop = Signal()             # pulse: a frame was dropped, reason in drop_reason
         self.drop_reason = Signal(max=len(DROP))
+        if with_mgmt:
+            self.mgmt_en, self.src_filter = Signal(), Signal()
+            self.mgmt_mac, self.src_mac = Signal(48), Signal(48)
+            self.fwd_tag = stream.Endpoint([("mgmt", 1), ("fwd", 1)])
 
         # # #
 
@@ -343,7 +372,7 @@ class MSPortIngress(LiteXModule):
         # End of frame: the classifier's decision three cycles after the last beat. By then the next frame
         # can only have rewritten capture bytes 0..2*B-1 (MACs, EtherType, control: bytes 0..15 at 64 bits),
         # which the descriptor does not use, and no payload word (24 header bytes take at least 3 beats).
-        self.classifier = cl = MSFrameClassifier(dw)
+        self.classifier = cl = MSFrameClassifier(dw, with_mgmt)
         self.comb += [
             cl.last_beat.eq(beat & sink.last), cl.count.eq(count), cl.nvalid.eq(nvalid), cl.error.eq(error_now),
             cl.header.eq(hdr), cl.policy.eq(self.policy), cl.admin.eq(self.admin),
@@ -356,14 +385,30 @@ class MSPortIngress(LiteXModule):
         # descriptor a frame), so the room is still there.
         room = Signal()
         self.sync += room.eq(dfifo.sink.ready & ~dfifo.sink.valid)
+        # The same for the forwarding tags (with_mgmt; one a raw frame, as deep as the raw buffer's frames of
+        # the Ethernet minimum).
+        raw_room = Signal(reset=1)
+        if with_mgmt:
+            self.comb += [
+                cl.mgmt_en.eq(self.mgmt_en), cl.src_filter.eq(self.src_filter),
+                cl.mgmt_mac.eq(self.mgmt_mac), cl.src_mac.eq(self.src_mac),
+            ]
+            self.tfifo = tfifo = stream.SyncFIFO([("mgmt", 1), ("fwd", 1)], max(4, raw_bytes // ETH_MIN_FRAME))
+            self.comb += tfifo.source.connect(self.fwd_tag)
+            self.sync += [
+                raw_room.eq(tfifo.sink.ready & ~tfifo.sink.valid),
+                tfifo.sink.valid.eq(fwd_go), tfifo.sink.mgmt.eq(cl.to_mgmt), tfifo.sink.fwd.eq(~cl.to_mgmt | cl.copy),
+            ]
+        raw_ok = Signal()
+        self.comb += raw_ok.eq(~rfifo.overflow & raw_room)
         # Each buffer's commit/abort come from its own registered end-of-frame flags (the buffers' RAMs and
         # pointers may sit apart, and far from the other decision registers).
         self.comb += [
-            fwd_go.eq(end & forward & ~rfifo.overflow),
+            fwd_go.eq(end & forward & raw_ok),
             eng_go.eq(end & to_engine & room &
                       ~(((kind == KIND_DATA) | (kind == KIND_RESULT)) & pw.overflow)),
-            rfifo.commit.eq(cl.raw_commit_end & ~rfifo.overflow),
-            rfifo.abort.eq(cl.raw_abort_end | (cl.raw_commit_end & rfifo.overflow)),
+            rfifo.commit.eq(cl.raw_commit_end & raw_ok),
+            rfifo.abort.eq(cl.raw_abort_end | (cl.raw_commit_end & ~raw_ok)),
             pw.commit.eq(cl.payload_commit_end & room & ~pw.overflow),
             pw.abort.eq(cl.payload_abort_end | (cl.payload_commit_end & ~(room & ~pw.overflow))),
             self.frame.eq(end),

@@ -1,4 +1,4 @@
-"""SoC block: MiniSharpCore on NUM_PORTS 8-bit LiteEth-PHY streams, with CSRs, a frame injector and a
+"""SoC block: MiniSharpCore on NUM_PORTS LiteEth-PHY streams, with CSRs, a frame injector and a
 frame capture so that the host can run a whole reduction over the CSR bus alone."""
 from migen import *
 
@@ -128,8 +128,8 @@ class _Capture(LiteXModule):
 
 
 class MiniSharpSoCBlock(LiteXModule):
-    """MiniSharp on `num_ports` 8-bit LiteEth PHY streams (sinks[i] from a PHY, sources[i] to it: raw
-    Ethernet frames without preamble/FCS, e.g. LiteEthPHYModel).
+    """MiniSharp on `num_ports` `dw`-bit LiteEth PHY streams (sinks[i] from a PHY, sources[i] to it: raw
+    Ethernet frames without preamble/FCS, e.g. LiteEthPHYModel or a LiteEthMACCore's user side).
 
     CSRs: policy; fwd_map (static output port of forwarded frames, per input port); port<i>_dst_mac /
     port<i>_src_mac (COL_RES headers); config (capability limits); drop_<reason> counters; per port
@@ -137,14 +137,28 @@ class MiniSharpSoCBlock(LiteXModule):
     sent into any input port: while it sends, that port's PHY frames are not accepted); capture_* (the bytes
     leaving one output port); v0.2: admin_ports, mac_filter, mac, slot_timeout, ctx_timeout (MiniSharpCore's
     inputs of the same names); teardowns, slot_timeouts, ctx_timeouts counters. partials: the v0.2 exact
-    partials (MiniSharpCore's parameter).
+    partials (MiniSharpCore's parameter). The injector and the capture exist in 8-bit builds (with_inject,
+    default dw == 8).
+    mgmt_ports (a port mask, None: no management port): a management stack on mgmt_source / mgmt_sink
+    (MiniSharpCore's management port, MAC mgmt_mac) reached from these ports only. CSRs mgmt_ports (reset:
+    the build's mask; ANDed with it, so it can only narrow the set), mgmt_src (enable: only frames from
+    mgmt_src_mac reach the stack); counters mgmt_rx_frames, mgmt_tx_frames and drop_mgmt_refused.
     """
-    def __init__(self, num_ports=2, chunk_elements=MS_CHUNK_ELEMENTS, n_contexts=8, n_slots=4, max_ranks=64,
-                 inject_bytes=2048, capture_bytes=4096, partials=True):
-        self.core = core = MiniSharpCore(num_ports=num_ports, dw=8, chunk_elements=chunk_elements,
+    def __init__(self, num_ports=2, dw=8, chunk_elements=MS_CHUNK_ELEMENTS, n_contexts=8, n_slots=4, max_ranks=64,
+                 inject_bytes=2048, capture_bytes=4096, partials=True, with_inject=None, mgmt_ports=None,
+                 mgmt_mac=None):
+        with_inject = dw == 8 if with_inject is None else with_inject
+        if with_inject and dw != 8:
+            raise ValueError(f"the injector and the capture are 8-bit: with_inject needs dw = 8, not {dw}")
+        with_mgmt = mgmt_ports is not None
+        if with_mgmt and not 0 < mgmt_ports < 2**num_ports:
+            raise ValueError(f"mgmt_ports must be a non-empty mask of the {num_ports} ports, got {mgmt_ports:#x}")
+        if with_mgmt and mgmt_mac is None:
+            raise ValueError("a management port needs its MAC (mgmt_mac)")
+        self.core = core = MiniSharpCore(num_ports=num_ports, dw=dw, chunk_elements=chunk_elements,
                                          n_contexts=n_contexts, n_slots=n_slots, max_ranks=max_ranks,
-                                         partials=partials)
-        self.sinks = [stream.Endpoint(port_description(8)) for _ in range(num_ports)]
+                                         partials=partials, mgmt_mac=mgmt_mac if with_mgmt else None)
+        self.sinks = [stream.Endpoint(port_description(dw)) for _ in range(num_ports)]
         self.sources = core.sources
 
         self.policy = CSRStorage(fields=[CSRField("policy", size=1, reset=MSP_TRANSPARENT, description=
@@ -188,10 +202,25 @@ class MiniSharpSoCBlock(LiteXModule):
             core.mac.eq(self.mac.storage),
             core.slot_timeout.eq(self.timeouts.fields.slot), core.ctx_timeout.eq(self.timeouts.fields.ctx),
         ]
-        add_counter_csrs(self, counters(num_ports), core.counters)
+        if with_mgmt:
+            self.mgmt_source, self.mgmt_sink = core.mgmt_source, core.mgmt_sink
+            self.mgmt_ports = CSRStorage(num_ports, reset=mgmt_ports, description=
+                f"Bit i: port i may reach the management port. ANDed with the build's set ({mgmt_ports:#x}): "
+                "writes can only narrow it.")
+            self.mgmt_src = CSRStorage(fields=[CSRField("enable", size=1, reset=0, description=
+                "1: only frames whose source MAC is `mgmt_src_mac` reach the management port.")])
+            self.mgmt_src_mac = CSRStorage(48, description="The one source MAC allowed to manage (with enable).")
+            self.comb += [
+                core.mgmt_ports.eq(self.mgmt_ports.storage & mgmt_ports),
+                core.mgmt_src_filter.eq(self.mgmt_src.fields.enable), core.mgmt_src_mac.eq(self.mgmt_src_mac.storage),
+            ]
+        add_counter_csrs(self, counters(num_ports, with_mgmt), core.counters)
 
         # # #
 
+        if not with_inject:
+            self.comb += [self.sinks[i].connect(core.sinks[i]) for i in range(num_ports)]
+            return
         self.inject = inj = _Injector(inject_bytes, num_ports)
         self.capture = _Capture(capture_bytes, core.sources)
         for i in range(num_ports):

@@ -9,7 +9,11 @@ drains the outputs with a seeded random ready, and returns the output frames, th
 throughput/latency figures, and every counter (`counters[name]` by the core's counter names). The Migen
 simulator needs ~0.1 s a cycle for the whole core; this runs millions of cycles a minute.
 
-Stimulus file, one item a line: `policy P`, `cfg ADMIN_PORTS MAC_FILTER MAC_HEX SLOT_TIMEOUT CTX_TIMEOUT`, `seed S`, `drain CYCLES` (idle cycles that end the run), `ready
+A core with a management port (mgmt_mac) has one stream more, numbered num_ports: its inputs are the
+management stack's frames (mgmt_sink), its outputs the frames delivered to it (mgmt_source).
+
+Stimulus file, one item a line: `policy P`, `cfg ADMIN_PORTS MAC_FILTER MAC_HEX SLOT_TIMEOUT CTX_TIMEOUT`,
+`mgmt PORTS SRC_FILTER SRC_MAC_HEX` (management cores), `seed S`, `drain CYCLES` (idle cycles that end the run), `ready
 PORT P` (probability of output ready), `port I DST_HEX SRC_HEX FWD` (COL_RES MACs and forwarding map),
 `frame PORT START PHY_ERROR HEX_BYTES`. Output file: `out PORT FIRST_CYCLE LAST_CYCLE HEX_BYTES` per output
 frame, `inlast PORT N CYCLE` per input frame, `cycles N`, `beats PORT TAKEN VALID_CYCLES`, `cnt NAME VALUE`.
@@ -27,11 +31,12 @@ __all__ = ["VerilatedMiniSharp", "VRun", "core_ports", "CFG_DEFAULTS", "SMALL_CO
 # 3 x 8-bit ports, 8-element chunks, 8 ranks, 4 slots, idle-timeout ticks of 16 cycles.
 SMALL_CORE = dict(num_ports=3, dw=8, chunk_elements=8, max_ranks=8, n_slots=4, tick_log2=4)
 CFG_DEFAULTS = dict(admin_ports=None, mac_filter=0, mac=DEFAULT_MAC, slot_timeout=0, ctx_timeout=0)
+MGMT_DEFAULTS = dict(mgmt_ports=1, mgmt_src_filter=0, mgmt_src_mac=0)
 
 
 def core_ports(core):
     """Every port, configuration input and counter of a MiniSharpCore as plainly named ports (name ->
-    (signal, is_input)); the counters as c_<counter name>."""
+    (signal, is_input)); the counters as c_<counter name>; a management port as stream number num_ports."""
     ports = {"policy": (core.policy, True), "admin_ports": (core.admin_ports, True),
              "mac_filter": (core.mac_filter, True), "mac": (core.mac, True),
              "slot_timeout": (core.slot_timeout, True), "ctx_timeout": (core.ctx_timeout, True)}
@@ -45,7 +50,17 @@ def core_ports(core):
             f"dst{i}": (core.dst_macs[i], True), f"src{i}": (core.src_macs[i], True),
             f"fwd{i}": (core.fwd_map[i], True),
         })
-    ports.update({f"c_{name}": (core.counters[name], False) for name, _ in counters(core.num_ports)})
+    if core.with_mgmt:
+        n, sk, sr = core.num_ports, core.mgmt_sink, core.mgmt_source
+        ports.update({
+            f"in{n}_valid": (sk.valid, True), f"in{n}_data": (sk.data, True), f"in{n}_last": (sk.last, True),
+            f"in{n}_be": (sk.last_be, True), f"in{n}_err": (sk.error, True), f"in{n}_ready": (sk.ready, False),
+            f"out{n}_valid": (sr.valid, False), f"out{n}_data": (sr.data, False), f"out{n}_last": (sr.last, False),
+            f"out{n}_be": (sr.last_be, False), f"out{n}_ready": (sr.ready, True),
+            "mgmt_ports": (core.mgmt_ports, True), "mgmt_src_filter": (core.mgmt_src_filter, True),
+            "mgmt_src_mac": (core.mgmt_src_mac, True),
+        })
+    ports.update({f"c_{name}": (core.counters[name], False) for name, _ in counters(core.num_ports, core.with_mgmt)})
     return ports
 
 
@@ -79,6 +94,8 @@ int main(int argc, char** argv) {
     else if (!strcmp(kw, "cfg")) { unsigned a, mf, st, ct; unsigned long long m;
       fscanf(in, "%u %u %llx %u %u", &a, &mf, &m, &st, &ct);
       t->admin_ports = a; t->mac_filter = mf; t->mac = m; t->slot_timeout = st; t->ctx_timeout = ct; }
+    else if (!strcmp(kw, "mgmt")) { unsigned a, f; unsigned long long m;
+      fscanf(in, "%u %u %llx", &a, &f, &m); set_mgmt(t, a, f, m); }
     else if (!strcmp(kw, "port")) { unsigned i; unsigned long long d, s; unsigned f;
       fscanf(in, "%u %llx %llx %u", &i, &d, &s, &f); set_cfg(t, i, d, s, f); }
     else if (!strcmp(kw, "seed")) { fscanf(in, "%lu", &rng_state); if (!rng_state) rng_state = 1; }
@@ -147,12 +164,13 @@ class VerilatedMiniSharp:
     """The Verilated model of MiniSharpCore(**params)."""
     def __init__(self, **params):
         core = MiniSharpCore(**params)
-        self.num_ports, self.dw = core.num_ports, core.dw
-        self.counter_names = [name for name, _ in counters(core.num_ports)]
+        self.num_ports, self.dw, self.with_mgmt = core.num_ports, core.dw, core.with_mgmt
+        self.streams = core.num_ports + int(core.with_mgmt)
+        self.counter_names = [name for name, _ in counters(core.num_ports, core.with_mgmt)]
         self.model = Model("minisharp", {"top.v": flat_ports(core, core_ports(core), "top")}, "top", self._harness())
 
     def _harness(self):
-        n = self.num_ports
+        n = self.streams
         acc = ["static void set_in(Vtop* t, int i, int v, uint64_t d, int l, int be, int e) { switch (i) {"]
         acc += [f"case {i}: t->in{i}_valid = v; t->in{i}_data = d; t->in{i}_last = l; t->in{i}_be = be; "
                 f"t->in{i}_err = e ? 1 : 0; break;" for i in range(n)]
@@ -165,17 +183,21 @@ class VerilatedMiniSharp:
         acc += [f"case {i}: v = t->out{i}_valid; r = t->out{i}_ready; l = t->out{i}_last; be = t->out{i}_be; "
                 f"d = t->out{i}_data; break;" for i in range(n)]
         acc += ["} }", "static void set_cfg(Vtop* t, int i, uint64_t d, uint64_t s, int f) { switch (i) {"]
-        acc += [f"case {i}: t->dst{i} = d; t->src{i} = s; t->fwd{i} = f; break;" for i in range(n)]
-        acc += ["} }"]
+        acc += [f"case {i}: t->dst{i} = d; t->src{i} = s; t->fwd{i} = f; break;" for i in range(self.num_ports)]
+        acc += ["} }", "static void set_mgmt(Vtop* t, unsigned a, unsigned f, uint64_t m) {"]
+        if self.with_mgmt:
+            acc += ["t->mgmt_ports = a; t->mgmt_src_filter = f; t->mgmt_src_mac = m;"]
+        acc += ["}"]
         cnt = "\n".join(f'  fprintf(out, "cnt {c} %u\\n", (unsigned)t->c_{c});' for c in self.counter_names)
         return (_HARNESS.replace("@N@", str(n)).replace("@B@", str(self.dw // 8))
                 .replace("@MAC@", hex(DEFAULT_MAC)).replace("@ACCESS@", "\n".join(acc)).replace("@COUNTERS@", cnt))
 
     def run(self, inputs, policy=0, macs=None, fwd_map=None, ready_p=1.0, seed=1, drain=2000, **cfg):
-        """inputs[i]: list of frames: bytes, (start_cycle, bytes) or (start_cycle, bytes, phy_error) for port i.
-        macs[i] = (dst, src) ints; ready_p: probability of output ready, one value or one per port.
-        cfg: admin_ports, mac_filter, mac, slot_timeout, ctx_timeout (the core's inputs; reset values if
-        absent)."""
+        """inputs[i]: list of frames: bytes, (start_cycle, bytes) or (start_cycle, bytes, phy_error) for port i
+        (with a management port, inputs[num_ports]: the management stack's frames).
+        macs[i] = (dst, src) ints; ready_p: probability of output ready, one value or one per stream.
+        cfg: admin_ports, mac_filter, mac, slot_timeout, ctx_timeout, and with a management port
+        mgmt_ports, mgmt_src_filter, mgmt_src_mac (the core's inputs; reset values if absent)."""
         with tempfile.TemporaryDirectory(dir=self.model.dir) as tmp:
             stim, res = os.path.join(tmp, "run.stim"), os.path.join(tmp, "run.out")
             with open(stim, "w") as f:
@@ -185,14 +207,17 @@ class VerilatedMiniSharp:
                 return self._parse(f)
 
     def _stimulus(self, inputs, policy, macs, fwd_map, ready_p, seed, drain, cfg):
-        unknown = set(cfg) - set(CFG_DEFAULTS)
+        known = dict(CFG_DEFAULTS, **(MGMT_DEFAULTS if self.with_mgmt else {}))
+        unknown = set(cfg) - set(known)
         if unknown:
-            raise TypeError(f"unknown core inputs {sorted(unknown)}; known: {sorted(CFG_DEFAULTS)}")
-        c = dict(CFG_DEFAULTS, admin_ports=2**self.num_ports - 1)
+            raise TypeError(f"unknown core inputs {sorted(unknown)}; known: {sorted(known)}")
+        c = dict(known, admin_ports=2**self.num_ports - 1)
         c.update(cfg)
         lines = [f"policy {policy}", f"seed {seed}", f"drain {drain}",
                  f"cfg {c['admin_ports']} {int(c['mac_filter'])} {c['mac']:x} {c['slot_timeout']} {c['ctx_timeout']}"]
-        rp = ready_p if isinstance(ready_p, (list, tuple)) else [ready_p] * self.num_ports
+        if self.with_mgmt:
+            lines.append(f"mgmt {c['mgmt_ports']} {int(c['mgmt_src_filter'])} {c['mgmt_src_mac']:x}")
+        rp = ready_p if isinstance(ready_p, (list, tuple)) else [ready_p] * self.streams
         lines += [f"ready {i} {p}" for i, p in enumerate(rp)]
         for i in range(self.num_ports):
             d, s = macs[i] if macs else (0, 0)
@@ -206,7 +231,7 @@ class VerilatedMiniSharp:
         return "\n".join(lines) + "\n"
 
     def _parse(self, lines):
-        n = self.num_ports
+        n = self.streams
         r = VRun([[] for _ in range(n)], [[] for _ in range(n)], [[] for _ in range(n)], {})
         r.beats = [None] * n
         for line in lines:

@@ -1,0 +1,65 @@
+"""Board Ethernet ports as MiniSharp data ports, shared by the ECP5 board targets."""
+from migen import ClockDomainsRenamer
+
+from litex.build.generic_platform import Subsignal
+from litex.gen import LiteXModule
+
+from liteeth.mac.core import LiteEthMACCore
+from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
+
+# MiniSharp on two 1 Gb/s RGMII ports (docs/minisharp.md, "Board builds"): 32-bit ports at 62.5 MHz carry
+# 2 Gb/s each and the one-lane engine 2 Gb/s, the two ports' line rate together.
+DATA_PORT_DW = 32
+DATA_PORT_SYS_CLK_FREQ = int(62.5e6)
+RGMII_CLK_FREQ = 125e6
+
+
+def request_without(platform, name, number, omit):
+    """platform.request(name, number) without the subsignals named in `omit` (e.g. an MDIO bus that two
+    PHYs share and another port drives)."""
+    for res in platform.constraint_manager.available:
+        if res[0] == name and res[1] == number:
+            kept = [x for x in res[2:] if not (isinstance(x, Subsignal) and x.name in omit)]
+            alias = f"{name}_without_{'_'.join(sorted(omit))}"
+            platform.add_extension([(alias, number, *kept)])
+            return platform.request(alias, number)
+    raise ValueError(f"the platform has no resource {name}:{number}")
+
+
+class RGMIIDataPort(LiteXModule):
+    """RGMII port `index` of `platform`: LiteEth's ECP5 RGMII PHY in clock domains eth<index>_rx/_tx and a
+    MAC core (preamble, FCS check and insertion, padding) whose user side `sink`/`source` carries `dw`-bit
+    frames without preamble/FCS in sys (a frame with a bad FCS ends with `error` set). The PHY's clocks get
+    their period constraints and false paths to `sys_clk`. with_mdio=False: the port leaves its MDIO pins
+    alone (boards whose PHYs share one MDIO bus)."""
+    def __init__(self, platform, index, sys_clk, dw=DATA_PORT_DW, tx_delay=0e-9, rx_delay=2e-9, with_mdio=True):
+        rename = {"eth_rx": f"eth{index}_rx", "eth_tx": f"eth{index}_tx"}
+        pads = platform.request("eth", index) if with_mdio else request_without(platform, "eth", index, {"mdio", "mdc"})
+        self.phy = ClockDomainsRenamer(rename)(LiteEthPHYRGMII(
+            clock_pads = platform.request("eth_clocks", index),
+            pads       = pads,
+            tx_delay   = tx_delay,
+            rx_delay   = rx_delay))
+        self.mac = ClockDomainsRenamer(rename)(
+            LiteEthMACCore(self.phy, dw=dw, with_preamble_crc=True, with_padding=True))
+        self.sink, self.source = self.mac.sink, self.mac.source
+
+        # # #
+
+        rx_clk, tx_clk = self.phy.crg.cd_eth_rx.clk, self.phy.crg.cd_eth_tx.clk
+        platform.add_period_constraint(rx_clk, 1e9 / RGMII_CLK_FREQ)
+        platform.add_period_constraint(tx_clk, 1e9 / RGMII_CLK_FREQ)
+        platform.add_false_path_constraints(sys_clk, rx_clk, tx_clk)
+
+
+def add_minisharp_ports(soc, platform, management, tx_delay=0e-9, rx_delay=2e-9, shared_mdio=False, **minisharp):
+    """MiniSharp on the board's RGMII ports 0 and 1, Etherbone as its management port reached from the
+    ports of the mask `management`. shared_mdio: one MDIO bus for both PHYs (port 0 drives it)."""
+    ports = []
+    for i in range(2):
+        port = RGMIIDataPort(platform, i, soc.crg.cd_sys.clk, tx_delay=tx_delay, rx_delay=rx_delay,
+                             with_mdio=not (shared_mdio and i > 0))
+        setattr(soc, f"ethport{i}", port)
+        ports.append(port)
+    return soc.add_minisharp(phys=[(p.sink, p.source) for p in ports], management=management, dw=DATA_PORT_DW,
+                             **minisharp)
