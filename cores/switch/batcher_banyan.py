@@ -1,5 +1,5 @@
 """Batcher-Banyan self-routing network: a bitonic sorter followed by an omega (shuffle-exchange) banyan."""
-from migen import Signal, Cat, Constant, Mux, If
+from migen import Array, Signal, Cat, Constant, Mux, If
 
 from litex.gen import LiteXModule
 
@@ -19,6 +19,9 @@ class BatcherBanyan(LiteXModule):
     drops the lower beat, so a zero counter proves that no beat was lost. With `pipeline=True` every
     stage is registered: latency `self.latency` = number of stages cycles, throughput one beat per port
     per cycle; with `pipeline=False` the network is combinational (latency 0).
+    The network routes only each beat's (source port, destination, idle) lane, 2 log2 N + 1 bits; the
+    data wait in a delay line of latency - 1 registers per input and reach output j through a registered
+    N:1 multiplexer set by the source port the network delivered there (in the cycle of the last stage).
     """
     def __init__(self, n, data_width, pipeline=True):
         check_ports(n)
@@ -39,7 +42,10 @@ class BatcherBanyan(LiteXModule):
 
         # # #
 
-        # A lane packs Cat(data, dst, idle): the sort key (dst, idle) sits in the top bits, idle lanes last.
+        # A lane packs Cat(src, dst, idle): the sort key (dst, idle) sits in the top bits, idle lanes last.
+        # The data do not cross the network: `src` selects them at the outputs.
+        data_width_net = data_width
+        data_width = w
         lw = data_width + w + 1
         stage_count = [0]
 
@@ -57,7 +63,7 @@ class BatcherBanyan(LiteXModule):
         lanes = []
         for i in range(n):
             lane = Signal(lw, name=f"in_lane{i}")
-            self.comb += lane.eq(Mux(self.in_valid[i], Cat(self.in_data[i], self.in_dst[i], Constant(0, 1)), idle))
+            self.comb += lane.eq(Mux(self.in_valid[i], Cat(Constant(i, w), self.in_dst[i], Constant(0, 1)), idle))
             lanes.append(lane)
 
         def key(lane):
@@ -81,8 +87,17 @@ class BatcherBanyan(LiteXModule):
                 stride //= 2
             size *= 2
 
+        # The data, delayed to reach the output multiplexers in the cycle of the last stage's decision.
+        delayed = list(self.in_data)
+        for k in range(max(0, self.latency - 1)):
+            regs = [Signal(data_width_net, name=f"d{k + 1}_data{i}") for i in range(n)]
+            self.sync += [r.eq(d) for r, d in zip(regs, delayed)]
+            delayed = regs
+        source = Array(delayed)
+
         # Omega banyan: perfect shuffle, then 2x2 elements routing on destination bit (m-1-s).
         events = []
+        final = lanes
         for s in range(m):
             shuffled = [None] * n
             for p in range(n):
@@ -103,13 +118,19 @@ class BatcherBanyan(LiteXModule):
                 events.append(hit)
                 values[q] = Mux(a_up, a, Mux(c_up, c, idle))
                 values[q + 1] = Mux(a_dn, a, Mux(c_dn, c, idle))
+            final = values
             lanes = new_stage(values)
 
+        # Output j: the data of the source port the last stage delivers there (before that stage's
+        # registers), registered with it.
         for j in range(n):
-            self.comb += [
-                self.out_valid[j].eq(~lanes[j][lw - 1]),
-                self.out_data[j].eq(lanes[j][:data_width]),
-            ]
+            sel = Signal(max(1, w), name=f"out_src{j}")
+            self.comb += sel.eq(final[j][:w] if n > 1 else 0)
+            self.comb += self.out_valid[j].eq(~lanes[j][lw - 1])
+            if pipeline and self.latency:
+                self.sync += self.out_data[j].eq(source[sel])
+            else:
+                self.comb += self.out_data[j].eq(source[sel])
         if events:
             hits = Signal(max(1, len(events).bit_length()))
             self.comb += hits.eq(sum(events))
