@@ -1,8 +1,10 @@
 """make build BOARD=<name>: generate, synthesise (yosys), place and route (nextpnr-ecp5) and pack (ecppack) a
 board's bitstream inside build/boards/<name>/, then print utilisation (LUT4, FF, BRAM) and Fmax per clock.
+Before synthesis, cores that the estimate of boards/fit.py does not fit on the board's device are refused.
 Boards whose vendor tools are not available here (Xilinx: Vivado) get their gateware generated only.
 
     python -m boards.build colorlight_5a_75b [--revision 8.0] [--cores sync,...] [--sys-clk-freq 60e6]
+    python -m boards.build colorlight_5a_75b --cores minisharp [--mgmt-ports 0,1]   # both RGMII ports
     python -m boards.build xilinx_ac701_pcie    # Verilog, XDC and Vivado script only
 """
 import argparse
@@ -14,6 +16,7 @@ import time
 
 from litex.soc.integration.builder import Builder
 
+from boards import fit
 from cores.lib.block_ram import ecp5_special_overrides
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,6 +42,10 @@ def main(argv=None):
     parser.add_argument("--sys-clk-freq", type=float, default=None, help="system clock in Hz")
     parser.add_argument("--cores", default="", help="comma-separated cores to include")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--no-fit-check", action="store_true",
+                        help="build even if the estimate (boards/fit.py) says the cores do not fit")
+    parser.add_argument("--mgmt-ports", default="0",
+                        help="with minisharp: the data ports (comma-separated) from which Etherbone answers")
     args = parser.parse_args(argv)
     if args.cores and args.board not in ECP5_BOARDS:
         parser.error(f"{args.board} carries a fixed set of cores; --cores is for {', '.join(ECP5_BOARDS)}")
@@ -47,6 +54,23 @@ def main(argv=None):
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     module = importlib.import_module(f"boards.{args.board}")
     kwargs = {"cores": [c for c in args.cores.split(",") if c]} if args.board in ECP5_BOARDS else {}
+    if "minisharp" in kwargs.get("cores", ()):
+        ports = {int(p) for p in args.mgmt_ports.split(",") if p}
+        if not ports or not ports <= {0, 1}:
+            parser.error(f"--mgmt-ports takes data ports among 0 and 1, not {args.mgmt_ports!r}")
+        kwargs["mgmt_ports"] = sum(1 << p for p in ports)
+    if args.board in ECP5_BOARDS and not args.no_fit_check:
+        unknown = set(kwargs["cores"]) - set(fit.BOARD_CORES)
+        if unknown:
+            parser.error(f"unknown cores {sorted(unknown)}; the board cores are {', '.join(fit.BOARD_CORES)}")
+        try:
+            use, device = fit.check(args.board, kwargs["cores"])
+        except fit.DoesNotFit as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        cap = fit.DEVICES[device]
+        print("Estimate  : " + ", ".join(f"{r} {use[r]}/{cap[r]} ({100 * use[r] / cap[r]:.0f} %)" for r in fit.RESOURCES)
+              + f" on the {device} (boards/fit.py)")
     if args.sys_clk_freq:
         kwargs["sys_clk_freq"] = int(args.sys_clk_freq)
     if args.board == "colorlight_5a_75b":

@@ -9,12 +9,12 @@ from litex_boards.platforms import colorlight_5a_75b
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
-from boards.ports import DATA_PORT_SYS_CLK_FREQ, add_minisharp_ports
+from boards.ports import BOARD_CORE_OPTIONS, DATA_PORT_SYS_CLK_FREQ, add_minisharp_ports
 from soc.common import SOC_IP_ADDRESS
 from soc.innet_soc import InnetSoC
 
 DEFAULT_SYS_CLK_FREQ = int(50e6)
-COLORLIGHT_MINISHARP = dict(partials=False, max_ranks=16, n_slots=2)   # fits the 25F: docs/minisharp.md, "Board builds"
+COLORLIGHT_MINISHARP = dict(dw=16, partials=False, max_ranks=16, n_slots=2, n_contexts=4)   # fits the 25F: docs/minisharp.md, "Board builds"
 
 
 class CRG(LiteXModule):
@@ -53,4 +53,4 @@ class BoardSoC(InnetSoC):
             self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
         for core in cores:
             if core != "minisharp":
-                getattr(self, f"add_{core}")()
+                getattr(self, f"add_{core}")(**BOARD_CORE_OPTIONS.get(core, {}))

@@ -9,7 +9,7 @@ from litex_boards.platforms import lattice_versa_ecp5
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
-from boards.ports import DATA_PORT_SYS_CLK_FREQ, add_minisharp_ports
+from boards.ports import BOARD_CORE_OPTIONS, DATA_PORT_SYS_CLK_FREQ, add_minisharp_ports
 from soc.common import SOC_IP_ADDRESS
 from soc.innet_soc import InnetSoC
 
@@ -55,4 +55,4 @@ class BoardSoC(InnetSoC):
             self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
         for core in cores:
             if core != "minisharp":
-                getattr(self, f"add_{core}")()
+                getattr(self, f"add_{core}")(**BOARD_CORE_OPTIONS.get(core, {}))

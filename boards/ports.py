@@ -1,4 +1,4 @@
-"""Board Ethernet ports as MiniSharp data ports, shared by the ECP5 board targets."""
+"""What the ECP5 board targets share: Ethernet ports as MiniSharp data ports, the cores' board options."""
 from migen import ClockDomainsRenamer
 
 from litex.build.generic_platform import Subsignal
@@ -12,6 +12,10 @@ from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 DATA_PORT_DW = 32
 DATA_PORT_SYS_CLK_FREQ = int(62.5e6)
 RGMII_CLK_FREQ = 125e6
+# The other cores' options in the ECP5 board builds (the SoC blocks' defaults otherwise): a RIFL network of 2
+# hosts and a 2 x 2 synchronizer grid (the 4-host network and the 4 x 4 grid take ~62k and ~57k LUT4 in a
+# board build, more than either device).
+BOARD_CORE_OPTIONS = {"rifl_net": dict(n=2), "sync": dict(width=2, height=2)}
 
 
 def request_without(platform, name, number, omit):
@@ -52,14 +56,16 @@ class RGMIIDataPort(LiteXModule):
         platform.add_false_path_constraints(sys_clk, rx_clk, tx_clk)
 
 
-def add_minisharp_ports(soc, platform, management, tx_delay=0e-9, rx_delay=2e-9, shared_mdio=False, **minisharp):
-    """MiniSharp on the board's RGMII ports 0 and 1, Etherbone as its management port reached from the
-    ports of the mask `management`. shared_mdio: one MDIO bus for both PHYs (port 0 drives it)."""
+def add_minisharp_ports(soc, platform, management, tx_delay=0e-9, rx_delay=2e-9, shared_mdio=False,
+                        dw=DATA_PORT_DW, **minisharp):
+    """MiniSharp on the board's RGMII ports 0 and 1 (`dw`-bit ports), Etherbone as its management port
+    reached from the ports of the mask `management`. shared_mdio: one MDIO bus for both PHYs (port 0 drives
+    it)."""
     ports = []
     for i in range(2):
-        port = RGMIIDataPort(platform, i, soc.crg.cd_sys.clk, tx_delay=tx_delay, rx_delay=rx_delay,
+        port = RGMIIDataPort(platform, i, soc.crg.cd_sys.clk, dw=dw, tx_delay=tx_delay, rx_delay=rx_delay,
                              with_mdio=not (shared_mdio and i > 0))
         setattr(soc, f"ethport{i}", port)
         ports.append(port)
-    return soc.add_minisharp(phys=[(p.sink, p.source) for p in ports], management=management, dw=DATA_PORT_DW,
+    return soc.add_minisharp(phys=[(p.sink, p.source) for p in ports], management=management, dw=dw,
                              **minisharp)

@@ -36,3 +36,47 @@ def test_colorlight_refuses_unknown_revision():
     from boards.colorlight_5a_75b import BoardSoC
     with pytest.raises(ValueError, match="revision"):
         BoardSoC(revision="6.1")
+
+
+def _elaborate(board, cores, tmp_path):
+    import importlib
+    soc = importlib.import_module(f"boards.{board}").BoardSoC(cores=list(cores))
+    Builder(soc, output_dir=str(tmp_path), compile_software=False, compile_gateware=False,
+            csr_csv=str(tmp_path / "csr.csv")).build(build_name=board, run=False,
+                                                     special_overrides=ecp5_special_overrides)
+    return (tmp_path / "csr.csv").read_text()
+
+
+def _maximal_combinations():
+    from boards import fit
+    return [(b, c) for b in fit.BOARD_DEVICE for c in fit.fitting_combinations(b)[1]]
+
+
+@pytest.mark.parametrize("board, cores", _maximal_combinations())
+def test_board_elaborates_with_every_maximal_fitting_core_set(board, cores, tmp_path):
+    """Each largest set of cores that boards/fit.py fits on the board generates its gateware, with every
+    core's CSRs (a smaller fitting set is a subset of one of these)."""
+    from soc.common import CORE_NAMES
+    csr = _elaborate(board, cores, tmp_path)
+    for core in cores:
+        assert f"csr_register,{CORE_NAMES[core]}_" in csr, core
+
+
+def test_every_core_fits_the_versa_alone_and_the_colorlight_but_the_rifl_network():
+    from boards import fit
+    for board, too_big in (("lattice_versa_ecp5", set()), ("colorlight_5a_75b", {"rifl_net"})):
+        fits, _ = fit.fitting_combinations(board)
+        assert {c for (c,) in (f for f in fits if len(f) == 1)} == set(fit.BOARD_CORES) - too_big, board
+    with pytest.raises(fit.DoesNotFit, match="rifl_net does not fit its LFE5U-25F"):
+        fit.check("colorlight_5a_75b", ["rifl_net"])
+
+
+def test_build_refuses_a_combination_that_does_not_fit(capsys):
+    """`make build` stops before synthesis, with the estimate, when the cores do not fit."""
+    from boards import build, fit
+    every = list(fit.BOARD_CORES)
+    with pytest.raises(fit.DoesNotFit, match="does not fit its LFE5U-25F"):
+        fit.check("colorlight_5a_75b", every)
+    assert build.main(["colorlight_5a_75b", "--cores", ",".join(every)]) == 2
+    err = capsys.readouterr().err
+    assert "does not fit" in err and "lut4" in err

@@ -1,12 +1,15 @@
 """MiniSharpCore's management port (mgmt_mac): the frames for the board's MAC and broadcast ARPs from the
 management ports reach the management stack, everything else of those ports and all of the other ports is
 handled as before, refusals are dropped and counted, and answers leave by the port of the request. Run on
-the Verilated core (2 x 32-bit ports, the board builds' width) with reductions on both ports at once and
-random back-pressure on every output, checked against the Fraction reference."""
+the Verilated core in the board builds' configurations (the Versa's 2 x 32-bit default core, the
+Colorlight's reduced 16-bit one; small chunks) with reductions on both ports at once and random
+back-pressure on every output, checked against the Fraction reference."""
 import random
 
 import pytest
 
+from boards.colorlight_5a_75b import COLORLIGHT_MINISHARP
+from boards.ports import DATA_PORT_DW
 from cores.minisharp import common as ms
 from sim.verilated import available
 from software.minisharp import packets as P
@@ -20,8 +23,16 @@ ROGUE = 0x020000000B02           # another host on a data port
 MGMT = 2                         # the management stream of a 2-port core
 
 
-def core():
-    return verilated_core(num_ports=2, dw=32, mgmt_mac=BOARD)
+BOARD_CORES = {"versa": dict(dw=DATA_PORT_DW), "colorlight": dict(COLORLIGHT_MINISHARP, max_ranks=8)}
+
+
+@pytest.fixture(params=sorted(BOARD_CORES))
+def board(request):
+    return request.param
+
+
+def core(board="versa"):
+    return verilated_core(num_ports=2, mgmt_mac=BOARD, **BOARD_CORES[board])
 
 
 def to_board(rng, src, dst=BOARD):
@@ -57,6 +68,18 @@ def sprinkle(rng, frames, extra):
     return out
 
 
+def paced(frames, gap=400):
+    """(start, frame) pairs: chunk c's frames no earlier than 300 + c * gap cycles (a chunk completes in
+    less, so the 2-slot build never runs out of slots); other frames with the data frame before them."""
+    out, start = [], 300
+    for f in frames:
+        p = P.parse(f)
+        if p.get("ethertype") == ms.ETHERTYPE and p.get("opcode") == ms.MS_OP_COL_DATA:
+            start = 300 + gap * p["chunk_index"]
+        out.append((start, f))
+    return out
+
+
 def interleave(rng, *lists):
     out = [x for l in lists for x in l]
     rng.shuffle(out)
@@ -69,8 +92,8 @@ def consumed(run, i):
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_management_frames_reach_the_stack_while_both_ports_reduce(seed):
-    vm = core()
+def test_management_frames_reach_the_stack_while_both_ports_reduce(seed, board):
+    vm = core(board)
     rng = random.Random(seed)
     vecs, setup, data = reduction(rng, 0x51, 61, 4)
     mine = [to_board(rng, ADMIN) for _ in range(6)]
@@ -79,7 +102,7 @@ def test_management_frames_reach_the_stack_while_both_ports_reduce(seed):
     p0 = [setup] + sprinkle(rng, data[0::2], mine + [arp0])
     p1 = sprinkle(rng, data[1::2], refused + [arp1])
     answers = [to_board(rng, BOARD, dst=ADMIN) for _ in range(3)]
-    inputs = [[(0, p0[0])] + [(300, f) for f in p0[1:]], [(300, f) for f in p1], [(6000, f) for f in answers]]
+    inputs = [[(0, p0[0])] + paced(p0[1:]), paced(p1), [(8000, f) for f in answers]]
     run = vm.run(inputs, macs=port_macs(2), ready_p=0.6, seed=seed, mgmt_ports=0b01)
 
     # The stack got the admin's frames and its ARP, in their order, bytes intact; nothing else.
@@ -101,8 +124,8 @@ def test_management_frames_reach_the_stack_while_both_ports_reduce(seed):
     assert c["chunks"] == 8 and c["port0_tx_frames"] == 8 + 1 + len(answers)
 
 
-def test_source_mac_filter_and_narrowed_ports():
-    vm = core()
+def test_source_mac_filter_and_narrowed_ports(board):
+    vm = core(board)
     rng = random.Random(3)
     good = [to_board(rng, ADMIN) for _ in range(3)]
     spoof = [to_board(rng, ROGUE) for _ in range(4)]
@@ -117,8 +140,8 @@ def test_source_mac_filter_and_narrowed_ports():
     assert run.counters["drop_mgmt_refused"] == 2 * len(frames) and run.counters["mgmt_rx_frames"] == 0
 
 
-def test_answers_leave_by_the_port_of_the_last_request():
-    vm = core()
+def test_answers_leave_by_the_port_of_the_last_request(board):
+    vm = core(board)
     rng = random.Random(5)
     req0, req1 = to_board(rng, ADMIN), to_board(rng, ROGUE)
     ans0, ans1 = to_board(rng, BOARD, dst=ADMIN), to_board(rng, BOARD, dst=ROGUE)
@@ -128,8 +151,8 @@ def test_answers_leave_by_the_port_of_the_last_request():
     assert run.outputs[0] == [ans0] and run.outputs[1] == [ans1]
 
 
-def test_broadcast_arp_copy_under_both_policies():
-    vm = core()
+def test_broadcast_arp_copy_under_both_policies(board):
+    vm = core(board)
     arp = arp_broadcast(ADMIN, 7)
     run = vm.run([[arp], []], seed=6, mgmt_ports=0b01, policy=ms.MSP_TRANSPARENT)
     assert run.outputs[MGMT] == [arp] and run.outputs[1] == [arp]
@@ -137,3 +160,14 @@ def test_broadcast_arp_copy_under_both_policies():
     # MINISHARP_ONLY forwards no ARP; the management port still gets the one from its port.
     assert run.outputs[MGMT] == [arp] and run.outputs[0] == run.outputs[1] == []
     assert run.counters["drop_not_minisharp"] == 1
+
+
+def test_colorlight_context_table_holds_its_contexts():
+    """The Colorlight's core has 4 contexts: a fifth setup is ctx_full, a teardown makes room again."""
+    vm = core("colorlight")
+    n = BOARD_CORES["colorlight"]["n_contexts"]
+    setups = [P.setup_frame(SW, HOST, 100 + k, P.setup_record(8, 1, 0, 0)) for k in range(n + 1)]
+    later = [(3000, P.teardown_frame(SW, HOST, 100)), (4000, setups[n])]
+    run = vm.run([setups + later, []], seed=9, mgmt_ports=0b01)
+    c = run.counters
+    assert c["setups"] == n + 1 and c["drop_ctx_full"] == 1 and c["teardowns"] == 1

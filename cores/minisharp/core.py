@@ -59,7 +59,7 @@ class MiniSharpCore(LiteXModule):
     common.counters(num_ports): drop_<reason>, port<i>_rx_frames / _rx_drops / _fwd_frames / _tx_frames,
     setups, chunks.
     Parameters: num_ports >= 2, dw in (8, 16, 32, 64), lanes (power of two, lanes*32 multiple of dw;
-    default max(1, dw/32)), chunk_elements (ABI: MS_CHUNK_ELEMENTS), n_contexts >= 8, n_slots >= 1,
+    default max(1, dw/32)), chunk_elements (ABI: MS_CHUNK_ELEMENTS), n_contexts >= 2, n_slots >= 1,
     max_ranks <= 256, window (completion window, DONE_WINDOW), tick_log2 (TIMEOUT_TICK_LOG2), partials (v0.2
     exact partials in and out; default: one lane, the only width that has them).
     mgmt_mac (None: no management port): a management stack (e.g. LiteEth's MAC under Etherbone) is an
@@ -74,8 +74,8 @@ class MiniSharpCore(LiteXModule):
                  partials=None, mgmt_mac=None):
         if num_ports < 2:
             raise ValueError(f"num_ports must be >= 2, got {num_ports}")
-        if n_contexts < 8:
-            raise ValueError(f"n_contexts must be >= 8, got {n_contexts}")
+        if n_contexts < 2:
+            raise ValueError(f"n_contexts must be >= 2, got {n_contexts}")
         lanes = lanes or max(1, dw // 32)
         partials = lanes == 1 if partials is None else partials
         wpc = chunk_elements // max(lanes, 1)

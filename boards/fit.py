@@ -1,0 +1,162 @@
+"""Will a board build fit its device? An estimate before synthesis, from measured synthesis figures.
+
+`check(board, cores)` adds up the board's base SoC and each core's cost, as yosys (synth_ecp5) counted them
+in board builds with that core alone (boards/fit_figures.json), and raises DoesNotFit with the figures when
+any resource passes FIT_LIMIT of the device. yosys' counts do not depend on the ECP5 part, so one run per
+board configuration serves both devices. LUT4 counts every LUT nextpnr places: logic, two per carry cell
+(CCU2C) and six per 16x4 LUT RAM (TRELLIS_DPR16X4: four RAM and two RAMW LUTs, as nextpnr's "logic
+utilisation before packing" counts them); RAM LUTs are limited on their own (one slice in four).
+
+    python -m boards.fit --measure            # rerun yosys for every (board, core): ~2-4 min each
+    python -m boards.fit colorlight_5a_75b minisharp,sync
+"""
+import argparse
+import itertools
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIGURES = os.path.join(ROOT, "boards", "fit_figures.json")
+BOARD_CORES = ("minisharp", "rifl", "rifl_net", "sparsr", "switch", "sync")
+RESOURCES = ("lut4", "ff", "dp16kd", "ram_lut")
+# Capacity of the boards' devices (nextpnr-ecp5's counts).
+DEVICES = {
+    "LFE5U-25F":    dict(lut4=24288, ff=24288, dp16kd=56, ram_lut=3036),
+    "LFE5UM5G-45F": dict(lut4=43848, ff=43848, dp16kd=108, ram_lut=5481),
+}
+BOARD_DEVICE = {"colorlight_5a_75b": "LFE5U-25F", "lattice_versa_ecp5": "LFE5UM5G-45F"}
+# The share of each resource a build may use. Above 88 % of the LUT4 placement stalls: the Colorlight's
+# MiniSharp at 92 % of the 25F's LUT4 (96 % TRELLIS_COMB after packing) stayed in nextpnr's first
+# analytical placement step for 25 minutes. Block RAMs and LUT RAM may be used up.
+FIT_LIMIT = {"lut4": 0.88, "ff": 0.92, "dp16kd": 1.0, "ram_lut": 1.0}
+
+
+class DoesNotFit(ValueError):
+    """A build that the estimate says does not fit its device (the message gives the figures)."""
+
+
+def load_figures(path=FIGURES):
+    with open(path) as f:
+        return json.load(f)
+
+
+def estimate(board, cores, figures=None):
+    """Estimated use of each resource by `board` with `cores`: the base SoC plus each core's cost."""
+    figures = figures or load_figures()
+    per_board = figures["boards"][board]
+    unknown = set(cores) - set(per_board["cores"])
+    if unknown:
+        raise ValueError(f"no fit figures for {sorted(unknown)} on {board}: run python -m boards.fit --measure")
+    total = dict(per_board["base"])
+    for core in cores:
+        for r in RESOURCES:
+            total[r] += per_board["cores"][core][r]
+    return total
+
+
+def check(board, cores, figures=None):
+    """Raise DoesNotFit if `board` with `cores` is estimated past FIT_LIMIT of any resource of its device;
+    else return the estimate and the device."""
+    device = BOARD_DEVICE[board]
+    cap = DEVICES[device]
+    use = estimate(board, cores, figures)
+    over = [r for r in RESOURCES if use[r] > FIT_LIMIT[r] * cap[r]]
+    if over:
+        rows = ", ".join(f"{r} {use[r]} of {cap[r]} ({100 * use[r] / cap[r]:.0f} %)" for r in RESOURCES)
+        raise DoesNotFit(
+            f"{board} with cores {', '.join(cores)} does not fit its {device}: estimated {rows}; over the limit "
+            f"in {', '.join(f'{r} ({100 * FIT_LIMIT[r]:.0f} %)' for r in over)} (boards/fit_figures.json, measured by yosys in board "
+            f"builds with each core alone). Leave a core out, or use a board with a larger device.")
+    return use, device
+
+
+def fitting_combinations(board, figures=None):
+    """Every non-empty set of cores that fits `board`, and the maximal ones among them."""
+    fits = []
+    for n in range(1, len(BOARD_CORES) + 1):
+        for combo in itertools.combinations(BOARD_CORES, n):
+            try:
+                check(board, combo, figures)
+                fits.append(combo)
+            except DoesNotFit:
+                pass
+    maximal = [c for c in fits if not any(set(c) < set(d) for d in fits)]
+    return fits, maximal
+
+
+# Measurement ------------------------------------------------------------------------------------
+def _cell_counts(stat):
+    def count(cell):
+        m = re.findall(rf"^\s+(\d+)\s+{cell}\s*$", stat, re.M)
+        return int(m[-1]) if m else 0
+    lut, ccu, dpr = count("LUT4"), count("CCU2C"), count("TRELLIS_DPR16X4")
+    return dict(lut4=lut + 2 * ccu + 6 * dpr, ff=count("TRELLIS_FF"), dp16kd=count("DP16KD"), ram_lut=4 * dpr)
+
+
+def synth_counts(board, cores):
+    """yosys synth_ecp5 of `board` with `cores` (Verilog from the board target); its cell counts."""
+    import importlib
+    from litex.soc.integration.builder import Builder
+    from cores.lib.block_ram import ecp5_special_overrides
+    logging.disable(logging.INFO)
+    soc = importlib.import_module(f"boards.{board}").BoardSoC(cores=list(cores))
+    build = os.path.join(ROOT, "build", "fit")
+    os.makedirs(build, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=build) as out:
+        Builder(soc, output_dir=out, compile_software=False).build(
+            build_name="top", run=False, special_overrides=ecp5_special_overrides)
+        gw = os.path.join(out, "gateware")
+        # YoWASP tools run sandboxed: relative paths inside the project tree.
+        subprocess.run([os.path.join(os.path.dirname(sys.executable), "yosys"), "-q", "-p",
+                        "read_verilog top.v; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"],
+                       cwd=gw, check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(gw, "stat.txt")) as f:
+            return _cell_counts(f.read())
+
+
+def measure(boards=tuple(BOARD_DEVICE), cores=BOARD_CORES, path=FIGURES):
+    figures = load_figures(path) if os.path.exists(path) else {"boards": {}}
+    for board in boards:
+        entry = figures["boards"].setdefault(board, {"cores": {}})
+        entry["base"] = base = synth_counts(board, ())
+        print(board, "base", base, flush=True)
+        for core in cores:
+            alone = synth_counts(board, (core,))
+            entry["cores"][core] = {r: alone[r] - base[r] for r in RESOURCES}
+            print(board, core, entry["cores"][core], flush=True)
+            with open(path, "w") as f:
+                json.dump(figures, f, indent=1, sort_keys=True)
+    return figures
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("board", nargs="?", choices=sorted(BOARD_DEVICE))
+    parser.add_argument("cores", nargs="?", default="")
+    parser.add_argument("--measure", action="store_true", help="rerun yosys for the figures")
+    parser.add_argument("--boards", default=",".join(BOARD_DEVICE), help="with --measure: boards to measure")
+    parser.add_argument("--only", default=",".join(BOARD_CORES), help="with --measure: cores to measure")
+    args = parser.parse_args(argv)
+    if args.measure:
+        measure([b for b in args.boards.split(",") if b], [c for c in args.only.split(",") if c])
+        return 0
+    if not args.board:
+        parser.error("give a board (and cores), or --measure")
+    try:
+        use, device = check(args.board, [c for c in args.cores.split(",") if c])
+    except DoesNotFit as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    cap = DEVICES[device]
+    for r in RESOURCES:
+        print(f"{r:8s} {use[r]:6d} / {cap[r]:6d} ({100 * use[r] / cap[r]:.0f} %)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
