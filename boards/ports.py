@@ -44,8 +44,12 @@ class RGMIIDataPort(LiteXModule):
             pads       = pads,
             tx_delay   = tx_delay,
             rx_delay   = rx_delay))
+        # Padding, FCS and preamble in sys at `dw` bits (with_sys_datapath): in the PHY's 125 MHz domain the
+        # TX ready chain (gap, preamble, CRC inserter, padding, width converter) ended in the clock-domain
+        # FIFO's read and reached 102.8-124.0 MHz on the Versa.
         self.mac = ClockDomainsRenamer(rename)(
-            LiteEthMACCore(self.phy, dw=dw, with_preamble_crc=True, with_padding=True))
+            LiteEthMACCore(self.phy, dw=dw, with_preamble_crc=True, with_padding=True, with_sys_datapath=True,
+                           tx_cdc_buffered=True, rx_cdc_buffered=True))
         self.sink, self.source = self.mac.sink, self.mac.source
 
         # # #
