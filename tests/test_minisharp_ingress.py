@@ -9,18 +9,7 @@ from migen import run_simulation
 
 from cores.minisharp import common as ms
 from cores.minisharp.ingress import MSFrameClassifier, MSHeaderCapture, MSPayloadWriter
-from tests.harness.streams import collect
-
-
-def beats(frame, dw):
-    """A frame as (data, last, last_be) beats of a dw-bit port."""
-    B = dw // 8
-    out = []
-    for i in range(0, len(frame), B):
-        chunk = frame[i:i + B]
-        last = i + B >= len(frame)
-        out.append((int.from_bytes(chunk, "little"), int(last), (1 << (len(chunk) - 1)) if last else 0))
-    return out
+from tests.harness.streams import collect, frame_beats as beats
 
 
 @pytest.mark.parametrize("dw", [8, 64])

@@ -11,19 +11,11 @@ from litex.soc.interconnect import stream
 from liteeth.common import eth_phy_description
 
 from soc.innet_soc import InternalPHY
-from tests.harness.streams import collect, packets, send
+from tests.harness.streams import collect, frame_beats, packets, send
 
 
 def wide_beats(frame, dw):
-    """A frame as `dw`-bit LiteEth PHY beats: byte k of a beat in bits 8k.., last_be one-hot on the last."""
-    nb = dw // 8
-    beats = []
-    for o in range(0, len(frame), nb):
-        chunk = frame[o:o + nb]
-        last = o + nb >= len(frame)
-        beats.append({"data": int.from_bytes(chunk, "little"), "last": int(last),
-                      "last_be": (1 << (len(chunk) - 1)) if last else 0})
-    return beats
+    return [{"data": d, "last": l, "last_be": be} for d, l, be in frame_beats(frame, dw)]
 
 
 def wide_frame(beats, dw):

@@ -30,8 +30,7 @@ class MSForwardTee(LiteXModule):
 
         # # #
 
-        self.pipes = pf, pm = [stream.PipeValid(port_description(dw)) for _ in range(2)]
-        self.submodules += pf, pm
+        self.pipe_fwd, self.pipe_mgmt = pf, pm = [stream.PipeValid(port_description(dw)) for _ in range(2)]
         sink, tag = self.sink, self.tag
         room_f, room_m = Signal(), Signal()
         self.comb += [

@@ -58,3 +58,15 @@ def packets(beats):
             out.append(cur)
             cur = []
     return out
+
+
+def frame_beats(frame, dw):
+    """A frame as (data, last, last_be) beats of a dw-bit LiteEth PHY-layout port: byte k of a beat in bits
+    8k..8k+7, last_be one-hot on the last beat's last valid byte."""
+    B = dw // 8
+    out = []
+    for i in range(0, len(frame), B):
+        chunk = frame[i:i + B]
+        last = i + B >= len(frame)
+        out.append((int.from_bytes(chunk, "little"), int(last), (1 << (len(chunk) - 1)) if last else 0))
+    return out
