@@ -12,7 +12,7 @@ RANKS    ?= 4
 ELEMENTS ?= 100000
 ALLREDUCE_ARGS ?=
 
-.PHONY: deps apt venv sim test bench build clean allreduce
+.PHONY: deps apt venv sim test bench build clean allreduce formal fuzz
 .DEFAULT_GOAL := sim
 
 deps: apt $(VENV)/.installed
@@ -29,6 +29,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt scripts/yowasp-wrappers.sh
 	$(PY) -m pip install -q --upgrade pip==24.3.1 setuptools==75.6.0 wheel==0.45.1
 	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	bash scripts/yowasp-wrappers.sh $(VENV)/bin
+	$(VENV)/bin/boolector --version >/dev/null   # YoWASP compiles the solver on its first run
 	@touch $@
 
 sim: deps
@@ -42,6 +43,13 @@ allreduce: deps
 
 bench: deps
 	$(PY) -m sim.bench $(BENCH)
+
+formal: deps
+	$(PY) -m sim.formal --broken $(FORMAL)
+
+fuzz: deps
+	rm -f build/bench/fuzz.json
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -n 2 --timeout 7200 tests/test_*_fuzz.py $(PYTEST_ARGS)
 
 build: deps
 	$(PY) -m boards.build $(BOARD) $(BUILD_ARGS)

@@ -128,10 +128,10 @@ class FrameBanks(LiteXModule):
     """
     def __init__(self, row_bits):
         layout = slot_layout(row_bits)
-        self.wbank, self.ebank = Signal(), Signal()
-        self.writable, self.pending, self.empty = Signal(), Signal(), Signal()
+        self.wbank, self.ebank = Signal(name="wbank"), Signal(name="ebank")
+        self.writable, self.pending, self.empty = Signal(name="writable"), Signal(name="pending"), Signal(name="empty")
         self.slot_we, self.slot_index, self.slot_w = Signal(), Signal(2), Record(layout)
-        self.accept, self.job_w = Signal(), Record(JOB_LAYOUT)
+        self.accept, self.job_w = Signal(name="accept"), Record(JOB_LAYOUT)
         self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(JOB_LAYOUT)
         self.release = Signal()
         fbuf = Memory(32, 2 * FRAME_WORDS, name="sparsr_fbuf")
@@ -525,7 +525,8 @@ class LILWriter(LiteXModule):
 
         self.decoder = dec = LILDecoder()
         mask_acc = Signal(ROW_LANES)
-        e_valid, e_lane, e_value, e_fin = Signal(), Signal(8), Signal(32), Signal()
+        e_valid, e_fin = Signal(name="e_valid"), Signal(name="e_fin")
+        e_lane, e_value = Signal(8, name="e_lane"), Signal(32, name="e_value")
         e_bit = Signal(ROW_LANES)
         self.comb += [
             dec.start.eq(self.start), dec.count.eq(self.count),
@@ -567,7 +568,8 @@ class SparsrExecutor(LiteXModule):
         si = Signal(3)
         slot = banks.slot
         self.comb += banks.slot_rindex.eq(si[:2])
-        x_raw, x_tox, x_fin, x_cnt, x_off, x_inr = Signal(), Signal(), Signal(), Signal(9), Signal(8), Signal()
+        x_raw, x_tox, x_fin = Signal(name="x_raw"), Signal(name="x_tox"), Signal(name="x_fin")
+        x_cnt, x_off, x_inr = Signal(9, name="x_cnt"), Signal(8, name="x_off"), Signal(name="x_inr")
         x_nw = Signal(9)
         trow_w, trow_x = Signal(rb), Signal(rb)
         phys = Signal(max(pwb, pxb))

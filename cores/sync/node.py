@@ -197,10 +197,10 @@ class SyncSelect(LiteXModule):
         pb = packet_bits(value_width)
         pkt_h = packet_header(value_width)
         self.suppress = Signal()
-        self.valid, self.src = Signal(), Signal(max=max(nl, 2))
-        self.ident, self.mode, self.err, self.value = Signal(IDENT_BITS), Signal(MODE_BITS), Signal(), \
-            Signal(value_width)
-        self.to_cur, self.drop = Signal(), Signal()
+        self.valid, self.src = Signal(name="sel_valid"), Signal(max=max(nl, 2), name="sel_src")
+        self.ident, self.mode = Signal(IDENT_BITS, name="sel_ident"), Signal(MODE_BITS, name="sel_mode")
+        self.err, self.value = Signal(name="sel_err"), Signal(value_width, name="sel_value")
+        self.to_cur, self.drop = Signal(name="sel_to_cur"), Signal(name="sel_drop")
 
         # # #
 
@@ -281,7 +281,7 @@ class SyncCompletion(LiteXModule):
         # # #
 
         cand = Signal(n_idents)
-        sel, sel_q, locked = Signal(IDENT_BITS), Signal(IDENT_BITS), Signal()
+        sel, sel_q, locked = Signal(IDENT_BITS, name="sel"), Signal(IDENT_BITS, name="sel_q"), Signal(name="locked")
         fresh, use_fresh = Signal(), Signal()
         self.comb += cand.eq(slots.complete & ~slots.done)
         _, pe, _ = first_set(self, cand, n_idents)

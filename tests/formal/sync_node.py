@@ -1,0 +1,101 @@
+"""Synchronizer node: no completion of an ident before every participant (the node's own trigger and each
+neighbour's message) has contributed to that round, and at most one completion per round."""
+from cores.sync.common import DIR_NAMES, N, S, E, IDENT_BITS, PKT_IDENT_LSB
+from cores.sync.node import SyncNode
+from sim.formal import Mutation, Property
+
+NEIGHBOURS = (N, S, E)
+N_IDENTS = 2
+VALUE_WIDTH = 3     # 10-bit packets: one flit each, so the links can carry any packet in any cycle
+
+
+def _node():
+    m = SyncNode(NEIGHBOURS, None, N_IDENTS, VALUE_WIDTH)
+    ports = {"ev_trigger_drop": (m.ev_trigger_drop, False)}
+    for f in ("valid", "ready", "ident", "mode", "value"):
+        ports["sink_" + f] = (getattr(m.sink, f), f != "ready")
+    for f in ("valid", "ready", "ident", "mode", "error", "value"):
+        ports["source_" + f] = (getattr(m.source, f), f == "ready")
+    for d in NEIGHBOURS:
+        for r, is_input in ((m.rx[d], True), (m.tx[d], False)):
+            ports[r.name + "_valid"], ports[r.name + "_data"] = (r.valid, is_input), (r.data, is_input)
+    return m, ports
+
+
+def _trigger_check():
+    slot = lambda v: f"syncnode_syncslots_{v}[f_id]"
+    arrived = "\n".join(f"        if (syncnode_syncselect_sel_src == {i}) "
+                        f"assert(!syncnode_syncslots_cur_arr_{DIR_NAMES[d]}[syncnode_syncselect_sel_ident]);"
+                        for i, d in enumerate(NEIGHBOURS))
+    return f"""
+// One symbolic ident; f_open: the node's accepted triggers for it minus its completions of it.
+(* anyconst *) wire [{IDENT_BITS - 1}:0] f_id;
+always @(*) assume(f_id < {N_IDENTS});
+reg [2:0] f_open = 0;
+wire f_trig_now = sink_valid && sink_ready && sink_ident == f_id && !ev_trigger_drop;
+wire f_cpl_now = source_valid && source_ready && source_ident == f_id;
+always @(posedge clk) f_open <= f_open + f_trig_now - f_cpl_now;
+always @(*) if (!init) begin
+    // Completions (this cycle's included) never outnumber the accepted triggers: one completion a round,
+    // and none before the round's trigger.
+    assert(f_open + f_trig_now >= f_cpl_now);
+    // Lemmas: the open triggers are the current round's (if not done) and the next round's.
+    assert(f_open == ({slot("cur_self")} && !{slot("cur_done")}) + {slot("nxt_self")});
+    // A round is done only once complete; a next round's trigger is taken only once the round is done.
+    assert((syncnode_syncslots_cur_done & ~syncnode_syncslots_complete) == 0);
+    assert((syncnode_syncslots_nxt_self & ~syncnode_syncslots_cur_done) == 0);
+    // A packet selected for a slot's current round comes from a link that has not arrived in it yet.
+    if (syncnode_syncselect_sel_valid && syncnode_syncselect_sel_to_cur && !syncnode_syncselect_sel_drop) begin
+{arrived}
+    end
+    // A completion held by a stalled sink stays a completion of a complete round.
+    if (syncnode_synccompletion_locked) assert(syncnode_synccompletion_cand[syncnode_synccompletion_sel_q]);
+end
+"""
+
+
+def _link_check():
+    links = [DIR_NAMES[d] for d in NEIGHBOURS]
+    ident = f"[{PKT_IDENT_LSB + IDENT_BITS - 1}:{PKT_IDENT_LSB}]"
+    decl = "\n".join(f"reg [7:0] f_rx_{l} = 0;\nwire f_rx_{l}_now = rx_{l}_valid && rx_{l}_data{ident} == f_id;"
+                     for l in links)
+    count = "\n".join(f"    if (f_rx_{l}_now) f_rx_{l} <= f_rx_{l} + 1;" for l in links)
+    check = "\n".join(f"    assert(f_cpl + f_cpl_now <= f_rx_{l} + f_rx_{l}_now);" for l in links)
+    return f"""
+// One symbolic ident; the packets for it on each link and the node's completions of it, counted.
+(* anyconst *) wire [{IDENT_BITS - 1}:0] f_id;
+always @(*) assume(f_id < {N_IDENTS});
+reg [7:0] f_cpl = 0;
+wire f_cpl_now = source_valid && source_ready && source_ident == f_id;
+{decl}
+always @(posedge clk) begin
+    if (f_cpl_now) f_cpl <= f_cpl + 1;
+{count}
+end
+// Completions (this cycle's included) never outnumber the packets of that ident from any neighbour.
+always @(*) if (!init) begin
+{check}
+end
+"""
+
+
+PROPERTIES = [
+    Property(
+        "sync_node_trigger",
+        f"A sync node (neighbours N, S, E; {N_IDENTS} idents; any packets on its links, any triggers) completes "
+        "an ident at most once per accepted trigger of its own for it, and never before that trigger.",
+        _node, _trigger_check(),
+        Mutation("a slot counts as complete without the node's own trigger",
+                 r"^(assign syncnode_syncslots_complete = \(\(\()syncnode_syncslots_cur_self & "
+                 r"(syncnode_syncslots_cur_arr_n\))", r"\1\2"),
+        mode="prove", depth=8),
+    Property(
+        "sync_node_links",
+        f"A sync node (neighbours N, S, E; {N_IDENTS} idents; any packets on its links, any triggers) completes "
+        "an ident no more often than packets for it came in from each neighbour.",
+        _node, _link_check(),
+        Mutation("a slot counts as complete without the message from the north",
+                 r"^(assign syncnode_syncslots_complete = \(\(\()syncnode_syncslots_cur_self & "
+                 r"syncnode_syncslots_cur_arr_n\)", r"\1syncnode_syncslots_cur_self)"),
+        mode="bmc", depth=12, slow=True),
+]

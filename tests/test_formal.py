@@ -1,0 +1,44 @@
+"""make formal's properties (tests/formal/): the quick ones are proven here, and every deliberately broken
+variant must fail (the slow proofs run in `make formal`)."""
+import pytest
+
+from sim import formal
+
+PROPS = formal.load_properties()
+ISLIP = next(p for p in PROPS if p.name == "switch_islip_matching_n4_k2")
+
+
+@pytest.mark.parametrize("prop", [p for p in PROPS if not p.slow], ids=lambda p: p.name)
+def test_property_holds(prop):
+    r = formal.run(prop)
+    assert r.status == "PASS", f"{prop.name}: {r.status} ({r.failed or 'see ' + r.workdir + '/sby.log'})"
+
+
+@pytest.mark.parametrize("prop", PROPS, ids=lambda p: p.name)
+def test_broken_variant_fails(prop):
+    r = formal.run(prop, broken=True)
+    assert formal.expected(prop, r), (f"{prop.name} with '{prop.broken.description}': {r.status}, failed "
+                                      f"assertion {r.failed!r}, expected {prop.broken.status}")
+
+
+def test_every_core_has_properties():
+    cores = {p.name.split("_")[0] for p in PROPS}
+    assert cores >= {"switch", "sync", "sparsr"}
+
+
+def test_a_mutation_that_no_longer_matches_is_an_error():
+    m = formal.Mutation("nothing", r"^no such line$", "x")
+    with pytest.raises(ValueError, match="matched 0 times"):
+        m.apply("module core();\nendmodule\n")
+
+
+def test_a_misspelt_signal_is_an_error_not_a_proof():
+    bad = formal.Property("islip_typo", "typo", ISLIP.build, "always @(*) assert(no_such_signal);",
+                          ISLIP.broken, mode="bmc", depth=1)
+    assert formal.run(bad).status == "ERROR"
+
+
+def test_a_false_assertion_fails():
+    false = formal.Property("islip_false", "false", ISLIP.build, "always @(*) if (!init) assert(start == 0);",
+                            ISLIP.broken, mode="bmc", depth=2)
+    assert formal.run(false).status == "FAIL"
