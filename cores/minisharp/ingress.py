@@ -155,15 +155,17 @@ class MSFrameClassifier(LiteXModule):
         self.mac = Signal(48)
         self.partial_bad = Signal()
         self.exact, self.minor2 = Signal(), Signal()
-        self.end, self.forward, self.to_engine, self.dropping = (Signal() for _ in range(4))
-        self.kind = Signal(2)
+        self.end, self.forward, self.to_engine, self.dropping = (Signal(name="dec_" + n) for n in
+                                                                 ("end", "forward", "to_engine", "dropping"))
+        self.kind = Signal(2, name="dec_kind")
         self.reason = Signal(max=len(DROP))
         self.payload_bytes = Signal(16)
         self.mgmt_en, self.src_filter = Signal(), Signal()
         self.mgmt_mac, self.src_mac = Signal(48), Signal(48)
         self.to_mgmt, self.copy = Signal(), Signal()
-        self.raw_commit_end, self.raw_abort_end = Signal(), Signal()
-        self.payload_commit_end, self.payload_abort_end = Signal(), Signal()
+        self.raw_commit_end, self.raw_abort_end = Signal(name="raw_commit_end"), Signal(name="raw_abort_end")
+        self.payload_commit_end = Signal(name="payload_commit_end")
+        self.payload_abort_end = Signal(name="payload_abort_end")
 
         # # #
 
@@ -176,7 +178,7 @@ class MSFrameClassifier(LiteXModule):
             """flen < k from `count` (a multiple of B) and `nvalid` (1..B): one compare and one equality."""
             m = B * -(-(k - B) // B)          # the one multiple of B in [k-B, k-1]
             return (count < m) | ((count == m) & (nvalid < k - m))
-        end, e_error = Signal(), Signal()
+        end, e_error = Signal(name="e_end"), Signal(name="e_error")
         e_flen = Signal(17)
         rec_end = MS_HEADER_BYTES + SETUP_RECORD_BYTES
         rec2_end = MS_HEADER_BYTES + SETUP_RECORD_V02_BYTES
@@ -190,7 +192,8 @@ class MSFrameClassifier(LiteXModule):
         # t+2: one flag per check.
         major = MS_HEADER.field(hdr, "version")[VERSION_MAJOR_SHIFT:]
         opcode = MS_HEADER.field(hdr, "opcode")
-        f_end, f_error, f_runt_eth, f_runt_ms, f_not_ms, f_major_bad = (Signal() for _ in range(6))
+        f_end, f_error, f_runt_eth, f_runt_ms, f_not_ms, f_major_bad = (
+            Signal(name=n) for n in ("f_end", "f_error", "f_runt_eth", "f_runt_ms", "f_not_ms", "f_major_bad"))
         f_res, f_setup, f_data, f_setup_res_bad, f_data_res_bad, f_setup_len_bad = (Signal() for _ in range(6))
         f_teardown, f_td_len_bad, f_foreign, f_admin = Signal(), Signal(), Signal(), Signal()
         f_pdata, f_minor2, f_res_res_bad = Signal(), Signal(), Signal()
@@ -379,7 +382,7 @@ class MSPortIngress(LiteXModule):
             cl.mac_filter.eq(self.mac_filter), cl.mac.eq(self.mac), cl.partial_bad.eq(pw.partial_bad),
         ]
         end, forward, to_engine, kind = cl.end, cl.forward, cl.to_engine, cl.kind
-        fwd_go, eng_go = Signal(), Signal()
+        fwd_go, eng_go = Signal(name="fwd_go"), Signal(name="eng_go")
         # Room for the descriptor, registered: the FIFO was not full and no write was pending (a registered
         # write) one cycle earlier. Only the engine's reads change the level in between (a port writes one
         # descriptor a frame), so the room is still there.

@@ -254,7 +254,8 @@ class SparsrParser(LiteXModule):
 
     Parameters: `banks` (FrameBanks), `wmem_rows`, `xmem_rows` (for the row and range checks).
     `sink`: words, `last` on each frame's last word; ready while the bank being filled is free (the rest
-    of a frame found too long is taken and dropped at any time). On the frame's last word (latency 0):
+    of a frame found too long is taken and dropped at any time) and `hold` is low. On the frame's last word
+    (latency 0):
     `accept` (the bank goes to the executor with its job and slot table; `rows_refused` counts its slots
     whose row is past the end of the memory) or `refuse` with `reason` (the first rule the frame broke).
     `idle`: no frame partly received or being dropped. One word per cycle.
@@ -264,6 +265,8 @@ class SparsrParser(LiteXModule):
         self.accept, self.refuse, self.reason = Signal(), Signal(), Signal(REASON_BITS)
         self.rows_refused = Signal(4)
         self.idle = Signal()
+        self.hold = Signal()            # in: take no word (a status answer is pending)
+        self.accept_status = Signal()   # out: the frame accepted now is a status command
 
         # # #
 
@@ -290,7 +293,7 @@ class SparsrParser(LiteXModule):
 
         fire = Signal()
         self.comb += [
-            sink.ready.eq(discard | banks.writable),
+            sink.ready.eq(~self.hold & (discard | banks.writable)),
             fire.eq(sink.valid & sink.ready),
             banks.wr.adr.eq(Cat(idx, banks.wbank)),
             banks.wr.dat_w.eq(word),
@@ -466,6 +469,7 @@ class SparsrParser(LiteXModule):
             banks.job_w.kind.eq(job_kind), banks.job_w.ns.eq(end_nslots),
             banks.job_w.p0.eq(p0), banks.job_w.p1.eq(p1), banks.job_w.p2.eq(p2),
             self.accept.eq(accept), self.refuse.eq(refuse), self.reason.eq(refuse_code),
+            self.accept_status.eq(accept & is_status),
             self.rows_refused.eq(n_oor + (at_row & row_oor)),
             self.idle.eq((idx == 0) & ~discard),
         ]
@@ -560,6 +564,7 @@ class SparsrExecutor(LiteXModule):
         self.source = stream.Endpoint(WORD_LAYOUT)
         self.status = [Signal(32, name=f"status_{n}") for n in STATUS_COUNTERS]
         self.slot_stored = Signal()
+        self.status_sent = Signal()     # the last word of a status answer was pushed
 
         # # #
 
@@ -799,7 +804,7 @@ class SparsrExecutor(LiteXModule):
         status_words = Array([C(CMD_ANSWER_STATUS, 32), C(n_cnt, 32), C(0, 32)] + self.status)
         fsm.act("S_EMIT",
             If(fw == FRAME_WORDS,
-                banks.release.eq(1), NextState("IDLE"),
+                banks.release.eq(1), self.status_sent.eq(1), NextState("IDLE"),
             ).Elif(answer.can_push,
                 answer.push.eq(1),
                 answer.word.eq(Mux(fw < HEADER_WORDS + n_cnt, status_words[fw[:4]], 0)),
@@ -841,6 +846,9 @@ class SparsrReceiver(LiteXModule):
         self.banks = banks = FrameBanks(row_bits)
         self.parser = parser = SparsrParser(banks, wmem_rows, xmem_rows)
         self.executor = executor = SparsrExecutor(banks, wmem, xmem, fifo_depth)
+        # A status answer gives the counters as its frame left them: no later frame is taken (and so
+        # accepted, refused or counted) until the answer is out.
+        self.sync += If(parser.accept_status, parser.hold.eq(1)).Elif(executor.status_sent, parser.hold.eq(0))
         self.comb += [
             self.sink.connect(parser.sink),
             executor.source.connect(self.source),
