@@ -86,5 +86,5 @@ PROPERTIES = [
         Mutation("output 0's grant pointer stays on the input it granted (that input always wins it)",
                  r"^(\s*islipscheduler_grant_ptr0 <= )\(islipscheduler_g_index0 \+ 1'd1\);",
                  r"\g<1>islipscheduler_g_index0;"),
-        mode="bmc", depth=150, slow=True),
+        mode="bmc", depth=110, slow=True),
 ]
