@@ -1,5 +1,6 @@
-"""make formal's properties (tests/formal/): the quick ones are proven here, and every deliberately broken
-variant must fail (the slow proofs run in `make formal`)."""
+"""make formal's properties (tests/formal/): the quick ones are proven here, and their deliberately broken
+variants must fail; the slow ones are broken here too unless they are BMC runs, whose counterexamples lie
+deep (the iSLIP service bound: minutes). `make formal` runs everything."""
 import pytest
 
 from sim import formal
@@ -14,7 +15,7 @@ def test_property_holds(prop):
     assert r.status == "PASS", f"{prop.name}: {r.status} ({r.failed or 'see ' + r.workdir + '/sby.log'})"
 
 
-@pytest.mark.parametrize("prop", PROPS, ids=lambda p: p.name)
+@pytest.mark.parametrize("prop", [p for p in PROPS if not (p.slow and p.mode == "bmc")], ids=lambda p: p.name)
 def test_broken_variant_fails(prop):
     r = formal.run(prop, broken=True)
     assert formal.expected(prop, r), (f"{prop.name} with '{prop.broken.description}': {r.status}, failed "
@@ -23,7 +24,7 @@ def test_broken_variant_fails(prop):
 
 def test_every_core_has_properties():
     cores = {p.name.split("_")[0] for p in PROPS}
-    assert cores >= {"switch", "sync", "sparsr"}
+    assert cores >= {"switch", "sync", "sparsr", "minisharp"}
 
 
 def test_a_mutation_that_no_longer_matches_is_an_error():

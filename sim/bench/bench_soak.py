@@ -4,9 +4,9 @@ Each soak runs a core's Verilated model for `cycles` cycles (10^8 in the full ru
 reports the cycles, the packets or frames carried, the faults injected, and what the checkers found lost,
 duplicated, out of order or corrupted (all must be 0), with the wall time:
 
-* `rifl_link`: two RIFL endpoints over lossy channels (sim.verilated.rifl.loopback, F = 64, 8-cycle
-  channels), traffic generators saturating both ways, 1-bit error bursts in one frame in 10^3 both ways
-  (NACK, go-back-N replays).
+* `rifl_link`: two RIFL endpoints over lossy channels (sim.verilated.rifl.loopback, F = 64, the longest
+  round trip the frame id allows: MAX_RTT_CYCLES / 2 each way), traffic generators saturating both ways,
+  1-bit error bursts in one frame in 10^3 both ways (NACK, go-back-N replays).
 * `rifl_two_clocks`: two endpoints on separate clocks at +100 / -100 ppm through the elastic buffers
   (two_clock_link, the SERDES word path): IDLEs inserted and removed, no slip.
 * `rifl_switch`: the whole RIFL switch (RIFLNetBlock, N = 4: L1 links, VOQs, iSLIP, Batcher-Banyan) with
@@ -20,7 +20,7 @@ duplicated, out of order or corrupted (all must be 0), with the wall time:
 import re
 import time
 
-from cores.rifl.common import CHK_FAULTS, LOOPBACK_DIRECTIONS
+from cores.rifl.common import CHK_FAULTS, LOOPBACK_DIRECTIONS, MAX_RTT_CYCLES
 from sim.bench.framework import BenchResult, Table
 
 FULL_CYCLES = 10 ** 8
@@ -31,7 +31,7 @@ NET_BER_THRESHOLD = 2 ** 32 // 20000
 
 def _rifl_link(cycles):
     from sim.verilated import rifl
-    r = rifl.run_point(rifl.loopback(64, 8), cycles, BURST_THRESHOLD)
+    r = rifl.run_point(rifl.loopback(64, MAX_RTT_CYCLES // 2), cycles, BURST_THRESHOLD)
     d = LOOPBACK_DIRECTIONS
     return dict(carried=sum(r[f"{x}_delivered"] for x in d), sent=sum(r[f"{x}_sent"] for x in d),
                 faults=sum(r[f"{x}_channel_errors"] for x in d), replays=r["a_replays"] + r["b_replays"],
@@ -60,7 +60,7 @@ def _rifl_switch(cycles):
 
 
 SOAKS = [
-    ("rifl_link", "RIFL L1: 2 endpoints, lossy channels (10^-3 frames in error)", _rifl_link),
+    ("rifl_link", "RIFL L1: 2 endpoints, longest round trip, lossy channels (10^-3 frames in error)", _rifl_link),
     ("rifl_two_clocks", "RIFL L1 + elastic buffers, clocks at +-100 ppm (SERDES words)", _rifl_two_clocks),
     ("rifl_switch", "RIFL switch N = 4 (L1 links, VOQs, iSLIP, Batcher-Banyan), bit errors on every link",
      _rifl_switch),
