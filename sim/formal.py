@@ -44,13 +44,17 @@ class Mutation:
     `count` times; each match is replaced by `replacement`. The broken core must give `status`: FAIL, a
     counterexample from reset within the depth; or UNKNOWN, where reaching the defect from reset takes
     longer than the depth (a whole 256-word frame, say) and the induction step fails instead, on the
-    assertion whose line contains `assertion`."""
+    assertion whose line contains `assertion`. `depth`: the broken core is checked by BMC to this depth
+    instead of the property's method, where the defect lies deeper than the induction depth but within
+    reach of a trace from reset."""
     description: str
     pattern: str
     replacement: str
     count: int = 1
     status: str = "FAIL"        # what sby gives on the broken core: FAIL (a trace from reset), or UNKNOWN
     assertion: str = ""         # (when not empty) text on the line of the assertion that must fail
+    depth: int = 0              # (when not 0) check the broken core by BMC to this depth: the defect lies
+                                # deeper than the property's induction depth
 
     def apply(self, verilog):
         new, n = re.subn(self.pattern, self.replacement, verilog, flags=re.M)
@@ -145,6 +149,8 @@ def _solver():
 def run(prop, broken=False, timeout=900):
     """Run one property (or its broken variant) with sby; returns a Result."""
     _solver()
+    if broken and prop.broken.depth:
+        prop = dataclasses.replace(prop, mode="bmc", depth=prop.broken.depth)
     tag = prop.name + ("_broken" if broken else "")
     workdir = os.path.join(BUILD_DIR, tag)
     shutil.rmtree(workdir, ignore_errors=True)

@@ -133,15 +133,15 @@ class MSContextTable(LiteXModule):
 
         # # #
 
-        self._valid = Array(Signal() for _ in range(n_contexts))
+        self._valid = Array(Signal(name=f"c_valid{i}") for i in range(n_contexts))
         self._id = Array(Signal(32) for _ in range(n_contexts))
-        self._expected = Array(Signal(expected_bits) for _ in range(n_contexts))
+        self._expected = Array(Signal(expected_bits, name=f"c_expected{i}") for i in range(n_contexts))
         self._lastchunk = Array(Signal(16) for _ in range(n_contexts))         # number of chunks - 1
         self._lastlen = Array(Signal(lastlen_bits) for _ in range(n_contexts))  # elements of the last chunk
         self._targets = Array(Signal(num_ports) for _ in range(n_contexts))
-        self._tree = {name: Array(Signal(w) for _ in range(n_contexts)) for name, w in tf}
-        base = Array(Signal(17) for _ in range(n_contexts))
-        done = Array(Signal(window) for _ in range(n_contexts))
+        self._tree = {name: Array(Signal(w, name=f"c_{name}{i}") for i in range(n_contexts)) for name, w in tf}
+        base = Array(Signal(17, name=f"c_base{i}") for i in range(n_contexts))
+        done = Array(Signal(window, name=f"c_done{i}") for i in range(n_contexts))
         age = [Signal(TIMEOUT_BITS) for _ in range(n_contexts)]
         self.comb += [
             self.match.eq(Cat(*[self._valid[i] & (self._id[i] == self.coll) for i in range(n_contexts)])),
@@ -158,7 +158,7 @@ class MSContextTable(LiteXModule):
         self.sync += chunk_bit.eq(1 << self.chunk[:lw])
         for i in range(n_contexts):
             me = self.idx == i
-            clear_r, set_r, touch_r = Signal(), Signal(), Signal()
+            clear_r, set_r, touch_r = Signal(name=f"clear_r{i}"), Signal(name=f"set_r{i}"), Signal(name=f"touch_r{i}")
             busy = me & (self.win_clear | self.touch)
             self.sync += clear_r.eq(me & self.win_clear), set_r.eq(me & self.win_set), touch_r.eq(busy)
             at_base = Signal()
@@ -206,19 +206,19 @@ class MSSlotTable(LiteXModule):
         self.idx = Signal(max=max(n_slots, 2))
         self.match, self.empty, self.rank_seen, self.completes = (Signal(n_slots) for _ in range(4))
         self.count = Signal(rw)
-        self.commit, self.replace, self.init = Signal(), Signal(), Signal()
-        self.upd, self.free = Signal(n_slots), Signal(n_slots)
+        self.commit, self.replace, self.init = Signal(name="commit"), Signal(name="replace"), Signal()
+        self.upd, self.free = Signal(n_slots, name="upd"), Signal(n_slots, name="free")
         self.count_w = Signal(rw)
         self.tick, self.timeout, self.expire = Signal(), Signal(TIMEOUT_BITS), Signal()
         self.expired = Signal(n_slots)
 
         # # #
 
-        s_valid = [Signal() for _ in range(n_slots)]
-        s_ctx = [Signal(n_contexts) for _ in range(n_slots)]      # one-hot context
-        s_chunk = [Signal(16) for _ in range(n_slots)]
-        s_bitmap = [Signal(max_ranks) for _ in range(n_slots)]
-        s_count = [Signal(rw) for _ in range(n_slots)]
+        s_valid = [Signal(name=f"s_valid{j}") for j in range(n_slots)]
+        s_ctx = [Signal(n_contexts, name=f"s_ctx{j}") for j in range(n_slots)]      # one-hot context
+        s_chunk = [Signal(16, name=f"s_chunk{j}") for j in range(n_slots)]
+        s_bitmap = [Signal(max_ranks, name=f"s_bitmap{j}") for j in range(n_slots)]
+        s_count = [Signal(rw, name=f"s_count{j}") for j in range(n_slots)]
         of_ctx = Signal(n_slots)
         self.comb += [
             of_ctx.eq(Cat(*[(s_ctx[j] & self.ctx_oh) != 0 for j in range(n_slots)])),
@@ -230,7 +230,7 @@ class MSSlotTable(LiteXModule):
             self.count.eq(Array(s_count)[self.idx]),
         ]
         # `commit`/`replace` do not fan out to the table: registered per-slot enables.
-        ap_upd, ap_free = Signal(n_slots), Signal(n_slots)
+        ap_upd, ap_free = Signal(n_slots, name="ap_upd"), Signal(n_slots, name="ap_free")
         self.sync += [
             ap_upd.eq(Mux(self.commit, self.upd, 0)),
             ap_free.eq(Mux(self.commit, self.free, 0) | Mux(self.replace, of_ctx, 0) |
@@ -265,7 +265,7 @@ class MSPortSelect(LiteXModule):
         self.sinks = [stream.Endpoint(descriptor_layout) for _ in range(num_ports)]
         self.desc = stream.Endpoint(descriptor_layout)
         self.sel, self.pick = Signal(pw), Signal(pw)
-        self.fetching, self.any_valid = Signal(), Signal()
+        self.fetching, self.any_valid = Signal(name="fetching"), Signal()
 
         # # #
 
@@ -336,22 +336,24 @@ class MSValidation(LiteXModule):
         sel, desc = select.sel, select.desc
 
         # Current frame.
-        d_kind, d_coll, d_rank, d_chunk = Signal(2), Signal(32), Signal(8), Signal(16)
+        d_kind, d_coll = Signal(2, name="d_kind"), Signal(32)
+        d_rank, d_chunk = Signal(8, name="d_rank"), Signal(16, name="d_chunk")
         d_pbytes, d_record = Signal(16), Signal(len(desc.record))
         d_exact, d_minor2 = Signal(), Signal()
-        ctx_hit, ctx_idx, ctx_free, ctx_free_idx = Signal(), Signal(max=max(n_contexts, 2)), Signal(), \
+        ctx_hit, ctx_idx, ctx_free, ctx_free_idx = Signal(), Signal(max=max(n_contexts, 2), name="ctx_idx"), Signal(), \
             Signal(max=max(n_contexts, 2))
         # The context as one-hot, for the slot table (its own flip-flops, placed with the table; no decoder).
         ctx_oh = Signal(n_contexts)
-        slot_hit, slot_idx, slot_free, slot_free_idx = Signal(), Signal(max=max(n_slots, 2)), Signal(), \
+        slot_hit, slot_idx, slot_free, slot_free_idx = Signal(name="slot_hit"), Signal(max=max(n_slots, 2)), Signal(), \
             Signal(max=max(n_slots, 2))
-        rank_bad, chunk_bad, dup, len_ok, complete = Signal(), Signal(), Signal(), Signal(), Signal()
-        late, ahead = Signal(), Signal()       # the chunk completed already; it is past the context's window
+        rank_bad, chunk_bad, dup, len_ok = Signal(), Signal(), Signal(name="dup"), Signal()
+        complete = Signal(name="complete")
+        late, ahead = Signal(name="late"), Signal(name="ahead")       # the chunk completed already; it is past the context's window
         rbit = Signal(n_slots)
         cfull, exp1 = [Signal() for _ in range(n_slots)], Signal()
         exp_elems = Signal(max=chunk_elements + 1)
         is_last = [Signal() for _ in range(n_contexts)]     # d_chunk is context i's last chunk
-        cur, init = Signal(max=max(n_slots, 2)), Signal()
+        cur, init = Signal(max=max(n_slots, 2), name="cur"), Signal(name="init")
         nwords, awords, new_count = Signal(16), Signal(16), Signal(rw)
         rank_oh = Signal(max_ranks)
         # Idle-timeout ticks.
@@ -415,7 +417,7 @@ class MSValidation(LiteXModule):
             ).Elif(~slot_hit & ~slot_free, reason_c.eq(DROP["no_slot"])
             ).Else(drop_c.eq(0)),
         ]
-        data_drop, data_reason, need_job = Signal(), Signal(max=len(DROP)), Signal()
+        data_drop, data_reason, need_job = Signal(name="data_drop"), Signal(max=len(DROP)), Signal()
         upd = Signal(n_slots)          # the slot this frame adds to (not completing)
         free = Signal(n_slots)         # the slot this frame completes
         go = Signal()

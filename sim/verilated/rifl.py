@@ -10,11 +10,14 @@ per-frame error threshold `threshold` both ways, WARM_CYCLES cycles, `cycles` me
 generators off and no errors for DRAIN_CYCLES cycles. It returns every counter at the end and `frames`: the
 numbered frames both endpoints accepted during the measured cycles.
 """
-from migen import Cat, ClockDomain, ClockDomainsRenamer, If, Signal
+import os
+import threading
+
+from migen import Array, Case, Cat, ClockDomain, ClockDomainsRenamer, If, Signal, log2_int
 
 from litex.gen import LiteXModule
 
-from cores.rifl.common import (CC_INTERVAL_FRAMES, ELASTIC_DEPTH, LOOPBACK_CONTROL, LOOPBACK_COUNTERS,
+from cores.rifl.common import (CC_INTERVAL_FRAMES, ELASTIC_DEPTH, EP_COUNTERS, LOOPBACK_CONTROL, LOOPBACK_COUNTERS,
                                LOOPBACK_DIRECTIONS, LOOPBACK_ENDPOINTS, LOOPBACK_EP_COUNTERS)
 from cores.rifl.elastic import RIFLElasticBuffer
 from cores.rifl.link import RIFLEndpoint
@@ -240,4 +243,131 @@ def two_clock_run(model, cycles, ppm_a, ppm_b):
     nominal = 2_000_000
     periods = [round(nominal * (1 - ppm * 1e-6) / 2) * 2 for ppm in (ppm_a, ppm_b)]   # faster = shorter
     out = model.run([cycles, *periods])
+    return {k: int(v) for k, v in (line.split() for line in out.strip().splitlines())}
+
+
+# A link with injection points, for fuzzing the receivers ---------------------------------------------------
+
+FUZZ_MODES = {"pass": 0, "xor": 1, "replace": 2, "repeat": 3}
+FUZZ_HISTORY = 16            # "repeat" replays the line's frame of 1..FUZZ_HISTORY - 1 cycles ago
+
+
+class RIFLFuzzLink(LiteXModule):
+    """Endpoints A and B (F bits, lines of `latency` cycles each way), a TrafficGenerator and a
+    TrafficChecker each way, and an injection point on each line in front of its receiver: per cycle
+    `inj_<dir>_mode` (FUZZ_MODES) with `inj_<dir>_value`: the frame passes, is XORed with value, is
+    replaced by value, or is replaced by the line's frame of `value` cycles ago (a duplicate). Inputs
+    `enable` (the generators) and `ready_rate` (the checkers', as TrafficChecker). Counters `counters[name]`:
+    <dir>_<name> (generator, checker) and <ep>_<name> (EP_COUNTERS, link_up)."""
+    def __init__(self, frame_bits=64, latency=4):
+        F = frame_bits
+        self.enable = Signal()
+        self.ready_rate = Signal(8)
+        self.counters = {}
+
+        # # #
+
+        eps = {e: RIFLEndpoint(F, rtt=2 * latency) for e in LOOPBACK_ENDPOINTS}
+        for e, ep in eps.items():
+            setattr(self, e, ep)
+        for d, (src, dst) in zip(LOOPBACK_DIRECTIONS, (("a", "b"), ("b", "a"))):
+            mode, value = Signal(2, name=f"inj_{d}_mode"), Signal(F, name=f"inj_{d}_value")
+            setattr(self, f"inj_{d}_mode", mode)
+            setattr(self, f"inj_{d}_value", value)
+            line = [eps[src].tx_frame]
+            for _ in range(latency):
+                stage = Signal(F)
+                self.sync += stage.eq(line[-1])
+                line.append(stage)
+            history = [line[-1]]
+            for _ in range(FUZZ_HISTORY - 1):
+                stage = Signal(F)
+                self.sync += stage.eq(history[-1])
+                history.append(stage)
+            self.comb += Case(mode, {
+                FUZZ_MODES["pass"]: eps[dst].rx_frame.eq(line[-1]),
+                FUZZ_MODES["xor"]: eps[dst].rx_frame.eq(line[-1] ^ value),
+                FUZZ_MODES["replace"]: eps[dst].rx_frame.eq(value),
+                FUZZ_MODES["repeat"]: eps[dst].rx_frame.eq(Array(history)[value[:log2_int(FUZZ_HISTORY)]]),
+            })
+            gen, chk = TrafficGenerator(F), TrafficChecker(F, seed=0x7F4A7C15 if d == "ab" else 0x3C6EF372)
+            setattr(self, f"gen_{d}", gen)
+            setattr(self, f"chk_{d}", chk)
+            self.comb += [gen.enable.eq(self.enable), chk.ready_rate.eq(self.ready_rate),
+                          gen.source.connect(eps[src].sink), eps[dst].source.connect(chk.sink)]
+            for name, sig in {**gen.counters, **chk.counters}.items():
+                self.counters[f"{d}_{name}"] = sig
+        for e, ep in eps.items():
+            for name, _ in EP_COUNTERS:
+                self.counters[f"{e}_{name}"] = ep.counters[name]
+            self.counters[f"{e}_link_up"] = ep.link_up
+
+
+FUZZ_HARNESS = r"""
+#include "Vrifl_fuzz.h"
+#include "verilated.h"
+#include <cstdio>
+#include <cstdlib>
+// argv: stimulus file (lines "cycle dir mode value", dir 0 = A->B, 1 = B->A, value hex; by cycle), active
+// cycles (generators on, the stimulus applied, checkers at ready_rate), drain limit (generators off, no
+// injection, checkers always ready, until every packet sent is delivered), ready_rate.
+int main(int argc, char **argv) {
+    Verilated::commandArgs(argc, argv);
+    FILE *f = fopen(argv[1], "r");
+    unsigned long long active = strtoull(argv[2], 0, 10), limit = strtoull(argv[3], 0, 10);
+    unsigned rate = strtoul(argv[4], 0, 10);
+    Vrifl_fuzz *t = new Vrifl_fuzz;
+    t->rst = 1; t->clk = 0; t->eval(); t->clk = 1; t->eval(); t->clk = 0; t->rst = 0;
+    unsigned long long ec = 0, ev; int ed = 0, em = 0, have = fscanf(f, "%%llu %%d %%d %%llx", &ec, &ed, &em, &ev) == 4;
+    t->enable = 1; t->ready_rate = rate;
+    for (unsigned long long c = 0; c < active; c++) {
+        t->inj_ab_mode = 0; t->inj_ba_mode = 0;
+        while (have && ec == c) {
+            if (ed == 0) { t->inj_ab_mode = em; t->inj_ab_value = ev; } else { t->inj_ba_mode = em; t->inj_ba_value = ev; }
+            have = fscanf(f, "%%llu %%d %%d %%llx", &ec, &ed, &em, &ev) == 4;
+        }
+        t->eval();
+        t->clk = 1; t->eval(); t->clk = 0; t->eval();
+    }
+    t->enable = 0; t->ready_rate = 0; t->inj_ab_mode = 0; t->inj_ba_mode = 0;
+    unsigned long long drained = 0;
+    while (drained < limit && !(t->ab_delivered == t->ab_sent && t->ba_delivered == t->ba_sent && t->a_link_up &&
+                                t->b_link_up && drained > 64)) {
+        t->clk = 1; t->eval(); t->clk = 0; t->eval(); drained++;
+    }
+%(prints)s
+    printf("drain_cycles %%llu\n", drained);
+    delete t;
+    return 0;
+}
+"""
+
+
+def fuzz_link(frame_bits=64, latency=4):
+    """The Verilated RIFLFuzzLink: `fuzz_run(model, events, active, limit, ready_rate)`."""
+    if frame_bits != 64:
+        raise ValueError("the fuzz harness passes frames as 64-bit words: frame_bits must be 64")
+    dut = RIFLFuzzLink(frame_bits, latency)
+    ports = {"enable": (dut.enable, True), "ready_rate": (dut.ready_rate, True)}
+    for d in LOOPBACK_DIRECTIONS:
+        for f in ("mode", "value"):
+            ports[f"inj_{d}_{f}"] = (getattr(dut, f"inj_{d}_{f}"), True)
+    ports.update({name: (sig, False) for name, sig in dut.counters.items()})
+    prints = "\n".join(f'    printf("{name} %u\\n", (unsigned)t->{name});' for name in dut.counters)
+    return Model(f"rifl_fuzz_F{frame_bits}_L{latency}", {"rifl_fuzz.v": flat_ports(dut, ports, "rifl_fuzz")},
+                 "rifl_fuzz", FUZZ_HARNESS % dict(prints=prints))
+
+
+def fuzz_run(model, events, active, limit, ready_rate=0):
+    """`events`: (cycle, direction ("ab"/"ba"), mode (FUZZ_MODES name), value) in any order. Returns every
+    counter and drain_cycles (limit: the link did not deliver everything in time)."""
+    lines = [f"{c} {LOOPBACK_DIRECTIONS.index(d)} {FUZZ_MODES[m]} {v:x}"
+             for c, d, m, v in sorted(events, key=lambda e: e[0])]
+    path = os.path.join(model.dir, f"stim_{os.getpid()}_{threading.get_ident()}.txt")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    try:
+        out = model.run([path, active, limit, ready_rate])
+    finally:
+        os.remove(path)
     return {k: int(v) for k, v in (line.split() for line in out.strip().splitlines())}
