@@ -15,8 +15,24 @@ duplicated, out of order or corrupted (all must be 0), with the wall time:
   with more errors than it guarantees to catch): those deliveries are counted as `crc_escapes` by the
   channels, and `corrupted` may not exceed them.
 
-`quick=True` runs 10^5 cycles each (the smoke test).
+The cores whose traffic is made in Python run in epochs (`repeat=` of their Verilated harnesses): one
+epoch of inputs is generated, checked against the reference model once, and sent again and again for the
+whole run without a reset; the harness compares every later epoch's outputs with the first epoch's (any
+difference is counted as corrupted), and the counters must equal the epochs times one epoch's:
+
+* `minisharp`: the small MiniSharp core (3 x 8-bit ports): a 4-rank reduction from random ports at random
+  times with one rank's contribution to one chunk lost (that chunk never completes; its slot is freed by
+  the idle timeout), junk on every port, random output back-pressure.
+* `sparsr`: the Sparsr receiver: every row written (every density, raw rows in pieces), a DMA, every row
+  read, with altered and random frames between them (refused, or accepted as the reference model says),
+  random valid/ready.
+* `sync`: the synchronizer grid (4 x 4 and the lamlet): rounds of every ident with random modes, values,
+  orders and gaps, one ident's rounds with mismatched modes (error completions), triggers with undefined
+  modes (refused), random completion back-pressure.
+
+`quick=True` runs 10^5 cycles each (the smoke test; the sync soak on the benchmark's quick grid).
 """
+import random
 import re
 import time
 
@@ -63,11 +79,229 @@ def _rifl_switch(cycles):
                 **{k: sum(r[f"{h}_{k}"] for h in hosts) for k in CHK_FAULTS})
 
 
+SPARSR_ROWS = (4, 2)       # WMEM, XMEM rows: the fuzz target's receiver (one Verilator build)
+
+
+def sparsr_epoch(seed, wrows=SPARSR_ROWS[0], xrows=SPARSR_ROWS[1]):
+    """One epoch of the Sparsr soak: every WMEM and XMEM row written (rows of every density, raw rows in
+    pieces), a DMA from XMEM into WMEM, reads of every row, and junk between them (valid frames with words
+    overwritten, truncated or extended, random words): frames and the junk count. The epoch writes each row
+    before it reads it, so its answers do not depend on what an earlier epoch left."""
+    from cores.sparsr.common import CMD_WRITE_XMEM, FRAME_WORDS
+    from software.sparsr.demo import random_row
+    from software.sparsr.frames import dma_frame, encode_rows, read_frame
+    rng = random.Random(seed)
+    density = lambda: rng.choice((0, 1, 7, 60, 101, 102, 180, 256))
+    frames = [f for r in range(wrows) for f in encode_rows(r, [random_row(rng, density())])]
+    frames += [f for r in range(xrows) for f in encode_rows(r, [random_row(rng, density())], CMD_WRITE_XMEM)]
+    frames += [dma_frame(0, wrows - xrows, xrows)] + [read_frame(r, 1) for r in range(wrows)]
+    valid = list(frames)
+    for _ in range(len(valid) // 2):
+        base, how = list(rng.choice(valid)), rng.choice(["overwrite", "truncate", "extend", "random"])
+        if how == "overwrite":
+            for _ in range(rng.randint(1, 4)):
+                base[rng.randrange(FRAME_WORDS)] = rng.getrandbits(32)
+        elif how == "truncate":
+            base = base[:rng.randrange(1, FRAME_WORDS)]
+        elif how == "extend":
+            base += [rng.getrandbits(32) for _ in range(rng.randint(1, 40))]
+        else:
+            base = [rng.getrandbits(32) for _ in range(rng.randint(1, FRAME_WORDS + 20))]
+        frames.insert(rng.randrange(len(frames) + 1), base)
+    return frames, len(frames) - len(valid)
+
+
+def _sparsr(cycles):
+    from sim.verilated.sparsr import VerilatedReceiver
+    from software.sparsr.reference import CardModel
+    frames, junk = sparsr_epoch(seed=1)
+    model = CardModel(*SPARSR_ROWS)
+    expected = [a for f in frames for a in model.receive(f)]
+    per_epoch = dict(model.counters)
+    again = [a for f in frames for a in model.receive(f)]
+    if again != expected:
+        raise AssertionError("the Sparsr soak's epoch is not idempotent: its answers depend on the one before")
+    card = VerilatedReceiver(*SPARSR_ROWS)
+    probe = card.run(frames, seed=1, valid_prob=0.7, ready_prob=0.5)
+    repeat = max(1, -(-cycles // probe.cycles))
+    r = card.run(frames, seed=2, valid_prob=0.7, ready_prob=0.5, max_cycles=4 * repeat * probe.cycles, repeat=repeat)
+    accepted = repeat * per_epoch["frames_ok"]
+    answer_words = sum(len(a) for a in expected)
+    return dict(cycles=r.cycles, sent=accepted, carried=r.counters["frames_ok"], faults=repeat * junk,
+                lost=max(0, accepted - r.counters["frames_ok"]),
+                corrupted=r.mismatches + sum(1 for a, b in zip(r.answers, expected) if a != b) +
+                abs(len(r.answers) - len(expected)),
+                counters_ok=all(r.counters[k] == repeat * v for k, v in per_epoch.items()),
+                epochs=repeat, answer_words=repeat * answer_words)
+
+
+MS_PORTS, MS_RANKS, MS_CHUNKS, MS_COLL = 3, 4, 4, 0xC0FFEE
+MS_SLOT_TIMEOUT = 400          # ticks of the small core (16 cycles): a slot idle for 6400 cycles is freed
+MS_DRAIN = 8000                # idle cycles that end an epoch: the chunk that lost a contribution times out
+MS_LOST_CHUNK = 1              # the chunk of each epoch whose rank-0 contribution is lost
+
+
+def minisharp_epoch(seed):
+    """One epoch of the MiniSharp soak on the small core (3 ports): a setup (MS_RANKS ranks, MS_CHUNKS
+    chunks, results to every port), every rank's chunks from random ports at random times, except rank 0's
+    contribution to chunk MS_LOST_CHUNK (lost: that chunk never completes and its slot times out), and junk
+    on every port (random bytes, random bytes behind a MiniSharp header start, the epoch's own data frames
+    truncated or with a PHY error, frames of a collective that does not exist). Returns (inputs per port,
+    the contributions (rank -> FP32 bit patterns), the junk count, the count of valid frames)."""
+    from cores.minisharp import common as ms
+    from sim.verilated.minisharp import SMALL_CORE
+    from software.minisharp import packets as P
+    ce = SMALL_CORE["chunk_elements"]
+    host, sw = ms.HOST_MAC, ms.DEFAULT_SRC_MAC
+    rng = random.Random(seed)
+    n = MS_CHUNKS * ce - 3
+    vecs = [[rng.getrandbits(1) << 31 | rng.randrange(100, 150) << 23 | rng.getrandbits(23) for _ in range(n)]
+            for _ in range(MS_RANKS)]
+    data = [(k, c, f) for k in range(MS_RANKS) for c, f in P.chunk_frames(sw, host, MS_COLL, k, vecs[k], ce)]
+    inputs = [[] for _ in range(MS_PORTS)]
+    inputs[0].append((0, P.setup_frame(sw, host, MS_COLL, P.setup_record(n, MS_RANKS, 0, MS_PORTS - 1)), False))
+    for k, c, f in data:
+        if (k, c) != (0, MS_LOST_CHUNK):
+            inputs[rng.randrange(MS_PORTS)].append((300 + rng.randrange(3000), f, False))
+    junk = 0
+    for _ in range(12):
+        kind, live = rng.choice(["random", "ms_random", "truncate", "phy_error", "other_coll"]), rng.choice(data)[2]
+        if kind == "random":
+            f, err = rng.randbytes(rng.randint(1, 100)), False
+        elif kind == "ms_random":
+            f, err = sw.to_bytes(6, "big") + host.to_bytes(6, "big") + ms.ETHERTYPE.to_bytes(2, "big") + \
+                rng.randbytes(rng.randint(0, 80)), False
+        elif kind == "truncate":
+            f, err = live[:rng.randrange(1, ms.MS_HEADER_BYTES + 4)], False
+        elif kind == "phy_error":
+            f, err = live, True
+        else:
+            f, err = P.data_frame(sw, host, MS_COLL ^ rng.randint(1, 2**16), 0, 0, [1] * ce), False
+        inputs[rng.randrange(MS_PORTS)].append((rng.randrange(3300), f, err))
+        junk += 1
+    for port in inputs:
+        port.sort(key=lambda item: item[0])
+    return inputs, vecs, junk, len(data)
+
+
+def _minisharp_results(outputs, vecs):
+    """Per port, the chunk indices of its exact COL_RES frames for the soak's collective (other frames are
+    forwarded junk); raises on a wrong result (values against the reference model's exact sums)."""
+    from cores.minisharp import common as ms
+    from sim.verilated.minisharp import SMALL_CORE
+    from software.minisharp import packets as P
+    from software.minisharp.reference import exact_sum_fp32
+    ce, n = SMALL_CORE["chunk_elements"], len(vecs[0])
+    exp = [exact_sum_fp32(col) for col in zip(*vecs)]
+    seen = []
+    for frames in outputs:
+        chunks = []
+        for f in frames:
+            p = P.parse(f)
+            if p.get("opcode") != ms.MS_OP_COL_RES or p["collective_id"] != MS_COLL:
+                continue
+            p = P.parse(f, n, ce)
+            c = p["chunk_index"]
+            if p["values"] != exp[c * ce:c * ce + ms.chunk_length(n, c, ce)]:
+                raise AssertionError(f"chunk {c}: not the exact sums")
+            chunks.append(c)
+        seen.append(sorted(chunks))
+    return seen
+
+
+def _minisharp(cycles):
+    from sim.verilated.minisharp import SMALL_CORE, VerilatedMiniSharp
+    inputs, vecs, junk, valid = minisharp_epoch(seed=1)
+    vm = VerilatedMiniSharp(**SMALL_CORE)
+    cfg = dict(slot_timeout=MS_SLOT_TIMEOUT, ready_p=0.5, drain=MS_DRAIN,
+               macs=[(0x02AA00000100 + i, 0x02BB00000200 + i) for i in range(MS_PORTS)])
+    probe = vm.run(inputs, seed=1, **cfg)
+    complete = sorted(set(range(MS_CHUNKS)) - {MS_LOST_CHUNK})
+    if _minisharp_results(probe.outputs, vecs) != [complete] * MS_PORTS or probe.counters["slot_timeouts"] != 1:
+        raise AssertionError(f"the MiniSharp soak's epoch did not give its results: {probe.counters}")
+    repeat = max(1, -(-cycles // probe.cycles))
+    r = vm.run(inputs, seed=2, repeat=repeat, **cfg)
+    wrong = sum(a != complete for a in _minisharp_results(r.outputs, vecs))
+    consumed = sum(r.counters[f"port{i}_{k}"] * (1 if k == "rx_frames" else -1)
+                   for i in range(MS_PORTS) for k in ("rx_frames", "rx_drops", "fwd_frames"))
+    return dict(cycles=r.cycles, sent=repeat * valid, carried=consumed,
+                faults=repeat * (junk + 1), lost=max(0, repeat * len(complete) - r.counters["chunks"]),
+                duplicated=max(0, r.counters["chunks"] - repeat * len(complete)),
+                corrupted=r.mismatches + wrong, epochs=r.epochs,
+                counters_ok=all(r.counters[k] == repeat * v for k, v in probe.counters.items()),
+                slot_timeouts=r.counters["slot_timeouts"], results=repeat * len(complete) * MS_PORTS)
+
+
+SYNC_GRID, SYNC_ROUNDS = (4, 4), 3
+SYNC_BAD_MODES = (6, 7)            # trigger modes past the six reductions: refused (ev_trigger_drop)
+
+
+def sync_epoch(seed, n_parts):
+    """One epoch of the sync soak: every participant runs SYNC_ROUNDS rounds of every ident (random modes,
+    values, orders and gaps; ident MAX_IDENTS - 1 with one participant on a different mode, so its rounds
+    complete with the error flag) and a trigger with an undefined mode after every round (refused).
+    Returns (schedules, contributions, refused triggers)."""
+    from cores.sync.common import MAX_IDENTS
+    from sim.verilated.sync import Trigger
+    from software.sync.reference import random_schedules
+    rng = random.Random(seed)
+    schedules, contrib = random_schedules(rng, n_parts, MAX_IDENTS, SYNC_ROUNDS, 32)
+    odd = MAX_IDENTS - 1
+    for r in range(SYNC_ROUNDS):             # the last participant's contribution to ident `odd` mismatches
+        k = next(k for k, e in enumerate(schedules[-1]) if e[0] == odd and
+                 sum(1 for x in schedules[-1][:k] if x[0] == odd) == r)
+        i, mode, v = schedules[-1][k]
+        schedules[-1][k] = (i, (mode + 1) % 6, v)
+        contrib[(odd, r)][-1] = ((mode + 1) % 6, v)
+    out, refused = [], 0
+    for sch in schedules:
+        entries = []
+        for e in sch:
+            entries.append(Trigger(*e, gap=rng.randint(0, 6)))
+            if rng.random() < 0.2:
+                entries.append(Trigger(rng.randrange(MAX_IDENTS), rng.choice(SYNC_BAD_MODES), rng.getrandbits(32),
+                                       raw=True))
+                refused += 1
+        out.append(entries)
+    return out, contrib, refused
+
+
+def _sync(cycles):
+    from cores.sync.common import MAX_IDENTS
+    from sim.bench.bench_sync import QUICK_GRID
+    from sim.verilated.sync import GridSim
+    from software.sync.reference import check_completions
+    grid = QUICK_GRID if cycles <= QUICK_CYCLES else SYNC_GRID      # quick: the sync tests' build
+    sim = GridSim(*grid, n_idents=MAX_IDENTS, value_width=32, hop_latency=5)
+    n = sim.n_participants
+    schedules, contrib, refused = sync_epoch(1, n)
+    accepts, completions, events, probe_cycles = sim.run(schedules, 20000, ready_prob=0.5, seed=1)
+    check_completions(n, accepts, completions, contrib, SYNC_ROUNDS, 32)
+    repeat = max(1, -(-cycles // probe_cycles))
+    accepts, completions, events_all, total = sim.run(schedules, 4 * repeat * probe_cycles, ready_prob=0.5, seed=2,
+                                                      repeat=repeat)
+    check_completions(n, accepts, completions, contrib, SYNC_ROUNDS, 32)
+    epochs, mismatches = sim.last_epochs
+    rounds = n * MAX_IDENTS * SYNC_ROUNDS
+    return dict(cycles=total, sent=repeat * rounds, carried=repeat * rounds - mismatches if epochs == repeat else 0,
+                faults=events_all["trigger_drop"] + events_all["mismatch"], lost=rounds * (repeat - epochs),
+                corrupted=mismatches, epochs=epochs, refused=events_all["trigger_drop"],
+                # (mismatch events: at least one a mismatched round; how many depends on where contributions meet)
+                counters_ok=events["trigger_drop"] == refused and events_all["trigger_drop"] == repeat * refused and
+                events_all["rx_drop"] == 0 and events_all["mismatch"] >= repeat * SYNC_ROUNDS)
+
+
 SOAKS = [
     ("rifl_link", "RIFL L1: 2 endpoints, longest round trip, lossy channels (10^-3 frames in error)", _rifl_link),
     ("rifl_two_clocks", "RIFL L1 + elastic buffers, clocks at +-100 ppm (SERDES words)", _rifl_two_clocks),
     ("rifl_switch", "RIFL switch N = 4 (L1 links, VOQs, iSLIP, Batcher-Banyan), bit errors on every link",
      _rifl_switch),
+    ("minisharp", "MiniSharp core (3 x 8-bit ports): epochs of a 4-rank reduction with a lost contribution "
+     "(slot timeout) and junk on every port, random output back-pressure", _minisharp),
+    ("sync", f"Sync grid {SYNC_GRID[0]} x {SYNC_GRID[1]} + lamlet: epochs of {SYNC_ROUNDS} rounds of every ident "
+     "(one ident with mismatched modes) with refused triggers, random completion back-pressure", _sync),
+    ("sparsr", "Sparsr receiver: epochs of row writes, DMA and reads with junk frames, random valid/ready",
+     _sparsr),
 ]
 
 
@@ -75,18 +309,19 @@ def run(quick=False):
     cycles = QUICK_CYCLES if quick else FULL_CYCLES
     t = Table(f"Soak: {cycles:,} cycles each", ["soak", "what", "cycles", "sent", "carried", "faults injected",
                                                  "replays", "lost", "duplicated", "out of order", "corrupted",
-                                                 "CRC escapes", "slips", "wall (s)", "Mcycles/s"])
+                                                 "CRC escapes", "slips", "counters add up", "wall (s)", "Mcycles/s"])
     data = {}
     for name, what, fn in SOAKS:
         t0 = time.monotonic()
         r = fn(cycles)
         wall = time.monotonic() - t0
-        r.update(cycles=cycles, wall_s=round(wall, 1))
+        r.setdefault("cycles", cycles)
+        r.update(wall_s=round(wall, 1))
         data[name] = r
-        t.add(name, what, cycles, r["sent"], r["carried"], r["faults"], r["replays"], r.get("lost", 0),
+        t.add(name, what, r["cycles"], r["sent"], r["carried"], r["faults"], r.get("replays", "-"), r.get("lost", 0),
               r.get("duplicated", 0), r.get("out_of_order", 0), r.get("corrupted", 0), r.get("crc_escapes", 0),
               r.get("slips", 0),
-              round(wall, 1), round(cycles / wall / 1e6, 2))
+              {True: "yes", False: "NO"}.get(r.get("counters_ok"), "-"), round(wall, 1), round(r["cycles"] / wall / 1e6, 2))
     t.notes = ("lost, duplicated, out of order: the traffic checkers' counts (every one must be 0); corrupted: "
                "packets delivered with wrong content, at most the CRC escapes (frames whose random multi-bit "
                "errors CRC12 cannot see, counted by the channel models: 1-bit bursts never escape); faults "

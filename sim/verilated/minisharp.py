@@ -73,6 +73,7 @@ _HARNESS = r"""
 #include <vector>
 #include <deque>
 #include <string>
+#include <algorithm>
 
 struct Frame { uint64_t start; int err; std::vector<uint8_t> b; };
 static uint64_t rng_state = 1;
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
   Vtop* t = new Vtop;
   std::deque<Frame> q[N];
   double ready_p[N]; for (int i = 0; i < N; i++) ready_p[i] = 1.0;
-  uint64_t drain = 2000, max_cycles = 100000000ULL;
+  uint64_t drain = 2000, max_cycles = 100000000ULL, repeat = 1;
   char kw[32];
   t->policy = 0; t->admin_ports = (1u << N) - 1; t->mac = @MAC@ULL;
   while (fscanf(in, "%31s", kw) == 1) {
@@ -101,11 +102,17 @@ int main(int argc, char** argv) {
     else if (!strcmp(kw, "seed")) { fscanf(in, "%lu", &rng_state); if (!rng_state) rng_state = 1; }
     else if (!strcmp(kw, "ready")) { unsigned i; double p; fscanf(in, "%u %lf", &i, &p); ready_p[i] = p; }
     else if (!strcmp(kw, "drain")) { fscanf(in, "%lu", &drain); }
+    else if (!strcmp(kw, "repeat")) { fscanf(in, "%lu", &repeat); max_cycles *= repeat; }
     else if (!strcmp(kw, "frame")) { unsigned i, e; unsigned long st; static char hex[20000];
       fscanf(in, "%u %lu %u %19999s", &i, &st, &e, hex); Frame f; f.start = st; f.err = e;
       for (size_t k = 0; hex[k] && hex[k+1]; k += 2) { unsigned v; sscanf(hex + k, "%2x", &v); f.b.push_back(v); }
       q[i].push_back(f); }
   }
+  // Epochs after the first send every frame again (starts relative to the epoch), once the core has been
+  // idle for `drain` cycles; each port's output frames (in any order) must equal the first epoch's.
+  std::vector<Frame> all[N]; std::vector<std::string> outs0[N], outs[N];
+  for (int i = 0; i < N; i++) all[i].assign(q[i].begin(), q[i].end());
+  uint64_t epoch = 0, mismatches = 0;
   t->rst = 1; t->clk = 0; t->eval();
   for (int k = 0; k < 4; k++) { t->clk = 1; t->eval(); t->clk = 0; t->eval(); }
   t->rst = 0;
@@ -130,19 +137,37 @@ int main(int argc, char** argv) {
       int iv, ir, il; get_in(t, i, iv, ir, il);
       if (iv) busy_cycles[i]++;
       if (iv && ir) { beats_in[i]++; activity = true;
-        pos[i] += B; if (il) { fprintf(out, "inlast %d %lu %lu\n", i, frame_no[i]++, cyc); pos[i] = 0; q[i].pop_front(); } }
+        pos[i] += B; if (il) { if (!epoch) fprintf(out, "inlast %d %lu %lu\n", i, frame_no[i]++, cyc);
+                               pos[i] = 0; q[i].pop_front(); } }
       int ov, ordy, ol, obe; uint64_t od; get_out(t, i, ov, ordy, ol, obe, od);
       if (ov && ordy) { activity = true;
         if (cur[i].empty()) first_cycle[i] = cyc;
         int nb = B; if (ol && B > 1) { nb = 0; while (obe >> nb) nb++; }
         for (int k = 0; k < nb; k++) cur[i].push_back((od >> (8 * k)) & 0xff);
-        if (ol) { fprintf(out, "out %d %lu %lu ", i, first_cycle[i], cyc);
-          for (auto c : cur[i]) fprintf(out, "%02x", c); fprintf(out, "\n"); cur[i].clear(); } }
+        if (ol) { std::string hex; char h[3];
+          for (auto c : cur[i]) { snprintf(h, sizeof h, "%02x", c); hex += h; }
+          if (!epoch) { fprintf(out, "out %d %lu %lu %s\n", i, first_cycle[i], cyc, hex.c_str()); outs0[i].push_back(hex); }
+          else outs[i].push_back(hex);
+          cur[i].clear(); } }
     }
     t->clk = 1; t->eval(); t->clk = 0; t->eval();
-    if (activity || pending) idle = 0; else if (++idle >= drain) break;
+    if (activity || pending) idle = 0;
+    else if (++idle >= drain) {
+      for (int i = 0; i < N; i++) {
+        if (!epoch) { std::sort(outs0[i].begin(), outs0[i].end()); continue; }
+        std::sort(outs[i].begin(), outs[i].end());
+        size_t n = std::min(outs[i].size(), outs0[i].size());
+        mismatches += std::max(outs[i].size(), outs0[i].size()) - n;
+        for (size_t k = 0; k < n; k++) mismatches += outs[i][k] != outs0[i][k];
+        outs[i].clear();
+      }
+      if (++epoch == repeat) break;
+      for (int i = 0; i < N; i++) for (auto f : all[i]) { f.start += cyc + 1; q[i].push_back(f); }
+      idle = 0;
+    }
   }
   fprintf(out, "cycles %lu\n", cyc);
+  fprintf(out, "epochs %lu %lu\n", epoch, mismatches);
   for (int i = 0; i < N; i++) fprintf(out, "beats %d %lu %lu\n", i, beats_in[i], busy_cycles[i]);
 @COUNTERS@
   fclose(out); delete t; return 0;
@@ -158,6 +183,8 @@ class VRun:
     counters: dict
     cycles: int = 0
     beats: list = field(default_factory=list)   # per port: (accepted beats, cycles with valid)
+    epochs: int = 1                    # times the inputs were sent (run(repeat=...))
+    mismatches: int = 0                # output frames of the later epochs that differ from the first's
 
 
 class VerilatedMiniSharp:
@@ -192,16 +219,18 @@ class VerilatedMiniSharp:
         return (_HARNESS.replace("@N@", str(n)).replace("@B@", str(self.dw // 8))
                 .replace("@MAC@", hex(DEFAULT_MAC)).replace("@ACCESS@", "\n".join(acc)).replace("@COUNTERS@", cnt))
 
-    def run(self, inputs, policy=0, macs=None, fwd_map=None, ready_p=1.0, seed=1, drain=2000, **cfg):
+    def run(self, inputs, policy=0, macs=None, fwd_map=None, ready_p=1.0, seed=1, drain=2000, repeat=1, **cfg):
         """inputs[i]: list of frames: bytes, (start_cycle, bytes) or (start_cycle, bytes, phy_error) for port i
         (with a management port, inputs[num_ports]: the management stack's frames).
         macs[i] = (dst, src) ints; ready_p: probability of output ready, one value or one per stream.
         cfg: admin_ports, mac_filter, mac, slot_timeout, ctx_timeout, and with a management port
-        mgmt_ports, mgmt_src_filter, mgmt_src_mac (the core's inputs; reset values if absent)."""
+        mgmt_ports, mgmt_src_filter, mgmt_src_mac (the core's inputs; reset values if absent).
+        repeat: send the inputs that many times, each time once the core was idle for `drain` cycles (a soak:
+        outputs are the first epoch's, `mismatches` counts the later epochs' output frames that differ)."""
         with tempfile.TemporaryDirectory(dir=self.model.dir) as tmp:
             stim, res = os.path.join(tmp, "run.stim"), os.path.join(tmp, "run.out")
             with open(stim, "w") as f:
-                f.write(self._stimulus(inputs, policy, macs, fwd_map, ready_p, seed, drain, cfg))
+                f.write(self._stimulus(inputs, policy, macs, fwd_map, ready_p, seed, drain, cfg) + f"repeat {repeat}\n")
             self.model.run([stim, res])
             with open(res) as f:
                 return self._parse(f)
@@ -245,6 +274,8 @@ class VerilatedMiniSharp:
                 r.counters[p[1]] = int(p[2])
             elif p[0] == "cycles":
                 r.cycles = int(p[1])
+            elif p[0] == "epochs":
+                r.epochs, r.mismatches = int(p[1]), int(p[2])
             elif p[0] == "beats":
                 r.beats[int(p[1])] = (int(p[2]), int(p[3]))
         return r

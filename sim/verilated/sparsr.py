@@ -51,12 +51,16 @@ static uint32_t rnd() {                    // xorshift64*
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) { fprintf(stderr, "usage: in out seed valid_ppm ready_ppm max_cycles\n"); return 2; }
+    if (argc != 7 && argc != 8) { fprintf(stderr, "usage: in out seed valid_ppm ready_ppm max_cycles [repeat]\n"); return 2; }
     FILE *in = fopen(argv[1], "r"), *out = fopen(argv[2], "w");
     if (!in || !out) { perror("open"); return 2; }
     rng_state = strtoull(argv[3], 0, 0) * 0x9E3779B97F4A7C15ULL + 1;
     uint32_t valid_ppm = strtoul(argv[4], 0, 0), ready_ppm = strtoul(argv[5], 0, 0);
-    uint64_t max_cycles = strtoull(argv[6], 0, 0);
+    uint64_t max_cycles = strtoull(argv[6], 0, 0), repeat = argc == 8 ? strtoull(argv[7], 0, 0) : 1;
+    // Epochs after the first replay the input once the receiver is idle; their answers are compared
+    // with the first epoch's (mismatches: answer words that differ, or a different answer length).
+    std::vector<uint32_t> ans0; std::vector<uint8_t> ans0_last;
+    uint64_t epoch = 0, ans_k = 0, mismatches = 0;
     std::vector<uint32_t> data; std::vector<uint8_t> last;
     unsigned d, l;
     while (fscanf(in, "%%x %%u", &d, &l) == 2) { data.push_back(d); last.push_back(l); }
@@ -76,15 +80,25 @@ int main(int argc, char **argv) {
         top->in_last = offer ? last[pos] : 0;
         top->out_ready = take;
         top->clk = 0; top->eval();
-        if (take && top->out_valid) fprintf(out, "%%08x %%u\n", (unsigned)top->out_data, (unsigned)top->out_last);
+        if (take && top->out_valid) {
+            uint32_t w = top->out_data; uint8_t l = top->out_last;
+            if (epoch == 0) { fprintf(out, "%%08x %%u\n", w, l); ans0.push_back(w); ans0_last.push_back(l); }
+            else mismatches += ans_k >= ans0.size() || ans0[ans_k] != w || ans0_last[ans_k] != l;
+            ans_k++;
+        }
         if (offer && top->in_ready) { pos++; if (first < 0) first = cycle; lastw = cycle; }
         bool done = pos == data.size() && top->idle && !top->out_valid;
         top->clk = 1; top->eval();
         cycle++;
         quiet = done ? quiet + 1 : 0;
-        if (quiet > 16) break;
+        if (quiet > 16) {
+            if (epoch > 0) mismatches += ans_k != ans0.size();
+            if (++epoch == repeat) break;
+            pos = 0; quiet = 0; ans_k = 0;
+        }
     }
     fprintf(out, "END %%llu %%lld %%lld %%zu\n", (unsigned long long)cycle, first, lastw, pos);
+    fprintf(out, "EPOCHS %%llu %%llu\n", (unsigned long long)epoch, (unsigned long long)mismatches);
 %(counters)s
     fclose(out);
     delete top;
@@ -101,6 +115,8 @@ class VRun:
     words_in: int          # input words accepted
     first_word_cycle: int
     last_word_cycle: int
+    epochs: int = 1        # times the input was sent (run(repeat=...)), each after the receiver went idle
+    mismatches: int = 0    # answer words of the later epochs that differ from the first epoch's
 
     @property
     def input_rate(self):
@@ -118,13 +134,15 @@ class VerilatedReceiver:
         self.model = Model(TOP, {f"{TOP}.v": flat_ports(rx, receiver_ports(rx), TOP)}, TOP,
                            HARNESS % dict(top=TOP, counters=counters))
 
-    def run(self, frames, seed=1, valid_prob=1.0, ready_prob=1.0, max_cycles=20_000_000):
+    def run(self, frames, seed=1, valid_prob=1.0, ready_prob=1.0, max_cycles=20_000_000, repeat=1):
+        """`repeat`: send the frames that many times, each time once the receiver is idle (a soak: `answers`
+        are the first epoch's, `mismatches` counts the later epochs' answer words that differ)."""
         words = [(w, int(i == len(f) - 1)) for f in frames for i, w in enumerate(f)]
         with tempfile.TemporaryDirectory(dir=self.model.dir) as tmp:
             src, dst = os.path.join(tmp, "in.txt"), os.path.join(tmp, "out.txt")
             with open(src, "w") as f:
                 f.writelines(f"{w:08x} {l}\n" for w, l in words)
-            self.model.run([src, dst, seed, int(valid_prob * 1e6), int(ready_prob * 1e6), int(max_cycles)])
+            self.model.run([src, dst, seed, int(valid_prob * 1e6), int(ready_prob * 1e6), int(max_cycles), repeat])
             with open(dst) as f:
                 lines = f.read().split("\n")
         answers, current, k = [], [], 0
@@ -139,5 +157,8 @@ class VerilatedReceiver:
         if current or int(n_in) != len(words):
             raise VerilatorError(f"Verilated receiver stopped after {cycles} cycles with {n_in}/{len(words)} words "
                                  f"in and {len(current)} words of an unfinished answer")
-        counters = {name: int(v) for name, v in (ln.split() for ln in lines[k + 1:k + 1 + len(STATUS_COUNTERS)])}
-        return VRun(answers, counters, int(cycles), int(n_in), int(first), int(last))
+        _, epochs, mismatches = lines[k + 1].split()
+        if int(epochs) != repeat:
+            raise VerilatorError(f"Verilated receiver ran {epochs} of {repeat} epochs in {cycles} cycles")
+        counters = {name: int(v) for name, v in (ln.split() for ln in lines[k + 2:k + 2 + len(STATUS_COUNTERS)])}
+        return VRun(answers, counters, int(cycles), int(n_in), int(first), int(last), int(epochs), int(mismatches))

@@ -38,6 +38,7 @@ HARNESS = r"""
 #include <cstdlib>
 #include <vector>
 #include <type_traits>
+#include <utility>
 #include "Vsync_grid.h"
 #include "verilated.h"
 #define T(port) std::remove_reference<decltype(t->p0_##port)>::type
@@ -49,8 +50,8 @@ int main(int argc, char **argv) {
 %(tables)s
     FILE *f = fopen(argv[1], "r");
     if (!f) return 2;
-    long max_cycles, ready_pm, tail; unsigned long long seed;
-    if (fscanf(f, "%%ld %%ld %%llu %%ld", &max_cycles, &ready_pm, &seed, &tail) != 4) return 2;
+    long max_cycles, ready_pm, tail, repeat; unsigned long long seed;
+    if (fscanf(f, "%%ld %%ld %%llu %%ld %%ld", &max_cycles, &ready_pm, &seed, &tail, &repeat) != 5) return 2;
     std::vector<std::vector<Entry>> sch(N);
     long expected = 0;
     for (int p = 0; p < N; p++) {
@@ -66,6 +67,13 @@ int main(int argc, char **argv) {
     std::vector<int> idx(N, 0), gap(N, 0), driving(N, 0);
     std::vector<std::vector<int>> rounds(N, std::vector<int>(%(idents)d, 0)), seen(N, std::vector<int>(%(idents)d, 0));
     for (int p = 0; p < N; p++) if (!sch[p].empty()) gap[p] = sch[p][0].gap;
+    // Epochs after the first run the schedules again once the last one's completions are in and its tail
+    // passed; completions are printed in the first epoch and compared with its own rounds in the later ones.
+    std::vector<std::vector<int>> per_epoch(N, std::vector<int>(%(idents)d, 0));
+    for (int p = 0; p < N; p++) for (auto &e : sch[p]) per_epoch[p][e.ident] += !e.raw;
+    typedef std::pair<unsigned long long, int> Done;         // value, mode * 2 + error
+    std::vector<std::vector<std::vector<Done>>> first(N, std::vector<std::vector<Done>>(%(idents)d));
+    long epoch = 0, mismatches = 0, epoch_expected = expected;
     uint64_t rs = seed * 0x9E3779B97F4A7C15ull + 1;
     long ncpl = 0, ev_td = 0, ev_rd = 0, ev_mm = 0, tail_end = -1, cycle;
     int issued = 0;
@@ -74,7 +82,11 @@ int main(int argc, char **argv) {
     t->sys_rst = 0;
     for (cycle = 0; cycle < max_cycles; cycle++) {
         if (tail_end < 0 && issued == N && ncpl >= expected) tail_end = cycle + tail;
-        if (tail_end >= 0 && cycle >= tail_end) break;
+        if (tail_end >= 0 && cycle >= tail_end) {
+            if (++epoch == repeat) break;
+            issued = 0; tail_end = -1; expected += epoch_expected;
+            for (int p = 0; p < N; p++) { idx[p] = 0; issued += sch[p].empty(); if (!sch[p].empty()) gap[p] = sch[p][0].gap; }
+        }
         for (int p = 0; p < N; p++) {
             rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
             *src_ready[p] = (long)(rs %% 1000) < ready_pm;
@@ -92,21 +104,32 @@ int main(int argc, char **argv) {
         for (int p = 0; p < N; p++) {
             if (driving[p] && *snk_ready[p]) {
                 const Entry &e = sch[p][idx[p]];
-                if (!e.raw) printf("A %%ld %%d %%d %%d\n", cycle, p, e.ident, rounds[p][e.ident]++);
+                if (!e.raw && !epoch) printf("A %%ld %%d %%d %%d\n", cycle, p, e.ident, rounds[p][e.ident]);
+                if (!e.raw) rounds[p][e.ident]++;
                 driving[p] = 0;
                 if (++idx[p] == (int)sch[p].size()) issued++;
                 else gap[p] = sch[p][idx[p]].gap;
             }
             if (*src_valid[p] && *src_ready[p]) {
-                printf("C %%ld %%d %%d %%d %%d %%llu\n", cycle, p, (int)*src_ident[p], (int)*src_mode[p],
-                       (int)*src_error[p], (unsigned long long)*src_value[p]);
-                seen[p][*src_ident[p]]++; ncpl++;
+                int id = *src_ident[p];
+                // an error completion's mode and value depend on which contributions met first: its flag only
+                Done key(*src_error[p] ? 0 : (unsigned long long)*src_value[p],
+                         *src_error[p] ? 1 : (int)*src_mode[p] * 2);
+                if (!epoch) {
+                    printf("C %%ld %%d %%d %%d %%d %%llu\n", cycle, p, id, (int)*src_mode[p], (int)*src_error[p],
+                           (unsigned long long)*src_value[p]);
+                    first[p][id].push_back(key);
+                } else {
+                    size_t r = seen[p][id] - epoch * per_epoch[p][id];
+                    mismatches += r >= first[p][id].size() || first[p][id][r] != key;
+                }
+                seen[p][id]++; ncpl++;
             }
             ev_td += *ev_trigger_drop[p]; ev_rd += *ev_rx_drop[p]; ev_mm += *ev_mismatch[p];
         }
         t->sys_clk = 1; t->eval(); t->sys_clk = 0;
     }
-    printf("E %%ld %%ld %%ld\nEND %%ld\n", ev_td, ev_rd, ev_mm, cycle);
+    printf("E %%ld %%ld %%ld\nEND %%ld\nEPOCHS %%ld %%ld\n", ev_td, ev_rd, ev_mm, cycle, epoch, mismatches);
     t->final();
     delete t;
     return 0;
@@ -196,15 +219,18 @@ class GridSim:
             tables.append(f"    T({pn}) *{var}[N] = {{" + ", ".join(f"&t->p{i}_{pn}" for i in range(n)) + "};")
         return HARNESS % {"n": n, "idents": MAX_IDENTS, "tables": "\n".join(tables)}
 
-    def run(self, schedules, max_cycles, ready_prob=1.0, seed=1, tail=None):
-        """schedules[p]: list of `Trigger`s (or tuples in its field order) of participant p.
+    def run(self, schedules, max_cycles, ready_prob=1.0, seed=1, tail=None, repeat=1):
+        """schedules[p]: list of `Trigger`s (or tuples in its field order) of participant p. `repeat`: run the
+        schedules that many times (a soak; `self.last_epochs` = (epochs run, completions of the later epochs
+        that differ from the first epoch's same round: mode, error and value, the error flag alone for an error
+        completion)); the completions returned are the first epoch's, the events and cycles the whole run's.
         Returns (accepts, completions, events, cycles): accepts[(p, ident, round)] = cycle the trigger was
         taken, completions[p] = [(cycle, ident, mode, error, value)], events = dict of the summed
         ev_trigger_drop / ev_rx_drop / ev_mismatch, cycles = cycles simulated."""
         if len(schedules) != self.n_participants:
             raise ValueError(f"{len(schedules)} schedules for {self.n_participants} participants")
         tail = max(self.width, self.height) * self.hop_latency + 10 if tail is None else tail
-        lines = [f"{max_cycles} {round(ready_prob * 1000)} {seed} {tail}"]
+        lines = [f"{max_cycles} {round(ready_prob * 1000)} {seed} {tail} {repeat}"]
         for sch in schedules:
             es = [Trigger(*e) for e in sch]
             lines.append(" ".join([str(len(es))] + [f"{e.ident} {e.mode} {e.value} {e.gap} {e.not_before} "
@@ -227,4 +253,6 @@ class GridSim:
                 events = dict(zip(("trigger_drop", "rx_drop", "mismatch"), (int(x) for x in f[1:])))
             elif f[0] == "END":
                 cycles = int(f[1])
+            elif f[0] == "EPOCHS":
+                self.last_epochs = (int(f[1]), int(f[2]))
         return accepts, completions, events, cycles
