@@ -436,16 +436,17 @@ class Stats:
 last_stats = Stats()
 
 
-def sweep(bench, points, desc=None, strict=True):
+def sweep(bench, points, desc=None, strict=True, fresh=None):
     """Run every Point of `points` (see the module docstring); returns the results in their order.
-    `desc`: the progress bar's label (default: the bench's name)."""
+    `desc`: the progress bar's label (default: the bench's name); `fresh`: recompute every point (default:
+    SETTINGS.fresh)."""
     global last_stats
     t0 = time.monotonic()
     results, keys, todo, first = [None] * len(points), [], [], {}
     for i, pt in enumerate(points):
         key = cache_key(bench, pt.task, pt.params, pt.gateware)
         keys.append(key)
-        entry = None if SETTINGS.fresh else cached(bench, key)
+        entry = None if (SETTINGS.fresh if fresh is None else fresh) else cached(bench, key)
         if entry is not None:
             results[i] = normalise(entry["result"])
         elif key not in first:          # the same point twice in one sweep is computed once

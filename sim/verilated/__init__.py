@@ -263,6 +263,13 @@ def convert(module, ios, name):
     return str(conv), conv.ns
 
 
+def verilog_digest(module, ios=()):
+    """sha256 of the Verilog of `module` (LiteX's date lines left out): the gateware digest of a bench point
+    that simulates the module in Migen (sim.bench.sweep)."""
+    text, _ = convert(module, ios, "top")
+    return _digest(_undated(text))
+
+
 # Generic harnesses -------------------------------------------------------------------------------------
 
 _CYCLE_HARNESS = r"""
