@@ -204,7 +204,7 @@ def ecp5_table(builds=ECP5_BUILDS):
     (the design does not fit, or routing does not converge within the 3-hour timeout) reports what nextpnr
     logged."""
     from sim.bench.ecp5 import point_digest, synth_point
-    from sim.bench.sweep import sweep, tasks
+    from sim.bench.sweep import sweep, sweep_stats, tasks
     t = Table("ECP5 out-of-context (yosys + nextpnr-ecp5)",
               ["build", "device", "target MHz", "LUT4", "FF", "DP16KD", "LUTRAM", "Fmax MHz", "synth s"],
               notes="MiniSharpCore with the ABI chunk (256 FP32), 4 chunk slots, 8 contexts, max 64 ranks; "
@@ -212,12 +212,13 @@ def ecp5_table(builds=ECP5_BUILDS):
     params = [dict(factory="sim.bench.bench_minisharp:ecp5_core", args=dict(params=p), device=dev, freq_mhz=target,
                    name=f"minisharp_{p['num_ports']}x{p['dw']}_{p['lanes']}l", timeout=3 * 3600)
               for _, p, dev, target in builds]
-    for (name, _, dev, target), r in zip(builds, sweep("minisharp", tasks(synth_point, params, point_digest))):
+    results = sweep("minisharp", tasks(synth_point, params, point_digest))
+    for (name, _, dev, target), r, wall in zip(builds, results, sweep_stats().walls):
         if r["how"] == "placed and routed":
             fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
-            t.add(name, dev, target, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(r["wall_s"]))
+            t.add(name, dev, target, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(wall))
         else:
-            t.add(name, dev, target, *_failed_report(r, target), round(r["wall_s"]))
+            t.add(name, dev, target, *_failed_report(r, target), round(wall))
     return t
 
 

@@ -23,7 +23,7 @@ from cores.rifl.soc_block import RIFLLoopback
 from sim import ROOT
 from sim.bench.ecp5 import point_digest, synth_point
 from sim.bench.framework import BenchResult, Table, plot_path
-from sim.bench.sweep import progress, sweep, tasks
+from sim.bench.sweep import progress, sweep, sweep_stats, tasks
 from sim.verilated import rifl as verilated
 from sim.verilated import verilog_digest
 from software.rifl.demo import frame_error_threshold
@@ -108,14 +108,11 @@ def _ber_gateware(p):
 def ber_point(frame_bits, latency, cycles, threshold, quick):
     """Task: one error-rate point of RIFLLoopback(frame_bits, latency) with per-frame error threshold
     `threshold` for `cycles` measured cycles: the Verilated model (sim.verilated.rifl.run_point, progress
-    reported to the sweep), or in Migen's simulator when `quick` (run_point_migen). Every counter, `frames`,
-    and the wall time (wall_s)."""
-    t0 = time.time()
+    reported to the sweep), or in Migen's simulator when `quick` (run_point_migen). Every counter and
+    `frames`."""
     if quick:
-        r = run_point_migen(frame_bits, latency, cycles, threshold)
-    else:
-        r = verilated.run_point(_loopback(frame_bits, latency), cycles, threshold, progress=progress)
-    return dict(r, wall_s=round(time.time() - t0, 1))
+        return run_point_migen(frame_bits, latency, cycles, threshold)
+    return verilated.run_point(_loopback(frame_bits, latency), cycles, threshold, progress=progress)
 
 
 def latency_point(frame_bits):
@@ -127,17 +124,10 @@ def _latency_gateware(p):
     return verilog_digest(RIFLLinkBench(p["frame_bits"], latency=0))
 
 
-def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCLES):
-    """quick: Migen simulation of a small configuration at high error rates (seconds, no Verilated build).
-    frame_sizes / bers: subsets of the full sweep; ecp5: include the synthesis; max_cycles: cap per point.
-    Every BER point, latency and ECP5 run is a task of one sweep (sim.bench.sweep: every core or a cluster,
-    cached)."""
-    result = BenchResult("rifl")
-    frame_sizes = frame_sizes or ([64] if quick else [256, 1024])
-    bers = bers or ([1e-3] if quick else [1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4])
-    t0 = time.time()
+def ber_plan(quick, frame_sizes, bers, max_cycles=MAX_CYCLES):
+    """[(F, latency, BER or None for the error-free reference, ber_point's parameters)] of every point."""
     base_cycles = 150 if quick else 400000
-    plan = []                                   # (F, latency, BER or None for the error-free reference, params)
+    plan = []
     for F in frame_sizes:
         latency = 4 if quick else round(RTT_S * LINE_RATE / F / 2)
         plan.append((F, latency, None, dict(frame_bits=F, latency=latency, cycles=base_cycles, threshold=0,
@@ -148,13 +138,31 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
             cycles = base_cycles if quick else min(max_cycles, max(base_cycles, int(1.3 * MIN_ERRORS / (2 * p_frame))))
             plan.append((F, latency, ber, dict(frame_bits=F, latency=latency, cycles=cycles, threshold=thr,
                                                quick=quick)))
-    # The longest points (lowest BER) first, so that the last ones to finish are short.
-    order = sorted(range(len(plan)), key=lambda i: -plan[i][3]["cycles"] * plan[i][0])
+    return plan
+
+
+def ber_order(plan):
+    """Indices of `plan`, the longest points (lowest BER, largest F) first, so that the last to finish are short."""
+    return sorted(range(len(plan)), key=lambda i: -plan[i][3]["cycles"] * plan[i][0])
+
+
+def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCLES):
+    """quick: Migen simulation of a small configuration at high error rates (seconds, no Verilated build).
+    frame_sizes / bers: subsets of the full sweep; ecp5: include the synthesis; max_cycles: cap per point.
+    Every BER point, latency and ECP5 run is a task of one sweep (sim.bench.sweep: every core or a cluster,
+    cached)."""
+    result = BenchResult("rifl")
+    frame_sizes = frame_sizes or ([64] if quick else [256, 1024])
+    bers = bers or ([1e-3] if quick else [1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4])
+    t0 = time.time()
+    plan = ber_plan(quick, frame_sizes, bers, max_cycles)
+    order = ber_order(plan)
     points = tasks(ber_point, [plan[i][3] for i in order], _ber_gateware)
     points += tasks(latency_point, [dict(frame_bits=F) for F in frame_sizes], _latency_gateware)
     synth = ecp5_points() if ecp5 and not quick else []
     results = sweep("rifl", points + synth)
     measured = {i: r for i, r in zip(order, results)}
+    walls = {i: w for i, w in zip(order, sweep_stats().walls)}
     latencies = results[len(order):len(order) + len(frame_sizes)]
 
     table = Table("Goodput vs BER (relative to error-free, same build), RTT 300 ns at 100 Gb/s",
@@ -176,7 +184,8 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
             raise RuntimeError(f"RIFL bench: delivery mismatch at F={F} BER={ber}: {r}")
         lost_slots = (ref_rate - r["frames"] / cycles) * cycles / 2   # per direction
         per_error = lost_slots / max(1, errors / 2) / rtt if errors else 0.0
-        table.add(F, rtt, ber, cycles, errors, r["a_replays"] + r["b_replays"], ratio, per_error, r["wall_s"], bad)
+        table.add(F, rtt, ber, cycles, errors, r["a_replays"] + r["b_replays"], ratio, per_error, round(walls[i], 1),
+                  bad)
         plot_data[F].append((ber, ratio))
     table.notes = (f"Error model: one error event per corrupted frame (2^32 (1-(1-BER)^F) threshold); each point runs "
                    f"1.3 x {MIN_ERRORS} / (2 p_frame) cycles (cap {max_cycles}), so it expects {int(1.3 * MIN_ERRORS)} "

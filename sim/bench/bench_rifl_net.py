@@ -41,7 +41,7 @@ from cores.rifl.network import net_contexts
 from cores.switch.common import CELL_BYTES
 from cores.switch.line_card import cell_frames
 from sim.bench.framework import BenchResult, Table, plot_path
-from sim.bench.sweep import sweep, tasks
+from sim.bench.sweep import sweep, sweep_stats, tasks
 from sim.verilated.rifl_net import NetModel, Packet
 from sim.verilated.switch import run_scheduler, scheduler
 from software.rifl.demo import random_thresholds
@@ -126,7 +126,6 @@ def _gateware(p):
 
 def measure(n, k, load, pattern, size, ber, scale, seed=1):
     """Task: one point: the whole switch RTL, the scheduler alone and SAFC on one trace."""
-    t0 = time.time()
     T = cell_times(n, load, size, scale)
     warm = T // 4
     tr = traffic.generate(n, T, load, pattern, size, seed=seed, exclude_self=True)
@@ -165,7 +164,7 @@ def measure(n, k, load, pattern, size, ber, scale, seed=1):
         "p50": float(q[0]), "p99": float(q[1]), "p999": float(q[2]),
         "safc_p50": safc["p50_latency"], "safc_p99": safc["p99_latency"], "safc_p999": safc["p999_latency"],
         "sched_p50": sched["p50_latency"], "sched_p99": sched["p99_latency"],
-        "cell_times": T, "packets": len(packets), "cycles": r.cycles, "wall_s": round(time.time() - t0, 1),
+        "cell_times": T, "packets": len(packets), "cycles": r.cycles,
         "reassembly_contexts": net_contexts(n),
     }
 
@@ -195,7 +194,12 @@ def run(quick=False):
     """Every point of plan(quick) through the sweep (the points measured survive an interruption in the
     sweep's cache), tables and plots at the end."""
     t0 = time.time()
-    return report(sweep("rifl_net", tasks(measure, plan(quick), _gateware)), t0)
+    return report(_with_walls(sweep("rifl_net", tasks(measure, plan(quick), _gateware))), t0)
+
+
+def _with_walls(points):
+    """The points with their tasks' wall times (wall_s) from the sweep just run."""
+    return [dict(p, wall_s=round(w, 1)) for p, w in zip(points, sweep_stats().walls)]
 
 
 def rerun(traffics):
@@ -209,7 +213,7 @@ def rerun(traffics):
     with open(os.path.join(BENCH_DIR, "rifl_net.json")) as f:
         old = json.load(f)["points"]
     pts = [p for p in plan(False) if f"{p['pattern']}/{p['size']}" in traffics]
-    new = sweep("rifl_net", tasks(measure, pts, _gateware), fresh=True)
+    new = _with_walls(sweep("rifl_net", tasks(measure, pts, _gateware), fresh=True))
     key = lambda q: (q["n"], q["k"], q["load"], q["traffic"], q["ber"])
     fresh = {key(q): q for q in new}
     points = [fresh.pop(key(q), q) for q in old] + list(fresh.values())

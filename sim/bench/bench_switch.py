@@ -83,42 +83,57 @@ def crosscheck(n, k, cell_times, load, seed):
     return {"identical": bool(np.array_equal(dep_rtl, dep_py)), "cells": len(dep_rtl)}
 
 
+class Plan:
+    """The sizes and the points of one run (quick: N = 8 only, short runs, no synthesis; ecp5=False: no
+    synthesis). `points`: the sweep's Points, longest first (the saturation runs), so that the last ones to
+    finish are short; `point(...)`: the parameters of one trace."""
+    def __init__(self, quick=False, ecp5=True):
+        self.scale = SCALE / 4 if quick else SCALE
+        self.loads = [0.5, 0.99] if quick else LOADS
+        self.sched_configs = [(8, 2)] if quick else [(n, k) for n in (8, 16, 32) for k in (1, 2, 3, 4)]
+        self.sat_n = 8 if quick else 32
+        self.sat_scale = self.scale if quick else SCALE_LONG
+        self.sat_ks = (2,) if quick else (1, 2, 3, 4)
+        self.mix_n, self.mix_k = (8, 2) if quick else (32, 3)
+        self.kinds = [("bursty", CELL_BYTES), ("bernoulli", "variable")] if quick else \
+            [("bursty", CELL_BYTES), ("bursty", 2 * CELL_BYTES), ("bernoulli", 4 * CELL_BYTES), ("bernoulli", "variable")]
+        self.cross = dict(n=8, k=2, cell_times=1500 if quick else 6000, load=0.9, seed=SEED)
+        rtl = [self.point(self.sat_n, 0.99, scale=self.sat_scale, k=k) for k in self.sat_ks]
+        rtl += [self.point(n, load, k=k) for n, k in self.sched_configs for load in self.loads]
+        rtl += [self.point(self.mix_n, load, pattern, size, k=self.mix_k) for pattern, size in self.kinds
+                for load in self.loads]
+        refs = list({_ref_key(p): None for p in rtl})
+        self.points = tasks(crosscheck, [self.cross], _gateware) + tasks(islip_point, rtl, _gateware) + \
+            tasks(reference_point, [dict(r) for r in refs])
+        if ecp5 and not quick:
+            self.points += ecp5_points()
+
+    def point(self, n, load, pattern="bernoulli", size=CELL_BYTES, scale=None, k=None):
+        p = dict(n=n, load=load, pattern=pattern, size=size, scale=scale or self.scale, seed=SEED)
+        return p if k is None else dict(p, k=k)
+
+
+def _ref_key(p):
+    """The reference_point parameters of an islip_point's, as a sorted tuple."""
+    return tuple(sorted((k, v) for k, v in p.items() if k != "k"))
+
+
 def run(quick=False, ecp5=True):
     """Quick mode: N = 8 only, short runs, no synthesis. Full mode: everything (ecp5=False skips synthesis).
     An interrupted run keeps the points it computed (the sweep's cache): a rerun computes the others."""
     t0 = time.time()
     res = BenchResult("switch")
-    scale = SCALE / 4 if quick else SCALE
-    loads = [0.5, 0.99] if quick else LOADS
-    sched_configs = [(8, 2)] if quick else [(n, k) for n in (8, 16, 32) for k in (1, 2, 3, 4)]
-    sat_n = 8 if quick else 32
-    sat_scale = scale if quick else SCALE_LONG
-    sat_ks = (2,) if quick else (1, 2, 3, 4)
-    mix_n, mix_k = (8, 2) if quick else (32, 3)
-    kinds = [("bursty", CELL_BYTES), ("bernoulli", "variable")] if quick else \
-        [("bursty", CELL_BYTES), ("bursty", 2 * CELL_BYTES), ("bernoulli", 4 * CELL_BYTES), ("bernoulli", "variable")]
-
-    def point(n, load, pattern=None, size=CELL_BYTES, sc=scale, k=None):
-        p = dict(n=n, load=load, pattern=pattern or "bernoulli", size=size, scale=sc, seed=SEED)
-        return p if k is None else dict(p, k=k)
-    # Longest points first (the saturation runs), so the last ones to finish are short.
-    rtl = [point(sat_n, 0.99, sc=sat_scale, k=k) for k in sat_ks]
-    rtl += [point(n, load, k=k) for n, k in sched_configs for load in loads]
-    rtl += [point(mix_n, load, pattern, size, k=mix_k) for pattern, size in kinds for load in loads]
-    refs = list({tuple(sorted((k, v) for k, v in p.items() if k != "k")): None for p in rtl})
-    cross = dict(n=8, k=2, cell_times=1500 if quick else 6000, load=0.9, seed=SEED)
-    points = tasks(crosscheck, [cross], _gateware) + tasks(islip_point, rtl, _gateware) + \
-        tasks(reference_point, [dict(r) for r in refs])
-    if ecp5 and not quick:
-        points += ecp5_points()
+    plan = Plan(quick, ecp5)
+    point, scale, loads, sched_configs = plan.point, plan.scale, plan.loads, plan.sched_configs
+    sat_n, sat_scale, sat_ks, mix_n, mix_k, cross = plan.sat_n, plan.sat_scale, plan.sat_ks, plan.mix_n, \
+        plan.mix_k, plan.cross
+    points = plan.points
     results = sweep("switch", points)
-    by_point = {}
-    for pt, r in zip(points, results):
-        by_point[(pt.task.__name__, tuple(sorted(pt.params.items())))] = r
+    by_point = {(pt.task.__name__, tuple(sorted(pt.params.items()))): r for pt, r in zip(points, results)}
 
     def measured(p):
         """islip_point's and reference_point's results of one point, as one dict."""
-        ref = by_point[("reference_point", tuple(sorted((k, v) for k, v in p.items() if k != "k")))]
+        ref = by_point[("reference_point", _ref_key(p))]
         return {**by_point[("islip_point", tuple(sorted(p.items())))], "safc": ref["safc"], "fifo": ref["fifo"]}
 
     # Cross-check: the RTL schedule equals the Python iSLIP cell for cell on one trace.
@@ -163,7 +178,7 @@ def run(quick=False, ecp5=True):
                 ["k", "cell times", "offered", "iSLIP util", "iSLIP/offered", "SAFC util", "FIFO util",
                  "iSLIP util, last half"])
     for k in sat_ks:
-        m = measured(point(sat_n, 0.99, sc=sat_scale, k=k))
+        m = measured(point(sat_n, 0.99, scale=sat_scale, k=k))
         i = m["islip"]
         sat.add(k, m["cell_times"], i["offered"], i["utilisation"], i["utilisation"] / i["offered"],
                 m["safc"]["utilisation"], m["fifo"]["utilisation"], m["late_utilisation"])
@@ -179,7 +194,7 @@ def run(quick=False, ecp5=True):
                       "of those sizes is the same trace as the Bernoulli rows (traffic.generate draws it "
                       "identically) and is not repeated.")
     mix_points = {}
-    for pattern, size in kinds:
+    for pattern, size in plan.kinds:
         for load in loads:
             m = measured(point(mix_n, load, pattern, size, k=mix_k))
             i, s, f = m["islip"], m["safc"], m["fifo"]

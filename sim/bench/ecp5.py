@@ -23,7 +23,6 @@ import json
 import os
 import re
 import subprocess
-import time
 
 from migen.fhdl.verilog import convert
 
@@ -193,10 +192,9 @@ def _factory_verilog(factory, args_json):
 
 def synth_point(factory, args, name, device="LFE5U-25F", package="CABGA381", freq_mhz=125, seed=1, timeout=3600):
     """Sweep task: synth_ecp5 of the module `factory(**args)` makes (see the module docstring); "io_bits":
-    the width of its ports, "wall_s": the seconds it took. A run that fails or exceeds `timeout` (yosys, nextpnr each) returns
+    the width of its ports. A run that fails or exceeds `timeout` (yosys, nextpnr each) returns
     failure_figures with "how": "failed: <why>"."""
     from sim.bench.sweep import status
-    t0 = time.monotonic()
     text, wrapper_ffs, io_bits = _factory_verilog(factory, json.dumps(args, sort_keys=True))
     try:
         r = place_and_route(text, wrapper_ffs, name, device, package, freq_mhz, seed, timeout, on_stage=status)
@@ -206,7 +204,7 @@ def synth_point(factory, args, name, device="LFE5U-25F", package="CABGA381", fre
     except subprocess.CalledProcessError as e:
         r = {"how": f"failed: {os.path.basename(e.cmd[0])} exited with {e.returncode}",
              **failure_figures(name, device, seed)}
-    r.update(device=device, target_mhz=freq_mhz, io_bits=io_bits, seed=seed, wall_s=time.monotonic() - t0)
+    r.update(device=device, target_mhz=freq_mhz, io_bits=io_bits, seed=seed)
     return r
 
 

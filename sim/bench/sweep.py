@@ -38,6 +38,7 @@ cached result and a computed one are the same values). The bench builds its tabl
   same path, or one machine, shares it).
 """
 import concurrent.futures
+import functools
 import hashlib
 import inspect
 import json
@@ -95,8 +96,16 @@ class Point:
 
 
 def tasks(task, params_list, gateware=None):
-    """Points of one task: a Point per params, gateware digest `gateware(params)` (called here, in the driver)."""
-    return [Point(task, dict(p), gateware(p) if gateware else "") for p in params_list]
+    """Points of one task: a Point per params, gateware digest `gateware(params)` (called here, in the driver:
+    converting the RTL takes seconds, hence a bar of its own)."""
+    params_list = list(params_list)
+    with bar(len(params_list), f"{task.__name__}: gateware digests", unit="point",
+             disable_if=gateware is None) as b:
+        points = []
+        for p in params_list:
+            points.append(Point(task, dict(p), gateware(p) if gateware else ""))
+            b.update(1)
+    return points
 
 
 @dataclass
@@ -146,13 +155,17 @@ def task_name(task):
     return f"{task.__module__}.{task.__qualname__}"
 
 
+@functools.lru_cache(maxsize=None)
+def _source(task):
+    try:
+        return inspect.getsource(task)
+    except (OSError, TypeError):
+        return ""
+
+
 def cache_key(bench, task, params, gateware=""):
     """The key of one point: sha256 of the task's name and source, the parameters and the gateware digest."""
-    try:
-        source = inspect.getsource(task)
-    except (OSError, TypeError):
-        source = ""
-    text = json.dumps({"bench": bench, "task": task_name(task), "source": source, "params": params,
+    text = json.dumps({"bench": bench, "task": task_name(task), "source": _source(task), "params": params,
                        "gateware": gateware}, sort_keys=True, default=_jsonable)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -204,8 +217,8 @@ def progress(done, total):
 
 def _call(task, params, index=None, send=None):
     """Run one task: {"ok", "value" (result, or the traceback when it raised), "wall_s", "host"}."""
-    global _reporter
-    _reporter = (send, index) if send else None
+    global _reporter, _last_report
+    _reporter, _last_report = ((send, index) if send else None), 0.0
     t0 = time.monotonic()
     try:
         value, ok = task(**params), True
@@ -231,7 +244,8 @@ def _pool_call(task, params, index):
 
 
 # Executors: `run(items, on_status)` runs [(index, task, params)] and yields (index, outcome) as points finish;
-# on_status(status) is called with {index: progress text} of the points running when it changes.
+# on_status(status) is called with {index: progress text} of the points running when it changes, and at least
+# every `poll` seconds (so that the bar's clock moves).
 
 class Serial:
     """Every task in this process, one after another."""
@@ -264,13 +278,13 @@ class Pool:
         attempts = {index: 0 for index, _, _ in items}
         pending, status = list(items), {}
 
+        finished = set()
+
         def drain():
-            changed = False
             while not queue.empty():
                 i, text = queue.get()
-                status[i] = text
-                changed = True
-            return changed
+                if i not in finished:
+                    status[i] = text
 
         while pending:
             pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=self.ctx, initializer=_pool_init,
@@ -290,9 +304,10 @@ class Pool:
                             continue
                         index = futures.pop(fut)[0]
                         status.pop(index, None)
+                        finished.add(index)
                         yield index, outcome
-                    if drain() or done:
-                        on_status({i: t for i, t in status.items() if t != _STARTED})
+                    drain()
+                    on_status({i: t for i, t in status.items() if t != _STARTED})
                 if broken:
                     drain()
                     for index, task, params in futures.values():
@@ -376,6 +391,7 @@ class Ray:
         refs = {self.remote.remote(task, params): (index, params) for index, task, params in items}
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1, timeout=poll)
+            on_status({})
             for ref in done:
                 index, params = refs.pop(ref)
                 try:
@@ -425,15 +441,23 @@ def shutdown():
 
 @dataclass
 class Stats:
-    """What the last sweep did: points computed, taken from the cache, failed; wall time; executor."""
+    """What the last sweep did: points computed, taken from the cache, failed; wall time; executor; `walls`:
+    the seconds each point's task took (when it was computed, for a cached point), in the order of the
+    points (a task's result holds no times: the same parameters give the same result)."""
     computed: int = 0
     cached: int = 0
     failed: int = 0
     wall_s: float = 0.0
     executor: str = ""
+    walls: list = None
 
 
 last_stats = Stats()
+
+
+def sweep_stats():
+    """The Stats of the last sweep in this process."""
+    return last_stats
 
 
 def sweep(bench, points, desc=None, strict=True, fresh=None):
@@ -442,13 +466,14 @@ def sweep(bench, points, desc=None, strict=True, fresh=None):
     SETTINGS.fresh)."""
     global last_stats
     t0 = time.monotonic()
-    results, keys, todo, first = [None] * len(points), [], [], {}
+    results, walls, keys, todo, first = [None] * len(points), [None] * len(points), [], [], {}
     for i, pt in enumerate(points):
         key = cache_key(bench, pt.task, pt.params, pt.gateware)
         keys.append(key)
         entry = None if (SETTINGS.fresh if fresh is None else fresh) else cached(bench, key)
         if entry is not None:
             results[i] = normalise(entry["result"])
+            walls[i] = entry["wall_s"]
         elif key not in first:          # the same point twice in one sweep is computed once
             first[key] = i
             todo.append((i, pt.task, pt.params))
@@ -458,11 +483,12 @@ def sweep(bench, points, desc=None, strict=True, fresh=None):
     stats.executor = ex.name
     with bar(len(points), desc or bench, unit="point", initial=stats.cached) as progress_bar:
         def on_status(status):
-            running = "; ".join(f"{points[i]}: {s}" for i, s in sorted(status.items()))
-            progress_bar.set_postfix_str(running[:120])
+            running = "; ".join(f"{str(points[i])[:60]}: {s}" for i, s in sorted(status.items()))
+            progress_bar.set_postfix_str(running[:160])
 
         for index, outcome in ex.run(todo, on_status):
             pt = points[index]
+            walls[index] = outcome["wall_s"]
             if outcome["ok"]:
                 results[index] = normalise(outcome["value"])
                 _store(bench, keys[index], {"bench": bench, "task": task_name(pt.task), "params": pt.params,
@@ -477,11 +503,12 @@ def sweep(bench, points, desc=None, strict=True, fresh=None):
     for i in range(len(points)):                    # duplicates of a point computed in this sweep
         if results[i] is None and i not in failures:
             j = first[keys[i]]
+            walls[i] = walls[j]
             if j in failures:
                 failures[i] = failures[j]
             else:
                 results[i] = results[j]
-    stats.failed = len(failures)
+    stats.failed, stats.walls = len(failures), walls
     stats.wall_s = time.monotonic() - t0
     last_stats = stats
     if failures:

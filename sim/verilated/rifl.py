@@ -31,7 +31,7 @@ HARNESS = r"""
 #include "verilated.h"
 #include <cstdio>
 #include <cstdlib>
-#define PROGRESS_MASK ((1ULL << 22) - 1)
+#define PROGRESS_MASK ((1ULL << 20) - 1)
 int main(int argc, char **argv) {
     Verilated::commandArgs(argc, argv);
     unsigned long long cycles = strtoull(argv[1], 0, 10);
@@ -71,7 +71,7 @@ def loopback(frame_bits, latency, build=True):
 
 def run_point(model, cycles, threshold, progress=None):
     """One error-rate point (see the module docstring): {counter name: value, "frames": frames accepted}.
-    progress(done, total): called every 2^22 cycles (Model.run)."""
+    progress(done, total): called every 2^20 cycles (Model.run)."""
     out = model.run([cycles, threshold], progress=progress)
     return {k: int(v) for k, v in (line.split() for line in out.strip().splitlines())}
 

@@ -1,0 +1,139 @@
+"""Scaling of the sweeps (make bench BENCH=scaling): how much a second worker and a Ray cluster buy on this
+machine, measured in one run.
+
+* Wall time of two sweeps (sim.bench.sweep, every point recomputed: fresh) with 1 worker (in this process)
+  and with 2 local worker processes, and on a Ray cluster with 2 workers; the ratio 1 / 2 workers; whether
+  every result is identical on the three executors. The sweeps: the switch bench's quick sweep
+  (bench_switch.Plan(quick=True): the RTL iSLIP, SAFC/FIFO and the cross-check, N = 8) and the RIFL BER
+  sweep (bench_rifl.ber_plan: F = 256 and 1024, BER 1e-7 to 1e-4 and the error-free references, the
+  Verilated model; the full bench's 1e-8 and 1e-9 points take 1-10 minutes each and are left out). The
+  Verilator models are built before the timed runs; each run starts with cold per-process model handles,
+  so every worker pays its own Verilog conversion and cache lookup, as in a real sweep.
+* Ray's overhead per task: TRIVIAL_TASKS tasks that return at once as one sweep, in this process, through the
+  local pool and through the Ray cluster (wall time per task: the sweep's own cost, cache writes included, is
+  the in-process row); one Ray task at a time (submit, wait: the round trip); the cluster's start or
+  connection time. The machine's load average is given with the figures (the cores are shared).
+
+Ray: `cluster` (make bench's CLUSTER, else `local`: a private Ray on this machine's loopback with 2 CPUs,
+started and stopped here). quick: the switch quick sweep, three short RIFL points (F = 64, the longest
+round trip) and 20 trivial tasks.
+"""
+import os
+import time
+
+from cores.rifl.common import MAX_RTT_CYCLES
+from sim.bench import bench_rifl, bench_switch, sweep
+from sim.bench.framework import BenchResult, Table
+from software.rifl.demo import frame_error_threshold
+
+TRIVIAL_TASKS = 200
+RIFL_BERS = [1e-7, 1e-6, 1e-5, 1e-4]
+RIFL_FRAME_BITS = [256, 1024]
+
+
+def trivial(i):
+    """Task: nothing (the executor's cost per task)."""
+    return {"i": i}
+
+
+def _cold():
+    """Forget the per-process model handles (the Verilated executables stay cached on disk)."""
+    for f in (bench_switch._model, bench_rifl._loopback):
+        f.cache_clear()
+
+
+def _timed(name, points, workers=1, cluster=None):
+    """(wall seconds of the sweep, its results) with `workers` local processes or on `cluster`."""
+    sweep.configure(workers=workers, cluster=cluster)
+    _cold()
+    t0 = time.monotonic()
+    results = sweep.sweep(f"scaling_{name}", points, fresh=True)
+    return time.monotonic() - t0, results
+
+
+def sweeps(quick):
+    """(name, points) of the measured sweeps."""
+    if quick:
+        latency = MAX_RTT_CYCLES // 2           # the Verilated model the RIFL link tests build too
+        plan = [(64, latency, ber, dict(frame_bits=64, latency=latency, cycles=20000,
+                                        threshold=frame_error_threshold(ber, 64) if ber else 0, quick=False))
+                for ber in (None, 1e-4, 1e-3)]
+        name = "RIFL BER points (quick: F = 64, 20000 cycles)"
+    else:
+        plan = bench_rifl.ber_plan(False, RIFL_FRAME_BITS, RIFL_BERS)
+        name = "RIFL BER sweep, BER >= 1e-7"
+    rifl = sweep.tasks(bench_rifl.ber_point, [plan[i][3] for i in bench_rifl.ber_order(plan)],
+                       bench_rifl._ber_gateware)
+    return [("switch quick sweep", bench_switch.Plan(quick=True).points), (name, rifl)]
+
+
+def run(quick=False, cluster=None):
+    """The tables above; `cluster`: the Ray cluster (default: make bench's CLUSTER / $RAY_ADDRESS, else
+    `local`)."""
+    cluster = cluster or sweep.SETTINGS.cluster or os.environ.get("RAY_ADDRESS") or "local"
+    old = sweep.configure(workers=1, cluster=None)
+    res = BenchResult("scaling")
+    load_before = os.getloadavg()
+    try:
+        measured = sweeps(quick)
+        # Build every Verilator model the sweeps use before timing them.
+        for p in (p for _, pts in measured for p in pts):
+            if p.task is bench_switch.islip_point or p.task is bench_switch.crosscheck:
+                bench_switch._model(p.params["n"], p.params["k"])
+            elif p.task is bench_rifl.ber_point and not p.params["quick"]:
+                bench_rifl._loopback(p.params["frame_bits"], p.params["latency"])
+        walls = {}
+        for name, points in measured:
+            one, r1 = _timed(name, points, workers=1)
+            two, r2 = _timed(name, points, workers=2)
+            walls[name] = (len(points), one, two, r1, r2)
+        t0 = time.monotonic()
+        sweep.configure(cluster=cluster, workers=2)
+        sweep.executor()
+        connect = time.monotonic() - t0
+        rows = []
+        for name, points in measured:
+            ray_wall, r3 = _timed(name, points, workers=2, cluster=cluster)
+            n, one, two, r1, r2 = walls[name]
+            rows.append((name, n, one, two, ray_wall, r1 == r2 == r3))
+        n_trivial = 20 if quick else TRIVIAL_TASKS
+        trivial_points = sweep.tasks(trivial, [dict(i=i) for i in range(n_trivial)])
+        ray_trivial, _ = _timed("trivial", trivial_points, workers=2, cluster=cluster)
+        ray = sweep.executor()
+        t0 = time.monotonic()
+        for i in range(n_trivial // 4):
+            ray.ray.get(ray.remote.remote(trivial, {"i": i}))
+        round_trip = (time.monotonic() - t0) / (n_trivial // 4)
+        sweep.shutdown()
+        local_trivial, _ = _timed("trivial", trivial_points, workers=1)
+        pool_trivial, _ = _timed("trivial", trivial_points, workers=2)
+    finally:
+        sweep.shutdown()
+        sweep.configure(**old)
+
+    t = Table("Sweep wall time: 1 worker (in-process) vs 2 local processes vs Ray (2 workers), every point computed",
+              ["sweep", "points", "1 worker (s)", "2 workers (s)", "speed-up 1/2", "Ray, 2 workers (s)",
+               "speed-up 1/Ray", "identical results"],
+              notes="Wall time of sim.bench.sweep.sweep() with fresh=True on this 2-core machine; the Verilator "
+                    "models were built beforehand, each run converts its Verilog once per worker process. "
+                    f"Ray: {cluster} (the Ray workers import the project on their first task).")
+    for name, n, one, two, ray_wall, same in rows:
+        t.add(name, n, round(one, 2), round(two, 2), one / two, round(ray_wall, 2), one / ray_wall, same)
+        res.data[name] = {"points": n, "one_worker_s": one, "two_workers_s": two, "ray_s": ray_wall,
+                          "speedup": one / two, "identical": same}
+    o = Table(f"Per-task overhead: {n_trivial} trivial tasks (return at once)",
+              ["executor", "wall (s)", "per task (ms)", "overhead vs in-process (ms/task)"],
+              notes=f"Ray cluster start or connection: {connect:.1f} s (once per `make bench`); one Ray task at "
+                    f"a time (submit, wait for its result): {1000 * round_trip:.1f} ms a task.")
+    for name, wall in (("in-process", local_trivial), ("2 local processes", pool_trivial),
+                       (f"Ray ({cluster}, 2 workers)", ray_trivial)):
+        o.add(name, round(wall, 3), 1000 * wall / n_trivial, 1000 * (wall - local_trivial) / n_trivial)
+    res.data.update(ray_task_overhead_ms=1000 * (ray_trivial - local_trivial) / n_trivial,
+                    ray_round_trip_ms=1000 * round_trip, ray_connect_s=connect,
+                    load_average=[load_before, os.getloadavg()])
+    t.notes += (f" Load average (1, 5, 15 min) before: {', '.join(f'{x:.1f}' for x in load_before)}; after: "
+                f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} (other jobs on the 2 cores slow both runs).")
+    res.tables += [t, o]
+    if not all(same for *_, same in rows):
+        raise RuntimeError("a sweep gave different results on the executors")
+    return res
