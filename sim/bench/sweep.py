@@ -355,6 +355,9 @@ def check_reachable(address, timeout):
                              f"CLUSTER / RAY_ADDRESS.")
 
 
+CONNECT_ATTEMPTS = 3
+
+
 class Ray:
     """Tasks as Ray tasks on the cluster at `address` (`local`: a private Ray on this machine's loopback with
     `workers` CPUs). The driver ships the checkout (working_dir, without build/) so the workers run this code,
@@ -377,13 +380,20 @@ class Ray:
         runtime_env = {"working_dir": ROOT, "excludes": ["build/", ".git/", ".venv/", "*.vcd", "*.fst"],
                        "env_vars": {"INNET_BUILD": BUILD}}
         kwargs = dict(runtime_env=runtime_env, logging_level="ERROR", log_to_driver=False)
-        try:
-            if address == "local":
-                ray.init(num_cpus=workers, include_dashboard=False, _node_ip_address="127.0.0.1", **kwargs)
-            else:
-                ray.init(address=address, **kwargs)
-        except (ConnectionError, TimeoutError) as e:
-            raise ClusterUnreachable(f"the Ray cluster at {address} refused the connection: {e}") from e
+        for attempt in range(CONNECT_ATTEMPTS):
+            try:
+                if address == "local":
+                    ray.init(num_cpus=workers, include_dashboard=False, _node_ip_address="127.0.0.1", **kwargs)
+                else:
+                    ray.init(address=address, **kwargs)
+                break
+            except (ConnectionError, TimeoutError) as e:
+                # The Ray Client's proxy now and then fails to start the server of a new connection: try again.
+                ray.shutdown()
+                if attempt == CONNECT_ATTEMPTS - 1:
+                    raise ClusterUnreachable(f"the Ray cluster at {address} answers but did not accept the "
+                                             f"connection ({CONNECT_ATTEMPTS} attempts): {e}") from e
+                time.sleep(1)
         self.remote = ray.remote(_call).options(num_cpus=1, max_retries=retries, retry_exceptions=False)
 
     def run(self, items, on_status, poll=0.5):
