@@ -7,7 +7,11 @@ Bars are drawn only when their stream is a terminal: in CI logs and redirected o
 * `Stages(log_paths, stages, desc)`: follows the logs a tool writes (yosys, nextpnr) in a thread and shows
   the stage reached (the last of `stages`, (name, regex), whose regex matched a log line) and the elapsed
   time; `with Stages(...) as s:` around the run; `s.stage` is the stage reached.
+* `output_to(log_path)`: sends this process's file descriptors 1 and 2 (and so the output of the tools it
+  runs) to a log file while a bar is drawn on the terminal instead.
 """
+import contextlib
+import os
 import re
 import sys
 import threading
@@ -82,3 +86,26 @@ class Stages:
         while not self._stop.wait(self.interval):
             self._scan()
             self.bar.refresh()
+
+
+@contextlib.contextmanager
+def output_to(log_path):
+    """Redirect fds 1 and 2 into `log_path` (LiteX and the tools it runs write there); yields a stream on
+    the terminal's stderr for the bar. Restored on exit, also on an exception."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    term = os.fdopen(os.dup(saved[1]), "w")
+    with open(log_path, "w") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield term
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            term.close()

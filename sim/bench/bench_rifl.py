@@ -97,12 +97,14 @@ def measure_latency(frame_bits):
 
 
 @functools.lru_cache(maxsize=None)
-def _loopback(frame_bits, latency, build=True):
-    return verilated.loopback(frame_bits, latency, build=build)
+def _loopback(frame_bits, latency):
+    """The loopback's model, converted once per process (the driver converts it for the digest, and forked
+    workers inherit it), built on first use."""
+    return verilated.loopback(frame_bits, latency, build=False)
 
 
 def _ber_gateware(p):
-    return _loopback(p["frame_bits"], p["latency"], build=False).digest
+    return _loopback(p["frame_bits"], p["latency"]).digest
 
 
 def ber_point(frame_bits, latency, cycles, threshold, quick):
@@ -112,7 +114,7 @@ def ber_point(frame_bits, latency, cycles, threshold, quick):
     `frames`."""
     if quick:
         return run_point_migen(frame_bits, latency, cycles, threshold)
-    return verilated.run_point(_loopback(frame_bits, latency), cycles, threshold, progress=progress)
+    return verilated.run_point(_loopback(frame_bits, latency).build(), cycles, threshold, progress=progress)
 
 
 def latency_point(frame_bits):

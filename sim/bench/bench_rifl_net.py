@@ -63,13 +63,18 @@ def net_kwargs(n, k):
     return dict(latency=LATENCY, iterations=k, max_packet=MAX_PACKET)
 
 
-_models = {}
+@functools.lru_cache(maxsize=None)
+def _net(n, k):
+    """The (n, k) network's NetModel, converted once per process (the driver converts it for the digest, and
+    forked workers inherit it)."""
+    return NetModel(one_switch(n), build=False, **net_kwargs(n, k))
 
 
 def model_for(n, k):
-    if (n, k) not in _models:
-        _models[(n, k)] = NetModel(one_switch(n), **net_kwargs(n, k))
-    return _models[(n, k)]
+    """The (n, k) network's NetModel, its Verilated model built (once, then from the build cache)."""
+    m = _net(n, k)
+    m.model.build()
+    return m
 
 
 def cell_times(n, load, size, scale):
@@ -114,14 +119,13 @@ def faults(packets, result):
 
 
 @functools.lru_cache(maxsize=None)
-def _digest(n, k):
-    """The gateware digest of a point: the network's model and the scheduler's."""
-    net = NetModel(one_switch(n), build=False, **net_kwargs(n, k)).model.digest
-    return f"{net}:{scheduler(n, k, build=False).digest}"
+def _scheduler(n, k):
+    return scheduler(n, k, build=False)
 
 
 def _gateware(p):
-    return _digest(p["n"], p["k"])
+    """The gateware digest of a point: the network's model and the scheduler's."""
+    return f"{_net(p['n'], p['k']).model.digest}:{_scheduler(p['n'], p['k']).digest}"
 
 
 def measure(n, k, load, pattern, size, ber, scale, seed=1):
@@ -149,7 +153,7 @@ def measure(n, k, load, pattern, size, ber, scale, seed=1):
     lat = (when[measured] - CELL_SLOTS * first_t[measured]) / CELL_SLOTS
     q = np.percentile(lat, [50, 99, 99.9]) if len(lat) else [float("nan")] * 3
     safc = traffic.stats(tr, reference.safc(tr, n), n, T, warm)
-    dep, _ = run_scheduler(scheduler(n, k), tr, 3 * T)
+    dep, _ = run_scheduler(_scheduler(n, k).build(), tr, 3 * T)
     sched = traffic.stats(tr, dep, n, T, warm)
     kc = r.counters
     return {

@@ -7,8 +7,9 @@ machine, measured in one run.
   (bench_switch.Plan(quick=True): the RTL iSLIP, SAFC/FIFO and the cross-check, N = 8) and the RIFL BER
   sweep (bench_rifl.ber_plan: F = 256 and 1024, BER 1e-7 to 1e-4 and the error-free references, the
   Verilated model; the full bench's 1e-8 and 1e-9 points take 1-10 minutes each and are left out). The
-  Verilator models are built before the timed runs; each run starts with cold per-process model handles,
-  so every worker pays its own Verilog conversion and cache lookup, as in a real sweep.
+  Verilator models are built before the timed runs; each timed run starts cold, as `make bench` does: the
+  driver converts each model's Verilog for its gateware digest (forked workers inherit the converted model,
+  Ray workers convert their own), then the sweep runs.
 * Ray's overhead per task: TRIVIAL_TASKS tasks that return at once as one sweep, in this process, through the
   local pool and through the Ray cluster (wall time per task: the sweep's own cost, cache writes included, is
   the in-process row); one Ray task at a time (submit, wait: the round trip); the cluster's start or
@@ -42,29 +43,33 @@ def _cold():
         f.cache_clear()
 
 
-def _timed(name, points, workers=1, cluster=None):
-    """(wall seconds of the sweep, its results) with `workers` local processes or on `cluster`."""
+def _timed(name, make_points, workers=1, cluster=None):
+    """(wall seconds of making the points (their digests) and sweeping them, the results) with `workers` local
+    processes or on `cluster`."""
     sweep.configure(workers=workers, cluster=cluster)
     _cold()
     t0 = time.monotonic()
-    results = sweep.sweep(f"scaling_{name}", points, fresh=True)
+    results = sweep.sweep(f"scaling_{name}", make_points(), fresh=True)
     return time.monotonic() - t0, results
 
 
-def sweeps(quick):
-    """(name, points) of the measured sweeps."""
+def _rifl_points(quick):
     if quick:
         latency = MAX_RTT_CYCLES // 2           # the Verilated model the RIFL link tests build too
         plan = [(64, latency, ber, dict(frame_bits=64, latency=latency, cycles=20000,
                                         threshold=frame_error_threshold(ber, 64) if ber else 0, quick=False))
                 for ber in (None, 1e-4, 1e-3)]
-        name = "RIFL BER points (quick: F = 64, 20000 cycles)"
     else:
         plan = bench_rifl.ber_plan(False, RIFL_FRAME_BITS, RIFL_BERS)
-        name = "RIFL BER sweep, BER >= 1e-7"
-    rifl = sweep.tasks(bench_rifl.ber_point, [plan[i][3] for i in bench_rifl.ber_order(plan)],
+    return sweep.tasks(bench_rifl.ber_point, [plan[i][3] for i in bench_rifl.ber_order(plan)],
                        bench_rifl._ber_gateware)
-    return [("switch quick sweep", bench_switch.Plan(quick=True).points), (name, rifl)]
+
+
+def sweeps(quick):
+    """(name, function making the points) of the measured sweeps."""
+    name = "RIFL BER points (quick: F = 64, 20000 cycles)" if quick else "RIFL BER sweep, BER >= 1e-7"
+    return [("switch quick sweep", lambda: bench_switch.Plan(quick=True).points),
+            (name, lambda: _rifl_points(quick))]
 
 
 def run(quick=False, cluster=None):
@@ -77,27 +82,27 @@ def run(quick=False, cluster=None):
     try:
         measured = sweeps(quick)
         # Build every Verilator model the sweeps use before timing them.
-        for p in (p for _, pts in measured for p in pts):
+        for p in (p for _, make in measured for p in make()):
             if p.task is bench_switch.islip_point or p.task is bench_switch.crosscheck:
-                bench_switch._model(p.params["n"], p.params["k"])
+                bench_switch._model(p.params["n"], p.params["k"]).build()
             elif p.task is bench_rifl.ber_point and not p.params["quick"]:
-                bench_rifl._loopback(p.params["frame_bits"], p.params["latency"])
+                bench_rifl._loopback(p.params["frame_bits"], p.params["latency"]).build()
         walls = {}
-        for name, points in measured:
-            one, r1 = _timed(name, points, workers=1)
-            two, r2 = _timed(name, points, workers=2)
-            walls[name] = (len(points), one, two, r1, r2)
+        for name, make in measured:
+            one, r1 = _timed(name, make, workers=1)
+            two, r2 = _timed(name, make, workers=2)
+            walls[name] = (len(r1), one, two, r1, r2)
         t0 = time.monotonic()
         sweep.configure(cluster=cluster, workers=2)
         sweep.executor()
         connect = time.monotonic() - t0
         rows = []
-        for name, points in measured:
-            ray_wall, r3 = _timed(name, points, workers=2, cluster=cluster)
+        for name, make in measured:
+            ray_wall, r3 = _timed(name, make, workers=2, cluster=cluster)
             n, one, two, r1, r2 = walls[name]
             rows.append((name, n, one, two, ray_wall, r1 == r2 == r3))
         n_trivial = 20 if quick else TRIVIAL_TASKS
-        trivial_points = sweep.tasks(trivial, [dict(i=i) for i in range(n_trivial)])
+        trivial_points = lambda: sweep.tasks(trivial, [dict(i=i) for i in range(n_trivial)])
         ray_trivial, _ = _timed("trivial", trivial_points, workers=2, cluster=cluster)
         ray = sweep.executor()
         t0 = time.monotonic()
@@ -114,9 +119,10 @@ def run(quick=False, cluster=None):
     t = Table("Sweep wall time: 1 worker (in-process) vs 2 local processes vs Ray (2 workers), every point computed",
               ["sweep", "points", "1 worker (s)", "2 workers (s)", "speed-up 1/2", "Ray, 2 workers (s)",
                "speed-up 1/Ray", "identical results"],
-              notes="Wall time of sim.bench.sweep.sweep() with fresh=True on this 2-core machine; the Verilator "
-                    "models were built beforehand, each run converts its Verilog once per worker process. "
-                    f"Ray: {cluster} (the Ray workers import the project on their first task).")
+              notes="Wall time of making the points (the driver converts each model's Verilog for its digest) "
+                    "and sweeping them with fresh=True on this 2-core machine; the Verilator models were built "
+                    f"beforehand. Ray: {cluster} (its workers import the project and convert the models they "
+                    "use on their first task).")
     for name, n, one, two, ray_wall, same in rows:
         t.add(name, n, round(one, 2), round(two, 2), one / two, round(ray_wall, 2), one / ray_wall, same)
         res.data[name] = {"points": n, "one_worker_s": one, "two_workers_s": two, "ray_s": ray_wall,

@@ -40,16 +40,13 @@ def cell_times_for(n, load, size, scale):
 
 @functools.lru_cache(maxsize=None)
 def _model(n, k):
-    return scheduler(n, k)
-
-
-@functools.lru_cache(maxsize=None)
-def _digest(n, k):
-    return scheduler(n, k, build=False).digest
+    """The scheduler's model, converted once per process (the driver converts it for the digest, and forked
+    workers inherit it), built on first use (Model.build: once, then from the build cache)."""
+    return scheduler(n, k, build=False)
 
 
 def _gateware(p):
-    return _digest(p["n"], p["k"])
+    return _model(p["n"], p["k"]).digest
 
 
 def _trace(n, load, pattern, size, scale, seed):
@@ -61,7 +58,7 @@ def islip_point(n, k, load, pattern, size, scale, seed):
     """Task: the RTL iSLIP (n ports, k iterations) on one trace: its statistics after the warm-up quarter
     ("islip"), its utilisation over the last half ("late_utilisation"), the cell times and RTL clock cycles."""
     tr, T = _trace(n, load, pattern, size, scale, seed)
-    dep, cycles = run_scheduler(_model(n, k), tr, 3 * T)
+    dep, cycles = run_scheduler(_model(n, k).build(), tr, 3 * T)
     return {"islip": traffic.stats(tr, dep, n, T, T // 4),
             "late_utilisation": traffic.stats(tr, dep, n, T, T // 2)["utilisation"], "cell_times": T,
             "rtl_cycles": cycles}
@@ -78,7 +75,7 @@ def reference_point(n, load, pattern, size, scale, seed):
 def crosscheck(n, k, cell_times, load, seed):
     """Task: the RTL schedule against the Python iSLIP, departure of every cell of one Bernoulli trace."""
     tr = traffic.generate(n, cell_times, load, "bernoulli", CELL_BYTES, seed=seed)
-    dep_rtl, _ = run_scheduler(_model(n, k), tr, 3 * cell_times)
+    dep_rtl, _ = run_scheduler(_model(n, k).build(), tr, 3 * cell_times)
     dep_py = reference.islip(tr, n, k, 3 * cell_times)
     return {"identical": bool(np.array_equal(dep_rtl, dep_py)), "cells": len(dep_rtl)}
 
