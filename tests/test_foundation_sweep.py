@@ -228,9 +228,12 @@ def test_bench_scaling_quick(sweeps, ray_cluster, tmp_path):
     from sim.bench import bench_scaling
     res = bench_scaling.run(quick=True, cluster=ray_cluster)
     sweep_table, overhead = res.tables
-    assert [row[0] for row in sweep_table.rows][0] == "switch quick sweep"
+    assert [row[0] for row in sweep_table.rows][::3] == ["switch quick sweep", "RIFL BER points (quick: F = 64, "
+                                                         "20000 cycles)"]
+    assert [row[2] for row in sweep_table.rows][:3] == ["1 worker (in-process)", "2 local processes",
+                                                        f"Ray ({ray_cluster}), 2 workers"]
     assert all(row[-1] is True for row in sweep_table.rows)
-    assert all(row[2] > 0 and row[3] > 0 and row[5] > 0 for row in sweep_table.rows)
+    assert all(row[4] > 0 and row[5] >= row[4] and row[9] > 0 for row in sweep_table.rows)
     assert [row[0] for row in overhead.rows][:2] == ["in-process", "2 local processes"]
     assert res.data["ray_round_trip_ms"] > 0
     md = res.write(str(tmp_path))
