@@ -72,10 +72,11 @@ SETTINGS = Settings()
 
 def configure(**kwargs):
     """Set fields of SETTINGS (workers, cluster, fresh, retries, connect_timeout); returns the old values."""
+    unknown = set(kwargs) - set(Settings.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"unknown sweep settings {sorted(unknown)}")
     old = {k: getattr(SETTINGS, k) for k in kwargs}
     for k, v in kwargs.items():
-        if not hasattr(SETTINGS, k):
-            raise TypeError(f"unknown sweep setting {k!r}")
         setattr(SETTINGS, k, v)
     return old
 
