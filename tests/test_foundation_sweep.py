@@ -1,7 +1,8 @@
 """Sweeps (sim/bench/sweep.py): the process pool and a local Ray cluster (2 workers, loopback only, started and
 stopped here) give the same numbers, a cached rerun simulates nothing and a changed gateware digest recomputes,
 progress only on a terminal, an unreachable cluster's error, a failing point reported with its parameters while
-the others complete, a worker that dies has its point rerun; the scaling bench's quick mode."""
+the others complete, a worker that dies has its point rerun; ECP5 runs (nextpnr with a timeout) as tasks; the
+scaling bench's quick mode."""
 import fcntl
 import io
 import json
@@ -239,3 +240,21 @@ def test_bench_scaling_quick(sweeps, ray_cluster, tmp_path):
     md = res.write(str(tmp_path))
     index = open(tmp_path / "index.html").read()
     assert "scaling.json" in index and "Per-task overhead" in index and os.path.exists(md)
+
+
+def test_ecp5_runs_as_tasks(sweeps, tmp_path, monkeypatch):
+    """nextpnr runs as sweep points: two seeds of one module share yosys's netlist, each places and routes in
+    its own folder; a run over its timeout returns its failure figures instead of stopping the sweep."""
+    from sim.bench import ecp5
+    monkeypatch.setattr(ecp5, "BUILD", str(tmp_path / "build"))
+    sw.configure(workers=2)
+    params = [dict(factory="sim.bench.bench_switch:ecp5_scheduler", args=dict(n=4, k=1), name="t_islip4",
+                   device="LFE5U-25F", freq_mhz=80, seed=seed) for seed in (1, 2)]
+    params.append(dict(params[0], name="t_islip4_short", timeout=0.01))
+    seed1, seed2, short = sw.sweep("t_ecp5", sw.tasks(ecp5.synth_point, params, ecp5.point_digest))
+    assert seed1["how"] == seed2["how"] == "placed and routed"
+    assert seed1["lut4"] == seed2["lut4"] > 0 and seed1["fmax_mhz"]["sys_clk"] > 0 and seed1["seed"] == 1
+    for seed in (1, 2):
+        assert os.path.exists(os.path.join(ecp5.seed_dir("t_islip4", "LFE5U-25F", seed), "report.json"))
+    assert short["how"].startswith("failed:") and "over 0.01 s" in short["how"]
+    assert short["report"] is None and short["io_bits"] == seed1["io_bits"] > 0
