@@ -11,6 +11,12 @@ TOPOLOGY ?= spine-leaf
 RANKS    ?= 4
 ELEMENTS ?= 100000
 ALLREDUCE_ARGS ?=
+# make bench: CLUSTER=ray://HOST:PORT runs the sweep points on a Ray cluster (default: every local core),
+# WORKERS=N local processes, FRESH=1 ignores the result cache (build/bench/cache/), BENCH_ARGS=--quick etc.
+CLUSTER  ?=
+WORKERS  ?=
+FRESH    ?=
+BENCH_ARGS ?=
 
 .PHONY: deps apt venv sim test bench build clean allreduce formal fuzz
 .DEFAULT_GOAL := sim
@@ -27,7 +33,7 @@ apt:
 $(VENV)/.installed: pyproject.toml constraints.txt scripts/yowasp-wrappers.sh
 	@[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip==24.3.1 setuptools==75.6.0 wheel==0.45.1
-	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,ray]'
 	bash scripts/yowasp-wrappers.sh $(VENV)/bin
 	$(VENV)/bin/boolector --version >/dev/null   # YoWASP compiles the solver on its first run
 	@touch $@
@@ -42,7 +48,8 @@ allreduce: deps
 	$(PY) -m software.minisharp.allreduce --topology $(TOPOLOGY) --ranks $(RANKS) --elements $(ELEMENTS) $(ALLREDUCE_ARGS)
 
 bench: deps
-	$(PY) -m sim.bench $(BENCH)
+	$(PY) -m sim.bench $(BENCH) $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(WORKERS),--workers $(WORKERS)) \
+		$(if $(FRESH),--fresh) $(BENCH_ARGS)
 
 formal: deps
 	$(PY) -m sim.formal --broken $(FORMAL)

@@ -6,6 +6,10 @@ Boards whose vendor tools are not available here (Xilinx: Vivado) get their gate
     python -m boards.build colorlight_5a_75b [--revision 8.0] [--cores sync,...] [--sys-clk-freq 60e6]
     python -m boards.build colorlight_5a_75b --cores minisharp [--mgmt-ports 0,1]   # both RGMII ports
     python -m boards.build xilinx_ac701_pcie    # Verilog, XDC and Vivado script only
+
+On a terminal the build shows its stage (generating, synthesis, packing, placement, routing, bitstream) and
+the elapsed time, and the tools' output goes to build/boards/<name>/build.log (printed in part on failure);
+elsewhere (CI logs) the tools' output is printed as it comes.
 """
 import argparse
 import importlib
@@ -18,10 +22,15 @@ from litex.soc.integration.builder import Builder
 
 from boards import fit
 from cores.lib.block_ram import ecp5_special_overrides
+from sim import progress
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ECP5_BOARDS = ("colorlight_5a_75b", "lattice_versa_ecp5")
 GATEWARE_ONLY_BOARDS = ("xilinx_ac701_pcie",)
+# The stages of an ECP5 build as its output shows them (yosys's log, then nextpnr's and ecppack's output).
+BUILD_STAGES = [("generating", r"."), ("synthesis", r"^\d+\. Executing"), ("packing", r"^Info: Packing"),
+                ("placement", r"^Info: (Creating initial analytic|Running main analytical)"),
+                ("routing", r"^Info: Routing"), ("bitstream", r"^Info: Program finished normally")]
 
 
 def report(build_dir, build_name):
@@ -92,8 +101,24 @@ def main(argv=None):
     soc.platform.toolchain._pnr_opts += f" --report {args.board}_report.json --router {args.router}"
     t0 = time.monotonic()
     # MiniSharp's block RAMs map onto DP16KD primitives with their output registers (yosys never infers them).
-    builder.build(build_name=args.board, seed=args.seed, timingstrict=False,
-                  ignoreloops=True, special_overrides=ecp5_special_overrides)
+    build = lambda: builder.build(build_name=args.board, seed=args.seed, timingstrict=False,
+                                  ignoreloops=True, special_overrides=ecp5_special_overrides)
+    if progress.enabled():
+        log_path = os.path.join(output_dir, "build.log")
+        rpt = os.path.join(output_dir, "gateware", f"{args.board}.rpt")     # yosys's log, rewritten by this build
+        if os.path.exists(rpt):
+            os.remove(rpt)
+        try:
+            with progress.output_to(log_path) as term:
+                with progress.Stages([log_path, rpt], BUILD_STAGES, f"build {args.board}", stream=term):
+                    build()
+        except Exception:
+            print("".join(open(log_path, errors="replace").readlines()[-40:]), file=sys.stderr)
+            print(f"error: the build failed; its output: {log_path}", file=sys.stderr)
+            raise
+        print(f"Build log : {log_path}")
+    else:
+        build()
     elapsed = time.monotonic() - t0
     gateware = os.path.join(output_dir, "gateware")
     bitstream = os.path.join(gateware, f"{args.board}.bit")

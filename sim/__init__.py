@@ -6,6 +6,9 @@ import shutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # the checkout
+# The build cache (Verilator models, ECP5 netlists, bench results): build/ of the checkout, or $INNET_BUILD (a
+# sweep's Ray workers run from a copy of the checkout and share the driver's build folder this way).
+BUILD = os.environ.get("INNET_BUILD") or os.path.join(ROOT, "build")
 
 
 def venv_tool(name):

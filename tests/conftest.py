@@ -13,3 +13,10 @@ def _interrupt(signum, frame):
 
 
 signal.signal(signal.SIGTERM, _interrupt)
+
+
+# Bench smoke tests compute their points in the test's process, never from build/bench/cache/ (a cached point
+# would pass without running); tests/test_foundation_sweep.py covers the executors and the cache.
+from sim.bench import sweep as _sweep  # noqa: E402
+
+_sweep.configure(workers=1, fresh=True)

@@ -1,5 +1,7 @@
 """Smoke test of the MiniSharp benchmark in quick mode (accuracy table: the small Verilated core in two rank
 orders against the exact reference and a float32 running sum)."""
+import os
+
 from sim.bench import bench_minisharp as B
 from sim.bench.bench_minisharp import run
 from software.minisharp.reference import reduce_vectors
@@ -25,18 +27,25 @@ def test_accuracy_rows_are_computed():
     assert t.rows[1][3] == f"{1 / 16:.2%}" and t.rows[1][4] == f"{1 / 16:.2%}"
 
 
-def test_failed_ecp5_report(tmp_path):
-    """A nextpnr run that does not fit, or is stopped after placement, still gives a table row."""
+def test_failed_ecp5_report(tmp_path, monkeypatch):
+    """A nextpnr run that does not fit, or is stopped after placement, still gives a table row (from what
+    sim.bench.ecp5.failure_figures reads in its log)."""
+    from sim.bench import ecp5
     from sim.bench.bench_minisharp import _failed_report
+    monkeypatch.setattr(ecp5, "BUILD", str(tmp_path))
+    run = ecp5.seed_dir("minisharp_t", "LFE5U-85F", 1)
+    os.makedirs(run)
     util = ("Info: Device utilisation:\n"
             "Info: \t              DP16KD:     155/    208    74%\n"
             "Info: \t          TRELLIS_FF:   60316/  83640    72%\n"
             "Info: \t        TRELLIS_COMB:   52022/  83640    62%\n"
             "Info: \t        TRELLIS_RAMW:    1011/  10455     9%\n")
-    log = tmp_path / "nextpnr.log"
-    log.write_text(util)
-    assert _failed_report(tmp_path, 2083) == [52022, 58233, 155, 1011, "did not place"]
-    log.write_text(util + "Info: Max frequency for clock 'sys_clk': 47.82 MHz (FAIL at 50.00 MHz)\n")
-    assert _failed_report(tmp_path, 2083)[4] == "not routed; post-placement estimate 47.8"
-    log.write_text(util.replace("155/    208", "155/     56"))
-    assert _failed_report(tmp_path, 2083)[4] == "does not fit: DP16KD 155/56"
+
+    def report(log):
+        with open(os.path.join(run, "nextpnr.log"), "w") as f:
+            f.write(log)
+        return _failed_report(dict(ecp5.failure_figures("minisharp_t", "LFE5U-85F", 1), io_bits=2083))
+    assert report(util) == [52022, 58233, 155, 1011, "did not place"]
+    assert report(util + "Info: Max frequency for clock 'sys_clk': 47.82 MHz (FAIL at 50.00 MHz)\n")[4] == \
+        "not routed; post-placement estimate 47.8"
+    assert report(util.replace("155/    208", "155/     56"))[4] == "does not fit: DP16KD 155/56"

@@ -1,10 +1,18 @@
-"""make bench: run every sim/bench/bench_*.py (or the ones named) and write build/bench/<name>.md/.json."""
+"""make bench: run every sim/bench/bench_*.py (or the ones named), write build/bench/<name>.md/.json and the
+index build/bench/index.html.
+
+Sweep points run through sim.bench.sweep: on every local core by default (--workers N), on a Ray cluster with
+--cluster ray://HOST:PORT (or $RAY_ADDRESS; `local`: a private Ray on this machine); computed points are
+cached in build/bench/cache/ and --fresh recomputes them."""
 import argparse
 import importlib
 import os
 import sys
 import time
 import traceback
+
+from sim.bench import sweep
+from sim.bench.framework import BENCH_DIR, write_index
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -14,23 +22,48 @@ def discover():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {discover()})")
     parser.add_argument("--quick", action="store_true", help="smoke-test sizes (seconds, not minutes)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help=f"local worker processes for the sweep points (default: every core, {os.cpu_count()}; "
+                             "1: in this process)")
+    parser.add_argument("--cluster", default=None,
+                        help="run the sweep points on the Ray cluster at this address (ray://HOST:PORT, HOST:PORT, "
+                             "or `local`); default $RAY_ADDRESS, else the local processes")
+    parser.add_argument("--fresh", action="store_true", help="recompute every point (ignore build/bench/cache/)")
+    parser.add_argument("--connect-timeout", type=float, default=sweep.SETTINGS.connect_timeout,
+                        help="seconds to wait for the Ray cluster to answer")
     args = parser.parse_args(argv)
+    if args.workers is not None and args.workers < 1:
+        parser.error("--workers takes a positive number")
+    sweep.configure(fresh=args.fresh, connect_timeout=args.connect_timeout,
+                    **({"workers": args.workers} if args.workers else {}),
+                    **({"cluster": args.cluster} if args.cluster else {}))
     names = args.names or discover()
+    unknown = set(names) - set(discover())
+    if unknown:
+        parser.error(f"unknown benchmarks {sorted(unknown)}; known: {discover()}")
     failed = []
-    for name in names:
-        t0 = time.monotonic()
-        print(f"== bench {name} ==", flush=True)
-        try:
-            result = importlib.import_module(f"sim.bench.bench_{name}").run(quick=args.quick)
-            path = result.write()
-            print(result.markdown())
-            print(f"(written to {path}, {time.monotonic() - t0:.0f} s)\n", flush=True)
-        except Exception:
-            traceback.print_exc()
-            failed.append(name)
+    try:
+        for name in names:
+            t0 = time.monotonic()
+            print(f"== bench {name} ==", flush=True)
+            try:
+                result = importlib.import_module(f"sim.bench.bench_{name}").run(quick=args.quick)
+                path = result.write()
+                print(result.markdown())
+                print(f"(written to {path}, {time.monotonic() - t0:.0f} s)\n", flush=True)
+            except sweep.ClusterUnreachable as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            except Exception:
+                traceback.print_exc()
+                failed.append(name)
+    finally:
+        sweep.shutdown()
+    if os.path.isdir(BENCH_DIR):
+        print(f"index: {write_index()}")
     if failed:
         print(f"benchmarks failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -7,12 +7,8 @@ quick=True: only the accuracy table, from the small Verilated core of the tests 
 and a small vector (seconds once that model is built; the reference model in both rank orders where Verilator
 is missing).
 """
-import json
-import os
 import random
-import re
 import struct
-import subprocess
 import time
 
 import numpy as np
@@ -20,7 +16,6 @@ import numpy as np
 from cores.minisharp import common as ms
 from cores.minisharp.accumulator import round_latency
 from sim.bench.framework import BenchResult, Table
-from sim import ROOT
 from software.minisharp import packets as P
 from software.minisharp.reference import reduce_vectors
 
@@ -194,63 +189,59 @@ ECP5_BUILDS = [("2 x 8-bit, 1 lane", dict(num_ports=2, dw=8, lanes=1), "LFE5U-25
                ("4 x 64-bit, 8 lanes", dict(num_ports=4, dw=64, lanes=8), "LFE5U-85F", 25)]
 
 
-def ecp5_table(builds=ECP5_BUILDS):
+def ecp5_core(params):
+    """ECP5 factory (sim.bench.ecp5.synth_point): MiniSharpCore(**params), every port, configuration input and
+    counter an I/O, its block RAMs on DP16KD primitives."""
+    from cores.lib.block_ram import ecp5_special_overrides
     from cores.minisharp.core import MiniSharpCore
     from sim.verilated.minisharp import core_ports
-    from sim.bench.ecp5 import synth_ecp5
-    from cores.lib.block_ram import ecp5_special_overrides
+    core = MiniSharpCore(**params)
+    return core, [sig for sig, _ in core_ports(core).values()], ecp5_special_overrides
+
+
+def ecp5_table(builds=ECP5_BUILDS):
+    """One synth_point task per build (sim.bench.sweep: the builds run side by side); a run that fails
+    (the design does not fit, or routing does not converge within the 3-hour timeout) reports what nextpnr
+    logged."""
+    from sim.bench.ecp5 import point_digest, synth_point
+    from sim.bench.sweep import sweep, sweep_stats, tasks
     t = Table("ECP5 out-of-context (yosys + nextpnr-ecp5)",
               ["build", "device", "target MHz", "LUT4", "FF", "DP16KD", "LUTRAM", "Fmax MHz", "synth s"],
               notes="MiniSharpCore with the ABI chunk (256 FP32), 4 chunk slots, 8 contexts, max 64 ranks; "
                     "all ports, configuration inputs and counters are I/Os.")
-    for name, params, dev, target in builds:
-        t0 = time.time()
-        core = MiniSharpCore(**params)
-        ios = [sig for sig, _ in core_ports(core).values()]
-        bname = f"minisharp_{params['num_ports']}x{params['dw']}_{params['lanes']}l"
-        outdir = os.path.join(ROOT, "build", "ecp5", f"{bname}_{dev}")
-        if os.path.exists(os.path.join(outdir, "report.json")):
-            os.remove(os.path.join(outdir, "report.json"))
-        try:
-            r = synth_ecp5(core, ios, bname, device=dev, freq_mhz=target, timeout=3 * 3600,
-                           special_overrides=ecp5_special_overrides)
+    params = [dict(factory="sim.bench.bench_minisharp:ecp5_core", args=dict(params=p), device=dev, freq_mhz=target,
+                   name=f"minisharp_{p['num_ports']}x{p['dw']}_{p['lanes']}l", timeout=3 * 3600)
+              for _, p, dev, target in builds]
+    results = sweep("minisharp", tasks(synth_point, params, point_digest))
+    for (name, _, dev, target), r, wall in zip(builds, results, sweep_stats().walls):
+        if r["how"] == "placed and routed":
             fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
-            t.add(name, dev, target, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax,
-                  round(time.time() - t0))
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-            # nextpnr exits with an error when the design does not fit the device, and synth_ecp5 stops it
-            # after its timeout (routing that does not converge): report what it logged.
-            t.add(name, dev, target, *_failed_report(outdir, sum(len(x) for x in ios), target),
-                  round(time.time() - t0))
+            t.add(name, dev, target, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(wall))
+        else:
+            t.add(name, dev, target, *_failed_report(r, target), round(wall))
     return t
 
 
-def _failed_report(outdir, io_bits, target=125):
-    """LUT4/FF/DP16KD/LUTRAM/Fmax of a failed nextpnr run: from report.json when it placed and routed
-    (125 MHz missed), else from the utilisation nextpnr logged before it gave up (used/available) and its
-    post-placement Fmax estimate if it got that far."""
-    try:
-        with open(os.path.join(outdir, "report.json")) as f:
-            rep = json.load(f)
-        u = rep.get("utilization", {})
-        fmax = min((v["achieved"] for v in rep.get("fmax", {}).values()), default=0)
+def _failed_report(r, target=125):
+    """LUT4/FF/DP16KD/LUTRAM/Fmax of a failed nextpnr run (synth_point's failure figures): from report.json
+    when it placed and routed (125 MHz missed), else from the utilisation nextpnr logged before it gave up
+    (used/available) and its post-placement Fmax estimate if it got that far."""
+    io_bits = r["io_bits"]
+    if r["report"]:
+        u = r["report"].get("utilization", {})
+        fmax = min((v["achieved"] for v in r["report"].get("fmax", {}).values()), default=0)
         ff = u.get("TRELLIS_FF", {}).get("used")
         return [u.get("TRELLIS_COMB", {}).get("used", "-"), ff - io_bits if ff is not None else "-",
                 u.get("DP16KD", {}).get("used", "-"), u.get("TRELLIS_RAMW", {}).get("used", "-"),
                 f"{fmax:.1f} (< {target})"]
-    except (OSError, ValueError):
-        pass
-    try:
-        log = open(os.path.join(outdir, "nextpnr.log")).read()
-    except OSError:
+    use = r["logged"]
+    if not use and not r["estimate"]:
         return ["-", "-", "-", "-", "did not place"]
-    use = {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)", log, re.M)}
     over = [f"{k} {u}/{a}" for k, (u, a) in use.items() if u > a]
-    placed = re.findall(r"Max frequency for clock '[^']+': ([\d.]+) MHz", log)
     if over:
         fmax = "does not fit: " + ", ".join(over)
-    elif placed:
-        fmax = f"not routed; post-placement estimate {float(placed[-1]):.1f}"
+    elif r["estimate"]:
+        fmax = f"not routed; post-placement estimate {list(r['estimate'].values())[-1]:.1f}"
     else:
         fmax = "did not place"
     ff = use.get("TRELLIS_FF", (None,))[0]

@@ -9,6 +9,7 @@ frames, split evenly between the two channels. Each BER point runs long enough f
 accepted per cycle (both directions) divided by the same in an error-free run of the same build. The checkers must report zero lost, duplicated, out-of-order
 or corrupted packets at every point.
 """
+import functools
 import os
 import time
 
@@ -20,9 +21,11 @@ from cores.rifl.link import RIFLEndpoint
 from cores.rifl.link_bench import RIFLLinkBench
 from cores.rifl.soc_block import RIFLLoopback
 from sim import ROOT
-from sim.bench.ecp5 import synth_ecp5
+from sim.bench.ecp5 import point_digest, synth_point
 from sim.bench.framework import BenchResult, Table, plot_path
+from sim.bench.sweep import progress, sweep, sweep_stats, tasks
 from sim.verilated import rifl as verilated
+from sim.verilated import verilog_digest
 from software.rifl.demo import frame_error_threshold
 
 LINE_RATE = 100e9
@@ -93,47 +96,99 @@ def measure_latency(frame_bits):
     return res["latency"]
 
 
-def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCLES):
-    """quick: Migen simulation of a small configuration at high error rates (seconds, no Verilated build).
-    frame_sizes / bers: subsets of the full sweep; ecp5: include the synthesis; max_cycles: cap per point."""
-    result = BenchResult("rifl")
-    frame_sizes = frame_sizes or ([64] if quick else [256, 1024])
-    bers = bers or ([1e-3] if quick else [1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4])
-    t0 = time.time()
-    table = Table("Goodput vs BER (relative to error-free, same build), RTT 300 ns at 100 Gb/s",
-                  ["F (bits)", "RTT (frames)", "BER", "cycles", "channel errors", "replays", "goodput ratio",
-                   "recovery per error (RTT)", "wall (s)", "lost+dup+ooo+corrupt"])
-    plot_data = {}
+@functools.lru_cache(maxsize=None)
+def _loopback(frame_bits, latency):
+    """The loopback's model, converted once per process (the driver converts it for the digest, and forked
+    workers inherit it), built on first use."""
+    return verilated.loopback(frame_bits, latency, build=False)
+
+
+def _ber_gateware(p):
+    return _loopback(p["frame_bits"], p["latency"]).digest
+
+
+def ber_point(frame_bits, latency, cycles, threshold, quick):
+    """Task: one error-rate point of RIFLLoopback(frame_bits, latency) with per-frame error threshold
+    `threshold` for `cycles` measured cycles: the Verilated model (sim.verilated.rifl.run_point, progress
+    reported to the sweep), or in Migen's simulator when `quick` (run_point_migen). Every counter and
+    `frames`."""
+    if quick:
+        return run_point_migen(frame_bits, latency, cycles, threshold)
+    return verilated.run_point(_loopback(frame_bits, latency).build(), cycles, threshold, progress=progress)
+
+
+def latency_point(frame_bits):
+    """Task: measure_latency(frame_bits)."""
+    return {"latency": measure_latency(frame_bits)}
+
+
+def _latency_gateware(p):
+    return verilog_digest(RIFLLinkBench(p["frame_bits"], latency=0))
+
+
+def ber_plan(quick, frame_sizes, bers, max_cycles=MAX_CYCLES):
+    """[(F, latency, BER or None for the error-free reference, ber_point's parameters)] of every point."""
+    base_cycles = 150 if quick else 400000
+    plan = []
     for F in frame_sizes:
         latency = 4 if quick else round(RTT_S * LINE_RATE / F / 2)
-        rtt = 2 * latency
-        if quick:
-            point = lambda cycles, thr: run_point_migen(F, latency, cycles, thr)
-        else:
-            model = verilated.loopback(F, latency)
-            point = lambda cycles, thr: verilated.run_point(model, cycles, thr)
-        base_cycles = 150 if quick else 400000
-        ref = point(base_cycles, 0)
-        ref_rate = ref["frames"] / base_cycles
-        plot_data[F] = []
+        plan.append((F, latency, None, dict(frame_bits=F, latency=latency, cycles=base_cycles, threshold=0,
+                                             quick=quick)))
         for ber in bers:
             thr = frame_error_threshold(ber, F)
             p_frame = thr / 2**32
             cycles = base_cycles if quick else min(max_cycles, max(base_cycles, int(1.3 * MIN_ERRORS / (2 * p_frame))))
-            t_point = time.time()
-            r = point(cycles, thr)
-            errors = sum(r[f"{d}_channel_errors"] for d in LOOPBACK_DIRECTIONS)
-            ratio = r["frames"] / cycles / ref_rate
-            bad = sum(r[f"{d}_{k}"] for d in LOOPBACK_DIRECTIONS for k in CHK_FAULTS)
-            if bad or any(r[f"{d}_sent"] != r[f"{d}_delivered"] for d in LOOPBACK_DIRECTIONS):
-                raise RuntimeError(f"RIFL bench: delivery mismatch at F={F} BER={ber}: {r}")
-            lost_slots = (ref_rate - r["frames"] / cycles) * cycles / 2   # per direction
-            per_error = lost_slots / max(1, errors / 2) / rtt if errors else 0.0
-            table.add(F, rtt, ber, cycles, errors, r["a_replays"] + r["b_replays"], ratio, per_error,
-                      round(time.time() - t_point, 1), bad)
-            print(f"rifl bench F={F} BER={ber:g}: {cycles} cycles, {errors} errors, goodput {ratio:.5f}, "
-                  f"{per_error:.2f} RTT/error, {time.time() - t_point:.0f} s", flush=True)
-            plot_data[F].append((ber, ratio))
+            plan.append((F, latency, ber, dict(frame_bits=F, latency=latency, cycles=cycles, threshold=thr,
+                                               quick=quick)))
+    return plan
+
+
+def ber_order(plan):
+    """Indices of `plan`, the longest points (lowest BER, largest F) first, so that the last to finish are short."""
+    return sorted(range(len(plan)), key=lambda i: -plan[i][3]["cycles"] * plan[i][0])
+
+
+def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCLES):
+    """quick: Migen simulation of a small configuration at high error rates (seconds, no Verilated build).
+    frame_sizes / bers: subsets of the full sweep; ecp5: include the synthesis; max_cycles: cap per point.
+    Every BER point, latency and ECP5 run is a task of one sweep (sim.bench.sweep: every core or a cluster,
+    cached)."""
+    result = BenchResult("rifl")
+    frame_sizes = frame_sizes or ([64] if quick else [256, 1024])
+    bers = bers or ([1e-3] if quick else [1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4])
+    t0 = time.time()
+    plan = ber_plan(quick, frame_sizes, bers, max_cycles)
+    order = ber_order(plan)
+    points = tasks(ber_point, [plan[i][3] for i in order], _ber_gateware)
+    points += tasks(latency_point, [dict(frame_bits=F) for F in frame_sizes], _latency_gateware)
+    synth = ecp5_points() if ecp5 and not quick else []
+    results = sweep("rifl", points + synth)
+    measured = {i: r for i, r in zip(order, results)}
+    walls = {i: w for i, w in zip(order, sweep_stats().walls)}
+    latencies = results[len(order):len(order) + len(frame_sizes)]
+
+    table = Table("Goodput vs BER (relative to error-free, same build), RTT 300 ns at 100 Gb/s",
+                  ["F (bits)", "RTT (frames)", "BER", "cycles", "channel errors", "replays", "goodput ratio",
+                   "recovery per error (RTT)", "wall (s)", "lost+dup+ooo+corrupt"])
+    plot_data = {}
+    for i, (F, latency, ber, params) in enumerate(plan):
+        rtt = 2 * latency
+        r = measured[i]
+        if ber is None:
+            ref_rate = r["frames"] / params["cycles"]
+            plot_data[F] = []
+            continue
+        cycles = params["cycles"]
+        errors = sum(r[f"{d}_channel_errors"] for d in LOOPBACK_DIRECTIONS)
+        ratio = r["frames"] / cycles / ref_rate
+        bad = sum(r[f"{d}_{k}"] for d in LOOPBACK_DIRECTIONS for k in CHK_FAULTS)
+        if bad or any(r[f"{d}_sent"] != r[f"{d}_delivered"] for d in LOOPBACK_DIRECTIONS):
+            raise RuntimeError(f"RIFL bench: delivery mismatch at F={F} BER={ber}: {r}")
+        lost_slots = (ref_rate - r["frames"] / cycles) * cycles / 2   # per direction
+        per_error = lost_slots / max(1, errors / 2) / rtt if errors else 0.0
+        table.add(F, rtt, ber, cycles, errors, r["a_replays"] + r["b_replays"], ratio, per_error, round(walls[i], 1),
+                  bad)
+        plot_data[F].append((ber, ratio))
     table.notes = (f"Error model: one error event per corrupted frame (2^32 (1-(1-BER)^F) threshold); each point runs "
                    f"1.3 x {MIN_ERRORS} / (2 p_frame) cycles (cap {max_cycles}), so it expects {int(1.3 * MIN_ERRORS)} "
                    f"channel errors (both directions); 'recovery per error' = frame slots lost (both directions "
@@ -144,9 +199,8 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
     result.data["goodput"] = {str(F): v for F, v in plot_data.items()}
 
     lat = Table("Latency, zero-delay channel", ["F (bits)", "cycles TX sink -> RX source", "ns at 100 Gb/s"])
-    for F in frame_sizes:
-        n = measure_latency(F)
-        lat.add(F, n, n * F / LINE_RATE * 1e9)
+    for F, r in zip(frame_sizes, latencies):
+        lat.add(F, r["latency"], r["latency"] * F / LINE_RATE * 1e9)
     result.tables.append(lat)
 
     sizes = Table("Buffers for the 300 ns round trip", ["F (bits)", "RTT (frames)", "hold-off (cycles)",
@@ -176,47 +230,78 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
     except ImportError:
         pass
 
-    if ecp5 and not quick:
-        result.tables += ecp5_tables()
+    if synth:
+        result.tables += ecp5_tables(results[-len(synth):])
     return result
 
 
-def ecp5_tables(parts=("endpoint", "l2", "aligner")):
-    """Out-of-context ECP5 (LFE5U-25F) figures: one endpoint at F = 256 (RTT 118 frames), the Layer 2
-    segmenter and reassembler (F = 256, 256-bit upper-layer beats; the reassembler with REA_SOURCES contexts
-    of REA_MAX_PACKET bytes, which fit the 25F's block RAM) and the bit aligner (F = 256). Parts: endpoint,
-    l2 (= segmenter,reassembler), segmenter, reassembler, aligner."""
-    from cores.rifl.align import RIFLAligner
+def ecp5_endpoint():
+    """ECP5 factory (sim.bench.ecp5.synth_point): one endpoint at F = 256, RTT 118 frames."""
+    m = RIFLEndpoint(256, rtt=2 * round(RTT_S * LINE_RATE / 256 / 2))
+    return m, [m.tx_frame, m.rx_frame, m.link_up] + list(m.sink.flatten()) + list(m.source.flatten())
+
+
+def ecp5_l2(part):
+    """ECP5 factory of the Layer 2 segmenter or reassembler (F = 256, 256-bit beats; the reassembler with
+    REA_SOURCES contexts of REA_MAX_PACKET bytes, which fit the 25F's block RAM)."""
     from cores.rifl.l2 import L2Reassembler, L2Segmenter
+    m = L2Segmenter(256, 256) if part == "segmenter" else \
+        L2Reassembler(256, 256, n_sources=REA_SOURCES, max_packet=REA_MAX_PACKET)
+    return m, list(m.sink.flatten()) + list(m.source.flatten())
+
+
+def ecp5_aligner():
+    """ECP5 factory of the bit aligner (F = 256)."""
+    from cores.rifl.align import RIFLAligner
+    m = RIFLAligner(256)
+    return m, [m.rx_bits, m.rx_frame, m.locked]
+
+
+ECP5_PARTS = {"endpoint": ("RIFLEndpoint", "ecp5_endpoint", {}, "rifl_ep256"),
+              "segmenter": ("L2Segmenter", "ecp5_l2", {"part": "segmenter"}, "rifl_l2segmenter256"),
+              "reassembler": ("L2Reassembler", "ecp5_l2", {"part": "reassembler"}, "rifl_l2reassembler256"),
+              "aligner": ("RIFLAligner", "ecp5_aligner", {}, "rifl_riflaligner256")}
+
+
+def _ecp5_parts(parts):
+    parts = [p for part in parts for p in (("segmenter", "reassembler") if part == "l2" else (part,))]
+    unknown = set(parts) - set(ECP5_PARTS)
+    if unknown:
+        raise ValueError(f"unknown ECP5 parts {sorted(unknown)}: endpoint, l2, segmenter, reassembler, aligner")
+    return [p for p in ECP5_PARTS if p in parts]
+
+
+def ecp5_points(parts=("endpoint", "l2", "aligner")):
+    """synth_point tasks of the out-of-context ECP5 (LFE5U-25F) figures of `parts` (endpoint, l2 (=
+    segmenter,reassembler), segmenter, reassembler, aligner), in ECP5_PARTS order."""
+    return tasks(synth_point, [dict(factory=f"sim.bench.bench_rifl:{ECP5_PARTS[p][1]}", args=ECP5_PARTS[p][2],
+                                    name=ECP5_PARTS[p][3], device="LFE5U-25F", freq_mhz=100)
+                               for p in _ecp5_parts(parts)], point_digest)
+
+
+def ecp5_tables(results, parts=("endpoint", "l2", "aligner")):
+    """Tables of ecp5_points(parts)' results: one endpoint at F = 256 (RTT 118 frames), the Layer 2
+    segmenter and reassembler and the bit aligner (F = 256)."""
     tables = []
     cols = ["module", "LUT4", "FF", "DP16KD", "LUTRAM", "Fmax (MHz)", "line rate at Fmax (Gb/s)"]
-    if "endpoint" in parts:
-        m = RIFLEndpoint(256, rtt=2 * round(RTT_S * LINE_RATE / 256 / 2))
-        ios = [m.tx_frame, m.rx_frame, m.link_up] + list(m.sink.flatten()) + list(m.source.flatten())
+    figures = dict(zip(_ecp5_parts(parts), results))
+    for r in figures.values():
+        if r["how"] != "placed and routed":
+            raise RuntimeError(f"ECP5 run of {r}: {r['how']}")
+    if "endpoint" in figures:
         t = Table("ECP5 (LFE5U-25F), one endpoint, F = 256, RTT 118 frames", cols)
-        r = synth_ecp5(m, ios, "rifl_ep256", device="LFE5U-25F", freq_mhz=100)
+        tables.append(t)
+        r = figures.pop("endpoint")
         fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else 0
         t.add("RIFLEndpoint", r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, fmax * 1e6 * 256 / 1e9)
-        tables.append(t)
-    extra = []
-    if "l2" in parts or "segmenter" in parts:
-        extra.append(("L2Segmenter", L2Segmenter(256, 256)))
-    if "l2" in parts or "reassembler" in parts:
-        extra.append(("L2Reassembler", L2Reassembler(256, 256, n_sources=REA_SOURCES, max_packet=REA_MAX_PACKET)))
-    if "aligner" in parts:
-        extra.append(("RIFLAligner", RIFLAligner(256)))
-    if extra:
+    if figures:
         t = Table("ECP5 (LFE5U-25F), Layer 2 gateware (F = 256, 256-bit beats; reassembler "
                   f"{REA_SOURCES} x {REA_MAX_PACKET} bytes) and bit aligner (F = 256)", cols)
         t.notes = "Line rate at Fmax: one 256-bit frame (or Layer 1 beat) a cycle."
-        for name, m in extra:
-            if isinstance(m, RIFLAligner):
-                ios = [m.rx_bits, m.rx_frame, m.locked]
-            else:
-                ios = list(m.sink.flatten()) + list(m.source.flatten())
-            r = synth_ecp5(m, ios, f"rifl_{name.lower()}256", device="LFE5U-25F", freq_mhz=100)
+        for part, r in figures.items():
             fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else 0
-            t.add(name, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, fmax * 1e6 * 256 / 1e9)
+            t.add(ECP5_PARTS[part][0], r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax,
+                  fmax * 1e6 * 256 / 1e9)
         tables.append(t)
     return tables
 
@@ -270,7 +355,8 @@ if __name__ == "__main__":
         print(versa_serdes_build(args.versa, two_boards=args.two_boards).markdown())
         raise SystemExit(0)
     if args.ecp5_only:
-        for t in ecp5_tables(args.ecp5_only.split(",")):
+        parts = args.ecp5_only.split(",")
+        for t in ecp5_tables(sweep("rifl", ecp5_points(parts)), parts):
             print(t.markdown())
         raise SystemExit(0)
     res = run(quick=args.quick, frame_sizes=args.frame_bits, bers=args.ber, ecp5=not args.no_ecp5,

@@ -26,8 +26,11 @@ flow), corrupted (the harness compares every byte), and the channels' undetected
 Volume: FLOW_BYTES (2.5 MB) per flow at N = 8 for loads >= 0.5; lighter loads keep the cycles of the 0.5
 run (their volume scaled by load / 0.5); N = 16 and 32 are scaled by SCALE[n]. The JSON's top-level
 `points` lists every point.
+
+Every point is a task of sim.bench.sweep (`measure`: every core or a Ray cluster; cached in build/bench/cache/
+by its parameters and the digests of the two models it runs, so an interrupted sweep resumes).
 """
-import multiprocessing
+import functools
 import time
 from collections import Counter, defaultdict
 
@@ -38,6 +41,7 @@ from cores.rifl.network import net_contexts
 from cores.switch.common import CELL_BYTES
 from cores.switch.line_card import cell_frames
 from sim.bench.framework import BenchResult, Table, plot_path
+from sim.bench.sweep import sweep, sweep_stats, tasks
 from sim.verilated.rifl_net import NetModel, Packet
 from sim.verilated.switch import run_scheduler, scheduler
 from software.rifl.demo import random_thresholds
@@ -59,13 +63,18 @@ def net_kwargs(n, k):
     return dict(latency=LATENCY, iterations=k, max_packet=MAX_PACKET)
 
 
-_models = {}
+@functools.lru_cache(maxsize=None)
+def _net(n, k):
+    """The (n, k) network's NetModel, converted once per process (the driver converts it for the digest, and
+    forked workers inherit it)."""
+    return NetModel(one_switch(n), build=False, **net_kwargs(n, k))
 
 
 def model_for(n, k):
-    if (n, k) not in _models:
-        _models[(n, k)] = NetModel(one_switch(n), **net_kwargs(n, k))
-    return _models[(n, k)]
+    """The (n, k) network's NetModel, its Verilated model built (once, then from the build cache)."""
+    m = _net(n, k)
+    m.model.build()
+    return m
 
 
 def cell_times(n, load, size, scale):
@@ -109,9 +118,18 @@ def faults(packets, result):
     return lost, duplicated, reordered, corrupted, when
 
 
+@functools.lru_cache(maxsize=None)
+def _scheduler(n, k):
+    return scheduler(n, k, build=False)
+
+
+def _gateware(p):
+    """The gateware digest of a point: the network's model and the scheduler's."""
+    return f"{_net(p['n'], p['k']).model.digest}:{_scheduler(p['n'], p['k']).digest}"
+
+
 def measure(n, k, load, pattern, size, ber, scale, seed=1):
-    """One point: the whole switch RTL, the scheduler alone and SAFC on one trace."""
-    t0 = time.time()
+    """Task: one point: the whole switch RTL, the scheduler alone and SAFC on one trace."""
     T = cell_times(n, load, size, scale)
     warm = T // 4
     tr = traffic.generate(n, T, load, pattern, size, seed=seed, exclude_self=True)
@@ -135,7 +153,7 @@ def measure(n, k, load, pattern, size, ber, scale, seed=1):
     lat = (when[measured] - CELL_SLOTS * first_t[measured]) / CELL_SLOTS
     q = np.percentile(lat, [50, 99, 99.9]) if len(lat) else [float("nan")] * 3
     safc = traffic.stats(tr, reference.safc(tr, n), n, T, warm)
-    dep, _ = run_scheduler(scheduler(n, k), tr, 3 * T)
+    dep, _ = run_scheduler(_scheduler(n, k).build(), tr, 3 * T)
     sched = traffic.stats(tr, dep, n, T, warm)
     kc = r.counters
     return {
@@ -150,19 +168,17 @@ def measure(n, k, load, pattern, size, ber, scale, seed=1):
         "p50": float(q[0]), "p99": float(q[1]), "p999": float(q[2]),
         "safc_p50": safc["p50_latency"], "safc_p99": safc["p99_latency"], "safc_p999": safc["p999_latency"],
         "sched_p50": sched["p50_latency"], "sched_p99": sched["p99_latency"],
-        "cell_times": T, "packets": len(packets), "cycles": r.cycles, "wall_s": round(time.time() - t0, 1),
+        "cell_times": T, "packets": len(packets), "cycles": r.cycles,
         "reassembly_contexts": net_contexts(n),
     }
 
 
-def _measure(args):
-    return measure(*args)
-
-
 def plan(quick):
-    """(n, k, load, pattern, size, ber, scale) of every point, grouped by model."""
+    """measure()'s parameters of every point."""
+    keys = ("n", "k", "load", "pattern", "size", "ber", "scale")
     if quick:
-        return [(4, 2, 0.5, "bernoulli", CELL_BYTES, 0, SCALE[4]), (4, 2, 0.99, "bernoulli", CELL_BYTES, 1e-6, SCALE[4])]
+        pts = [(4, 2, 0.5, "bernoulli", CELL_BYTES, 0, SCALE[4]), (4, 2, 0.99, "bernoulli", CELL_BYTES, 1e-6, SCALE[4])]
+        return [dict(zip(keys, p), seed=1) for p in pts]
     # The N = 32 model takes ~15 minutes to build: its first point goes first (one worker builds it while the
     # other runs the N = 8 points), the others last.
     pts = [(32, 3, 0.99, "bernoulli", CELL_BYTES, 0, SCALE[32])]
@@ -175,55 +191,37 @@ def plan(quick):
     pts += [(16, 3, load, "bernoulli", CELL_BYTES, ber, SCALE[16]) for load, ber in ((0.5, 0), (0.99, 0),
                                                                                       (0.99, 1e-7), (0.99, 1e-6))]
     pts += [(32, 3, 0.99, "bernoulli", CELL_BYTES, 1e-6, SCALE[32])]
-    return pts
+    return [dict(zip(keys, p), seed=1) for p in pts]
 
 
-def run(quick=False, workers=2):
-    """Every point of plan(quick); the JSON is rewritten after each point (a long sweep can be watched, and
-    what it measured survives an interruption), tables and plots at the end."""
+def run(quick=False):
+    """Every point of plan(quick) through the sweep (the points measured survive an interruption in the
+    sweep's cache), tables and plots at the end."""
     t0 = time.time()
-    pts = plan(quick)
-    points = []
-
-    def done(point):
-        points.append(point)
-        partial = BenchResult("rifl_net", data={"wall_s": round(time.time() - t0, 1), "partial": True,
-                                                "planned": len(pts)})
-        partial.top["points"] = points
-        partial.write()
-    if quick or workers < 2:
-        for p in pts:
-            done(measure(*p))
-    else:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for point in pool.imap_unordered(_measure, pts, chunksize=1):
-                done(point)
-    order = {p[:6]: i for i, p in enumerate(pts)}
-    points.sort(key=lambda q: order.get((q["n"], q["k"], q["load"], *_kind(q["traffic"]), q["ber"]), 0))
-    return report(points, t0)
+    return report(_with_walls(sweep("rifl_net", tasks(measure, plan(quick), _gateware))), t0)
 
 
-def rerun(traffics, workers=2):
+def _with_walls(points):
+    """The points with their tasks' wall times (wall_s) from the sweep just run."""
+    return [dict(p, wall_s=round(w, 1)) for p, w in zip(points, sweep_stats().walls)]
+
+
+def rerun(traffics):
     """Measure again the points of the full plan whose traffic is in `traffics` (e.g. after a change that
-    only they see) and put them into build/bench/rifl_net.json in place of the old ones."""
+    only they see, which the cache key does not cover) and put them into build/bench/rifl_net.json in place
+    of the old ones."""
     import json
     import os
     from sim.bench.framework import BENCH_DIR
     t0 = time.time()
     with open(os.path.join(BENCH_DIR, "rifl_net.json")) as f:
         old = json.load(f)["points"]
-    pts = [p for p in plan(False) if f"{p[3]}/{p[4]}" in traffics]
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        new = pool.map(_measure, pts, chunksize=1)
+    pts = [p for p in plan(False) if f"{p['pattern']}/{p['size']}" in traffics]
+    new = _with_walls(sweep("rifl_net", tasks(measure, pts, _gateware), fresh=True))
     key = lambda q: (q["n"], q["k"], q["load"], q["traffic"], q["ber"])
     fresh = {key(q): q for q in new}
     points = [fresh.pop(key(q), q) for q in old] + list(fresh.values())
     return report(points, t0)
-
-
-def _kind(traffic):
-    pattern, size = traffic.split("/")
-    return pattern, int(size) if size.isdigit() else size
 
 
 def report(points, t0):
@@ -307,25 +305,36 @@ def plots(points):
     return out
 
 
-def ecp5_table():
-    """Out-of-context ECP5 figures of the new gateware on the links: one switch line card (L1 endpoint, L2
-    deframer and framer, F = 256, 256-bit cells, rtt 16) and the per-VOQ pause gate of a host."""
-    from cores.rifl.endpoint import RIFLFCGate
+def ecp5_line_card():
+    """ECP5 factory (sim.bench.ecp5.synth_point): one switch line card (L1 endpoint, L2 deframer and framer,
+    F = 256, 256-bit cells, rtt 16)."""
     from cores.switch.line_card import RIFLLineCard
-    from sim.bench.ecp5 import synth_ecp5
+    m = RIFLLineCard(256, 256, rtt=16)
+    return m, [m.tx_frame, m.rx_frame, m.link_up] + [s for ep in (m.cell_sink, m.cell_source, m.fc_sink, m.fc_source)
+                                                     for s in ep.flatten()]
+
+
+def ecp5_fc_gate():
+    """ECP5 factory of a host's per-VOQ pause gate (F = 256, 4 ports)."""
+    from cores.rifl.endpoint import RIFLFCGate
+    m = RIFLFCGate(256, 4)
+    return m, [s for ep in (m.sink, m.source, m.fc_sink) for s in ep.flatten()]
+
+
+def ecp5_table():
+    """Out-of-context ECP5 figures of the new gateware on the links: one switch line card and the per-VOQ
+    pause gate of a host (two synth_point tasks)."""
+    from sim.bench.ecp5 import point_digest, synth_point
     t = Table("ECP5 (LFE5U-25F, out of context, yosys + nextpnr-ecp5)",
               ["module", "LUT4", "FF", "DP16KD", "Fmax (MHz)", "line rate at Fmax (Gb/s)"],
               notes="Line rate: one 256-bit frame a cycle. Command: .venv/bin/python -m sim.bench.bench_rifl_net --ecp5")
-    parts = [("RIFLLineCard F=256", lambda: RIFLLineCard(256, 256, rtt=16)), ("RIFLFCGate F=256, 4 ports",
-                                                                            lambda: RIFLFCGate(256, 4))]
-    for name, make in parts:
-        m = make()
-        if isinstance(m, RIFLLineCard):
-            ios = [m.tx_frame, m.rx_frame, m.link_up] + [s for ep in (m.cell_sink, m.cell_source, m.fc_sink,
-                                                                    m.fc_source) for s in ep.flatten()]
-        else:
-            ios = [s for ep in (m.sink, m.source, m.fc_sink) for s in ep.flatten()]
-        r = synth_ecp5(m, ios, f"rifl_net_{name.split()[0].lower()}", device="LFE5U-25F", freq_mhz=100)
+    parts = [("RIFLLineCard F=256", "ecp5_line_card"), ("RIFLFCGate F=256, 4 ports", "ecp5_fc_gate")]
+    params = [dict(factory=f"sim.bench.bench_rifl_net:{factory}", args={},
+                   name=f"rifl_net_{name.split()[0].lower()}", device="LFE5U-25F", freq_mhz=100)
+              for name, factory in parts]
+    for (name, _), r in zip(parts, sweep("rifl_net", tasks(synth_point, params, point_digest))):
+        if r["how"] != "placed and routed":
+            raise RuntimeError(f"ECP5 run of {name}: {r['how']}")
         f = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else float("nan")
         t.add(name, r["lut4"], r["ff"], r["bram_dp16kd"], f, f * 256 / 1000)
     return t

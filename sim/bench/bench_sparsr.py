@@ -111,6 +111,13 @@ def efficiency(n_rows=64, seed=2):
     return out
 
 
+def ecp5_receiver():
+    """ECP5 factory (sim.bench.ecp5.synth_point): SparsrReceiver with WMEM 16 rows, XMEM 8 rows."""
+    m = SparsrReceiver(wmem_rows=16, xmem_rows=8, with_csr=False)
+    return m, [m.sink.valid, m.sink.ready, m.sink.data, m.sink.last, m.source.valid, m.source.ready,
+               m.source.data, m.source.last, m.idle]
+
+
 def run(quick=False):
     result = BenchResult("sparsr")
     n_frames, words, rate = input_rate(4 if quick else 48)
@@ -173,11 +180,13 @@ def run(quick=False):
         fig.savefig(path)
         result.plots.append(path)
 
-        from sim.bench.ecp5 import synth_ecp5
-        m = SparsrReceiver(wmem_rows=16, xmem_rows=8, with_csr=False)
-        ios = [m.sink.valid, m.sink.ready, m.sink.data, m.sink.last, m.source.valid, m.source.ready,
-               m.source.data, m.source.last, m.idle]
-        r = synth_ecp5(m, ios, "sparsr_rx", device="LFE5U-45F", freq_mhz=ECP5_TARGET_MHZ)
+        from sim.bench.ecp5 import point_digest, synth_point
+        from sim.bench.sweep import sweep, tasks
+        (r,) = sweep("sparsr", tasks(synth_point, [dict(factory="sim.bench.bench_sparsr:ecp5_receiver", args={},
+                                                         name="sparsr_rx", device="LFE5U-45F",
+                                                         freq_mhz=ECP5_TARGET_MHZ)], point_digest))
+        if r["how"] != "placed and routed":
+            raise RuntimeError(f"ECP5 run of the Sparsr receiver: {r['how']}")
         t = Table("ECP5 (LFE5U-45F, out of context): SparsrReceiver, WMEM 16 rows, XMEM 8 rows",
                   ["LUT4", "FF", "DP16KD", "LUTRAM", "Fmax MHz", "target MHz", "words/s at Fmax (Gb/s)"])
         fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else 0.0

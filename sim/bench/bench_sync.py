@@ -176,23 +176,39 @@ def run(quick=False):
     return res
 
 
+def ecp5_node(n_idents):
+    """ECP5 factory (sim.bench.ecp5.synth_point): one node, 8 links, 32-bit values."""
+    node = SyncNode(DIRS, n_idents=n_idents, value_width=VALUE_WIDTH)
+    return node, node_ios(node)
+
+
+def ecp5_grid(hop):
+    """ECP5 factory: a 2x2 grid with its lamlet, MAX_IDENTS idents, 32-bit values."""
+    grid = SyncGrid(2, 2, n_idents=MAX_IDENTS, value_width=VALUE_WIDTH, hop_latency=hop)
+    return grid, grid_ios(grid)
+
+
 def ecp5_table(hop):
-    from sim.bench.ecp5 import synth_ecp5
+    """The nodes (MAX_IDENTS and 1 ident) and the 2x2 grid as synth_point tasks of one sweep."""
+    from sim.bench.ecp5 import point_digest, synth_point
+    from sim.bench.sweep import sweep, tasks
     area = Table(f"ECP5 resources (out of context, yowasp yosys + nextpnr, target {FMAX_TARGET_MHZ} MHz)",
                  ["design", "device", "LUT4", "FF", "BRAM", "LUTRAM", "Fmax MHz", "LUT4 / node", "FF / node"])
-    for n_idents in (MAX_IDENTS, 1):
-        node = SyncNode(DIRS, n_idents=n_idents, value_width=VALUE_WIDTH)
-        r = synth_ecp5(node, node_ios(node), f"sync_node_i{n_idents}", device="LFE5U-25F",
-                       freq_mhz=FMAX_TARGET_MHZ)
+    params = [dict(factory="sim.bench.bench_sync:ecp5_node", args=dict(n_idents=n), name=f"sync_node_i{n}",
+                   device="LFE5U-25F", freq_mhz=FMAX_TARGET_MHZ) for n in (MAX_IDENTS, 1)]
+    params.append(dict(factory="sim.bench.bench_sync:ecp5_grid", args=dict(hop=hop), name="sync_grid_2x2",
+                       device="LFE5U-45F", freq_mhz=FMAX_TARGET_MHZ))
+    results = sweep("sync", tasks(synth_point, params, point_digest))
+    for r in results:
+        if r["how"] != "placed and routed":
+            raise RuntimeError(f"ECP5 run of {r}: {r['how']}")
+    for n_idents, r in zip((MAX_IDENTS, 1), results):
         area.add(f"node, 8 links, {n_idents} idents, 32-bit", r["device"], r["lut4"], r["ff"], r["bram_dp16kd"],
                  r["lutram"], r["fmax_mhz"].get("sys_clk"), r["lut4"], r["ff"])
-        print(area.rows[-1], flush=True)
-    grid = SyncGrid(2, 2, n_idents=MAX_IDENTS, value_width=VALUE_WIDTH, hop_latency=hop)
-    r = synth_ecp5(grid, grid_ios(grid), "sync_grid_2x2", device="LFE5U-45F", freq_mhz=FMAX_TARGET_MHZ)
-    n = len(grid.participants)
+    r = results[2]
+    n = len(participants(2, 2))
     area.add("2x2 grid + lamlet, 8 idents, 32-bit", r["device"], r["lut4"], r["ff"], r["bram_dp16kd"],
              r["lutram"], r["fmax_mhz"].get("sys_clk"), round(r["lut4"] / n), round(r["ff"] / n))
-    print(area.rows[-1], flush=True)
     return area
 
 

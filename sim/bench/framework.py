@@ -1,11 +1,16 @@
-"""Benchmark results: Markdown tables and JSON under build/bench/, plots beside them."""
+"""Benchmark results: Markdown tables and JSON under build/bench/, plots beside them, and build/bench/index.html
+linking every bench's files with its tables and plots inline (opens from file://, no server).
+
+Sweeps (every point a task, run on the local cores or a Ray cluster, cached): sim/bench/sweep.py."""
+import html
 import json
 import os
+import time
 from dataclasses import dataclass, field
 
-from sim import ROOT
+from sim import BUILD
 
-BENCH_DIR = os.path.join(ROOT, "build", "bench")
+BENCH_DIR = os.path.join(BUILD, "bench")
 
 
 @dataclass
@@ -59,11 +64,65 @@ class BenchResult:
             f.write(self.markdown())
         with open(os.path.join(outdir, f"{self.name}.json"), "w") as f:
             json.dump({"name": self.name, "data": self.data,
-                       "tables": [{"title": t.title, "columns": t.columns, "rows": t.rows} for t in self.tables],
-                       **self.top}, f, indent=1, default=str)
+                       "tables": [{"title": t.title, "columns": t.columns, "rows": t.rows, "notes": t.notes}
+                                  for t in self.tables],
+                       "plots": [os.path.basename(p) for p in self.plots], **self.top}, f, indent=1, default=str)
+        write_index(outdir)
         return md
 
 
 def plot_path(name, outdir=BENCH_DIR):
     os.makedirs(outdir, exist_ok=True)
     return os.path.join(outdir, f"{name}.png")
+
+
+def _cell(v):
+    return html.escape(f"{v:.4g}" if isinstance(v, float) else str(v))
+
+
+def write_index(outdir=BENCH_DIR):
+    """build/bench/index.html: every bench result in `outdir` (its <name>.json), with links to its .md and
+    .json, its tables and its plots (relative paths: the page opens from the folder, without a server)."""
+    benches = []
+    for fname in sorted(os.listdir(outdir)):
+        if not fname.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(outdir, fname)) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and "name" in doc and isinstance(doc.get("tables"), list):
+            benches.append((fname[:-5], doc, os.path.getmtime(os.path.join(outdir, fname))))
+    out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>innet benchmarks</title><style>",
+           "body{font-family:sans-serif;margin:2em;max-width:110em} table{border-collapse:collapse;margin:.5em 0}",
+           "td,th{border:1px solid #bbb;padding:2px 6px;font-size:90%;text-align:right} th{background:#eee}",
+           "img{max-width:100%;border:1px solid #ddd;margin:.5em 0} .notes{color:#555;font-size:90%}",
+           "</style></head><body>", "<h1>innet benchmarks</h1>",
+           f"<p>{len(benches)} benchmarks in {html.escape(outdir)}; page written {time.strftime('%Y-%m-%d %H:%M')}."
+           " Each: <code>make bench BENCH=name</code> (docs/benchmarks.md).</p><ul>"]
+    out += [f"<li><a href='#{html.escape(b)}'>{html.escape(b)}</a></li>" for b, _, _ in benches]
+    out.append("</ul>")
+    for base, doc, mtime in benches:
+        links = [f"<a href='{html.escape(base)}.json'>{html.escape(base)}.json</a>"]
+        if os.path.exists(os.path.join(outdir, f"{base}.md")):
+            links.insert(0, f"<a href='{html.escape(base)}.md'>{html.escape(base)}.md</a>")
+        out.append(f"<h2 id='{html.escape(base)}'>{html.escape(str(doc['name']))}</h2>")
+        out.append(f"<p>{' · '.join(links)} · written {time.strftime('%Y-%m-%d %H:%M', time.localtime(mtime))}</p>")
+        for t in doc["tables"]:
+            out.append(f"<h3>{html.escape(str(t.get('title', '')))}</h3><table><tr>"
+                       + "".join(f"<th>{html.escape(str(c))}</th>" for c in t.get("columns", [])) + "</tr>")
+            out += ["<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in t.get("rows", [])]
+            out.append("</table>")
+            if t.get("notes"):
+                out.append(f"<p class='notes'>{html.escape(t['notes'])}</p>")
+        for p in doc.get("plots", []):
+            if os.path.exists(os.path.join(outdir, p)):
+                out.append(f"<p><img src='{html.escape(p)}' alt='{html.escape(p)}'></p>")
+    out.append("</body></html>")
+    path = os.path.join(outdir, "index.html")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(out) + "\n")
+    os.replace(tmp, path)
+    return path

@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 
 import numpy as np
@@ -33,9 +34,9 @@ from migen.fhdl.verilog import convert as migen_convert
 from litex.gen import LiteXModule
 from litex.gen.fhdl.verilog import convert as litex_convert
 
-from sim import ROOT
+from sim import BUILD, ROOT
 
-BUILD_DIR = os.path.join(ROOT, "build", "verilator")
+BUILD_DIR = os.path.join(BUILD, "verilator")
 LITEX_SIM_DIR = os.path.join(ROOT, "sim", "litex_sim")
 
 # Verilator options of every model: -O3 (Verilator's own optimisations), no assertion code, lint warnings off.
@@ -133,20 +134,30 @@ def _run(cmd, cwd, what):
 class Model:
     """A Verilated executable. sources: {file name: Verilog text}; top: top module name; harness: C++ main;
     threads: Verilator --threads; trace: compile the tracer in (the harness must use it). `exe` is built
-    on construction unless cached; `build_seconds` is None when it came from the cache."""
-    def __init__(self, name, sources, top, harness, threads=1, trace=False):
+    on construction unless cached (build=False: only `digest` is computed, `build()` builds);
+    `build_seconds` is None when it came from the cache. `digest`: sha256 of the sources (less LiteX's date
+    lines), the harness, the flags and the Verilator version: the cache key, and what a bench result that
+    the model measured is keyed by (sim.bench.sweep)."""
+    def __init__(self, name, sources, top, harness, threads=1, trace=False, build=True):
         if not re.fullmatch(r"[\w.-]+", name):
             raise ValueError(f"model name {name!r}: letters, digits, '_', '-', '.' only")
         self.name, self.top, self.threads, self.trace = name, top, threads, trace
         flags = self._flags()
         key = _digest(version(), " ".join(flags), harness,
                       *[f"{k}\n{_undated(v)}" for k, v in sorted(sources.items())])
+        self.digest, self.sources, self.harness = key, sources, harness
         self.dir = os.path.join(BUILD_DIR, f"{name}-{key[:12]}")
         self.exe = os.path.join(self.dir, "obj_dir", f"V{top}")
         self.build_seconds = None
-        with FileLock(os.path.join(BUILD_DIR, f".{name}-{key[:12]}.lock")):
+        if build:
+            self.build()
+
+    def build(self):
+        """Compile the executable unless it is cached (one process builds, the others wait for it)."""
+        with FileLock(os.path.join(BUILD_DIR, f".{self.name}-{self.digest[:12]}.lock")):
             if not os.path.exists(self.exe):
-                self._build(sources, harness, flags)
+                self._build(self.sources, self.harness, self._flags())
+        return self
 
     def _flags(self):
         flags = VERILATOR_FLAGS + make_flags()
@@ -175,16 +186,51 @@ class Model:
             raise
         self.build_seconds = time.monotonic() - t0
 
-    def run(self, args=(), input=None, timeout=None):
-        """Run the executable with `args` (cwd = its build folder); returns its stdout (text)."""
-        r = subprocess.run([self.exe, *map(str, args)], cwd=self.dir, input=input, capture_output=True, text=True,
-                           timeout=timeout)
+    def run(self, args=(), input=None, timeout=None, progress=None):
+        """Run the executable with `args` (cwd = its build folder); returns its stdout (text). `progress(done,
+        total)` is called for each line `progress <done> <total>` the harness writes to stderr."""
+        cmd = [self.exe, *map(str, args)]
+        if progress is None:
+            r = subprocess.run(cmd, cwd=self.dir, input=input, capture_output=True, text=True, timeout=timeout)
+        else:
+            r = _run_with_progress(cmd, self.dir, input, timeout, progress)
         if r.returncode != 0:
             raise VerilatorError(f"{self.exe} exited with {r.returncode}:\n{r.stderr[-3000:]}")
         return r.stdout
 
     def popen(self, args=(), **kwargs):
         return subprocess.Popen([self.exe, *map(str, args)], cwd=self.dir, **kwargs)
+
+
+def _run_with_progress(cmd, cwd, input, timeout, progress):
+    """subprocess.run(cmd) whose stderr lines `progress <done> <total>` go to progress(done, total)."""
+    with subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as p:
+        out, err = [], []
+        reader = threading.Thread(target=lambda: out.append(p.stdout.read()), daemon=True)
+        reader.start()
+        fired = []
+        timer = threading.Timer(timeout, lambda: (fired.append(True), p.kill())) if timeout else None
+        if timer:
+            timer.start()
+        try:
+            if input:
+                p.stdin.write(input)
+            p.stdin.close()
+            for line in p.stderr:
+                words = line.split()
+                if len(words) == 3 and words[0] == "progress":
+                    progress(int(words[1]), int(words[2]))
+                else:
+                    err.append(line)
+            p.wait()
+            reader.join()
+        finally:
+            if timer:
+                timer.cancel()
+        if fired:
+            raise subprocess.TimeoutExpired(cmd, timeout)
+    return subprocess.CompletedProcess(cmd, p.returncode, "".join(out), "".join(err))
 
 
 # Migen modules with plainly named ports ---------------------------------------------------------------
@@ -215,6 +261,13 @@ def convert(module, ios, name):
     ports sys_clk/sys_rst); returns (text, namespace)."""
     conv = migen_convert(module, ios=set(ios), name=name)
     return str(conv), conv.ns
+
+
+def verilog_digest(module, ios=()):
+    """sha256 of the Verilog of `module` (LiteX's date lines left out): the gateware digest of a bench point
+    that simulates the module in Migen (sim.bench.sweep)."""
+    text, _ = convert(module, ios, "top")
+    return _digest(_undated(text))
 
 
 # Generic harnesses -------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ HARNESS = r"""
 #include "verilated.h"
 #include <cstdio>
 #include <cstdlib>
+#define PROGRESS_MASK ((1ULL << 20) - 1)
 int main(int argc, char **argv) {
     Verilated::commandArgs(argc, argv);
     unsigned long long cycles = strtoull(argv[1], 0, 10);
@@ -44,6 +45,7 @@ int main(int argc, char **argv) {
     unsigned long long a0 = 0, b0 = 0, warm = %(warm)d;
     for (unsigned long long c = 0; c < cycles + warm; c++) {
         if (c == warm) { a0 = t->a_rx_frames; b0 = t->b_rx_frames; }
+        if (!(c & PROGRESS_MASK)) fprintf(stderr, "progress %%llu %%llu\n", c, cycles + warm);
         t->clk = 1; t->eval(); t->clk = 0; t->eval();
     }
     unsigned long long a1 = t->a_rx_frames, b1 = t->b_rx_frames;
@@ -57,8 +59,8 @@ int main(int argc, char **argv) {
 """
 
 
-def loopback(frame_bits, latency):
-    """The Verilated model of RIFLLoopback(frame_bits, latency)."""
+def loopback(frame_bits, latency, build=True):
+    """The Verilated model of RIFLLoopback(frame_bits, latency) (build=False: its digest only)."""
     dut = RIFLLoopback(frame_bits, latency)
     ports = {name: (getattr(dut, name).storage, True) for name in INPUTS}
     ports.update({name: (dut.counters[name], False) for name, _ in LOOPBACK_COUNTERS})
@@ -67,12 +69,13 @@ def loopback(frame_bits, latency):
                              control_on=LOOPBACK_CONTROL.pack(enable=1, burst=1),
                              control_off=LOOPBACK_CONTROL.pack(burst=1))
     return Model(f"rifl_loopback_F{frame_bits}_L{latency}",
-                 {"rifl_loopback.v": flat_ports(dut, ports, "rifl_loopback")}, "rifl_loopback", harness)
+                 {"rifl_loopback.v": flat_ports(dut, ports, "rifl_loopback")}, "rifl_loopback", harness, build=build)
 
 
-def run_point(model, cycles, threshold):
-    """One error-rate point (see the module docstring): {counter name: value, "frames": frames accepted}."""
-    out = model.run([cycles, threshold])
+def run_point(model, cycles, threshold, progress=None):
+    """One error-rate point (see the module docstring): {counter name: value, "frames": frames accepted}.
+    progress(done, total): called every 2^20 cycles (Model.run)."""
+    out = model.run([cycles, threshold], progress=progress)
     return {k: int(v) for k, v in (line.split() for line in out.strip().splitlines())}
 
 

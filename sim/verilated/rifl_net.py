@@ -322,8 +322,9 @@ def _cases(lines):
 
 
 class NetModel:
-    """The Verilated RIFLNetHarness of `topology` (keyword arguments: RIFLNetwork's)."""
-    def __init__(self, topology, **kw):
+    """The Verilated RIFLNetHarness of `topology` (keyword arguments: RIFLNetwork's; build=False: the model's
+    digest only, `model.build()` builds)."""
+    def __init__(self, topology, build=True, **kw):
         self.topology = topology
         self.kw = kw
         dut = RIFLNetHarness(topology, **kw)
@@ -379,7 +380,7 @@ class NetModel:
                                  frame_bits=self.frame_bits, capture=_cases(capture), dlt_l1=PCAP_DLT_L1,
                                  dlt_l2=PCAP_DLT_L2)
         self.model = Model(f"rifl_net_{topology.name}",
-                           {"net.v": flat_ports(dut, ports, "net")}, "net", harness)
+                           {"net.v": flat_ports(dut, ports, "net")}, "net", harness, build=build)
         self.voq_cells = self.node.voq_cells if self.node else None
 
     def run(self, packets, events=(), seed=1, valid_p=1.0, ready_p=1.0, max_cycles=200_000, timeout=None,

@@ -93,13 +93,15 @@ int main(int argc, char **argv) {
 """
 
 
-def scheduler(n, iterations):
-    """The Verilated model of ISLIPScheduler(n, iterations) in the VOQ harness (built once, then cached)."""
+def scheduler(n, iterations, build=True):
+    """The Verilated model of ISLIPScheduler(n, iterations) in the VOQ harness (built once, then cached;
+    build=False: its digest only)."""
     dut = ISLIPScheduler(n, iterations)
     ports = {"req": (dut.req, True), "start": (dut.start, True), "done": (dut.done, False),
              "valid": (dut.match_valid, False), "match": (dut.match_flat, False)}
     harness = SCHEDULER_HARNESS % dict(n=n, logn=index_bits(n))
-    return Model(f"switch_islip_n{n}_k{iterations}", {"sched.v": flat_ports(dut, ports, "sched")}, "sched", harness)
+    return Model(f"switch_islip_n{n}_k{iterations}", {"sched.v": flat_ports(dut, ports, "sched")}, "sched", harness,
+                 build=build)
 
 
 def run_scheduler(model, trace, horizon):
