@@ -34,10 +34,10 @@ difference is counted as corrupted), and the counters must equal the epochs time
 """
 import random
 import re
-import time
 
 from cores.rifl.common import CHK_FAULTS, LOOPBACK_DIRECTIONS, LOOPBACK_ENDPOINTS, MAX_RTT_CYCLES
 from sim.bench.framework import BenchResult, Table
+from sim.bench.sweep import sweep, sweep_stats, tasks
 
 FULL_CYCLES = 10 ** 8
 QUICK_CYCLES = 10 ** 5
@@ -266,13 +266,16 @@ def sync_epoch(seed, n_parts):
     return out, contrib, refused
 
 
+def _sync_grid(cycles):
+    from sim.bench.bench_sync import QUICK_GRID
+    return QUICK_GRID if cycles <= QUICK_CYCLES else SYNC_GRID        # quick: the sync tests' build
+
+
 def _sync(cycles):
     from cores.sync.common import MAX_IDENTS
-    from sim.bench.bench_sync import QUICK_GRID
     from sim.verilated.sync import GridSim
     from software.sync.reference import check_completions
-    grid = QUICK_GRID if cycles <= QUICK_CYCLES else SYNC_GRID      # quick: the sync tests' build
-    sim = GridSim(*grid, n_idents=MAX_IDENTS, value_width=32, hop_latency=5)
+    sim = GridSim(*_sync_grid(cycles), n_idents=MAX_IDENTS, value_width=32, hop_latency=5)
     n = sim.n_participants
     schedules, contrib, refused = sync_epoch(1, n)
     accepts, completions, events, probe_cycles = sim.run(schedules, 20000, ready_prob=0.5, seed=1)
@@ -291,6 +294,24 @@ def _sync(cycles):
                 events_all["rx_drop"] == 0 and events_all["mismatch"] >= repeat * SYNC_ROUNDS)
 
 
+def _gateware(name, cycles):
+    """The digest of the Verilated model soak `name` runs (its sweep point's cache key)."""
+    from cores.sync.common import MAX_IDENTS
+    from sim.verilated import rifl
+    from sim.verilated.minisharp import SMALL_CORE, VerilatedMiniSharp
+    from sim.verilated.sparsr import VerilatedReceiver
+    from sim.verilated.sync import GridSim
+    return {
+        "rifl_link": lambda: rifl.loopback(64, MAX_RTT_CYCLES // 2, build=False).digest,
+        "rifl_two_clocks": lambda: rifl.two_clock_link(64, serdes=True, build=False).digest,
+        "rifl_switch": lambda: rifl.net_block(n=4, build=False).digest,
+        "minisharp": lambda: VerilatedMiniSharp(build=False, **SMALL_CORE).model.digest,
+        "sync": lambda: GridSim(*_sync_grid(cycles), n_idents=MAX_IDENTS, value_width=32, hop_latency=5,
+                                build=False).model.digest,
+        "sparsr": lambda: VerilatedReceiver(*SPARSR_ROWS, build=False).model.digest,
+    }[name]()
+
+
 SOAKS = [
     ("rifl_link", "RIFL L1: 2 endpoints, longest round trip, lossy channels (10^-3 frames in error)", _rifl_link),
     ("rifl_two_clocks", "RIFL L1 + elastic buffers, clocks at +-100 ppm (SERDES words)", _rifl_two_clocks),
@@ -305,26 +326,38 @@ SOAKS = [
 ]
 
 
+def soak_point(name, cycles):
+    """One soak (a sweep task): its counts, `cycles` the cycles it ran (at least the `cycles` asked for)."""
+    r = dict(SOAKS_BY_NAME[name](cycles))
+    r.setdefault("cycles", cycles)
+    return r
+
+
+SOAKS_BY_NAME = {name: fn for name, _, fn in SOAKS}
+
+
 def run(quick=False):
     cycles = QUICK_CYCLES if quick else FULL_CYCLES
+    points = tasks(soak_point, [dict(name=name, cycles=cycles) for name, _, _ in SOAKS],
+                   gateware=lambda p: _gateware(p["name"], p["cycles"]))
+    results = sweep("soak", points)
+    walls = sweep_stats().walls
     t = Table(f"Soak: {cycles:,} cycles each", ["soak", "what", "cycles", "sent", "carried", "faults injected",
                                                  "replays", "lost", "duplicated", "out of order", "corrupted",
                                                  "CRC escapes", "slips", "counters add up", "wall (s)", "Mcycles/s"])
     data = {}
-    for name, what, fn in SOAKS:
-        t0 = time.monotonic()
-        r = fn(cycles)
-        wall = time.monotonic() - t0
-        r.setdefault("cycles", cycles)
-        r.update(wall_s=round(wall, 1))
-        data[name] = r
+    for (name, what, _), r, wall in zip(SOAKS, results, walls):
+        data[name] = dict(r, wall_s=round(wall, 1))
         t.add(name, what, r["cycles"], r["sent"], r["carried"], r["faults"], r.get("replays", "-"), r.get("lost", 0),
               r.get("duplicated", 0), r.get("out_of_order", 0), r.get("corrupted", 0), r.get("crc_escapes", 0),
-              r.get("slips", 0),
-              {True: "yes", False: "NO"}.get(r.get("counters_ok"), "-"), round(wall, 1), round(r["cycles"] / wall / 1e6, 2))
+              r.get("slips", 0), {True: "yes", False: "NO"}.get(r.get("counters_ok"), "-"), round(wall, 1),
+              round(r["cycles"] / wall / 1e6, 2))
     t.notes = ("lost, duplicated, out of order: the traffic checkers' counts (every one must be 0); corrupted: "
-               "packets delivered with wrong content, at most the CRC escapes (frames whose random multi-bit "
+               "packets delivered with wrong content (for the epoch soaks: outputs that differ from the first "
+               "epoch's or from the reference model), at most the CRC escapes (frames whose random multi-bit "
                "errors CRC12 cannot see, counted by the channel models: 1-bit bursts never escape); faults "
-               "injected: frames hit by channel errors (IDLEs inserted/removed for the two clocks); the wall time "
-               "includes building the model when it is not cached.")
+               "injected: frames hit by channel errors (IDLEs inserted/removed for the two clocks; junk frames, "
+               "lost contributions and refused triggers for the epoch soaks); counters add up: every counter equals "
+               "the epochs times one epoch's; the wall time includes building the model when it is not cached; "
+               "the soaks run as sweep points, in parallel on the local cores.")
     return BenchResult("soak", tables=[t], data=data)

@@ -188,13 +188,14 @@ class VRun:
 
 
 class VerilatedMiniSharp:
-    """The Verilated model of MiniSharpCore(**params)."""
-    def __init__(self, **params):
+    """The Verilated model of MiniSharpCore(**params) (build=False: `model.digest` only, built on first run)."""
+    def __init__(self, build=True, **params):
         core = MiniSharpCore(**params)
         self.num_ports, self.dw, self.with_mgmt = core.num_ports, core.dw, core.with_mgmt
         self.streams = core.num_ports + int(core.with_mgmt)
         self.counter_names = [name for name, _ in counters(core.num_ports, core.with_mgmt)]
-        self.model = Model("minisharp", {"top.v": flat_ports(core, core_ports(core), "top")}, "top", self._harness())
+        self.model = Model("minisharp", {"top.v": flat_ports(core, core_ports(core), "top")}, "top", self._harness(),
+                           build=build)
 
     def _harness(self):
         n = self.streams

@@ -108,8 +108,9 @@ int main(int argc, char **argv) {
 """
 
 
-def net_block(n=4, frame_bits=64, data_width=64, latency=8):
-    """The Verilated model of RIFLNetBlock: run `net_point(model, cycles, drain, thresholds, force=(c, at))`."""
+def net_block(n=4, frame_bits=64, data_width=64, latency=8, build=True):
+    """The Verilated model of RIFLNetBlock: run `net_point(model, cycles, drain, thresholds, force=(c, at))`
+    (build=False: its digest only)."""
     from cores.rifl.common import CHANNEL_RANDOM_MAX_BITS, NET_CONTROL
     from cores.rifl.soc_block import RIFLNetBlock
     dut = RIFLNetBlock(n, frame_bits, data_width, latency)
@@ -125,7 +126,7 @@ def net_block(n=4, frame_bits=64, data_width=64, latency=8):
     harness = NET_HARNESS % dict(set_bers=set_bers, prints=prints,
                                  control_on=NET_CONTROL.pack(enable=1, random=1), control_off=NET_CONTROL.pack(random=1))
     return Model(f"rifl_net_block_n{n}_F{frame_bits}", {"rifl_net_block.v": flat_ports(dut, ports, "rifl_net_block")},
-                 "rifl_net_block", harness)
+                 "rifl_net_block", harness, build=build)
 
 
 def net_point(model, cycles, drain, thresholds, force=None):
@@ -222,8 +223,9 @@ int main(int argc, char **argv) {
 """
 
 
-def two_clock_link(frame_bits=64, cc_interval=CC_INTERVAL_FRAMES, serdes=False):
-    """The Verilated RIFLTwoClockLink: `two_clock_run(model, cycles, ppm_a, ppm_b)`."""
+def two_clock_link(frame_bits=64, cc_interval=CC_INTERVAL_FRAMES, serdes=False, build=True):
+    """The Verilated RIFLTwoClockLink: `two_clock_run(model, cycles, ppm_a, ppm_b)` (build=False: its digest
+    only)."""
     dut = RIFLTwoClockLink(frame_bits, cc_interval, serdes)
     ios = set()
     for cd in (dut.cd_a, dut.cd_b):
@@ -238,7 +240,7 @@ def two_clock_link(frame_bits=64, cc_interval=CC_INTERVAL_FRAMES, serdes=False):
     text, _ = convert(dut, ios, "rifl_two_clock")
     return Model(f"rifl_two_clock_F{frame_bits}_{'serdes' if serdes else f'cc{cc_interval}'}",
                  {"rifl_two_clock.v": text}, "rifl_two_clock",
-                 TWO_CLOCK_HARNESS % dict(prints=prints))
+                 TWO_CLOCK_HARNESS % dict(prints=prints), build=build)
 
 
 def two_clock_run(model, cycles, ppm_a, ppm_b):

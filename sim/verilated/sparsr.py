@@ -126,13 +126,13 @@ class VRun:
 
 class VerilatedReceiver:
     """SparsrReceiver(wmem_rows, xmem_rows, fifo_depth) as a Verilated model (cached; the first build takes
-    about half a minute)."""
-    def __init__(self, wmem_rows, xmem_rows, fifo_depth=8):
+    about half a minute; build=False: `model.digest` only)."""
+    def __init__(self, wmem_rows, xmem_rows, fifo_depth=8, build=True):
         self.wmem_rows, self.xmem_rows = wmem_rows, xmem_rows
         rx = SparsrReceiver(wmem_rows, xmem_rows, fifo_depth, with_csr=False)
         counters = "\n".join(f'    fprintf(out, "{n} %u\\n", (unsigned)top->cnt_{n});' for n in STATUS_COUNTERS)
         self.model = Model(TOP, {f"{TOP}.v": flat_ports(rx, receiver_ports(rx), TOP)}, TOP,
-                           HARNESS % dict(top=TOP, counters=counters))
+                           HARNESS % dict(top=TOP, counters=counters), build=build)
 
     def run(self, frames, seed=1, valid_prob=1.0, ready_prob=1.0, max_cycles=20_000_000, repeat=1):
         """`repeat`: send the frames that many times, each time once the receiver is idle (a soak: `answers`

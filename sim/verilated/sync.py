@@ -152,7 +152,7 @@ def _get(node, path):
 class GridSim:
     """A Verilator build of a width x height grid (+ lamlet) of `SyncNode`s; see the module docstring."""
     def __init__(self, width, height, n_idents=MAX_IDENTS, value_width=DEFAULT_VALUE_WIDTH,
-                 hop_latency=DEFAULT_HOP_LATENCY, with_lamlet=True):
+                 hop_latency=DEFAULT_HOP_LATENCY, with_lamlet=True, build=True):
         if value_width > 64:
             raise ValueError("the harness handles values up to 64 bits")
         if hop_latency < min_hop_latency(value_width):
@@ -161,7 +161,8 @@ class GridSim:
         self.n_idents, self.value_width, self.hop_latency = n_idents, value_width, hop_latency
         self.name = f"{width}x{height}_i{n_idents}_v{value_width}_h{hop_latency}{'_lamlet' if with_lamlet else ''}"
         verilog, self.n_participants = self._verilog()
-        self.model = Model(f"sync_grid_{self.name}", {"grid.v": verilog}, "sync_grid", self._cpp(self.n_participants))
+        self.model = Model(f"sync_grid_{self.name}", {"grid.v": verilog}, "sync_grid", self._cpp(self.n_participants),
+                           build=build)
         self.build_seconds = self.model.build_seconds
 
     def _verilog(self):
