@@ -55,6 +55,8 @@ def main(argv=None):
                         help="nextpnr's router (router1 stalls on the MiniSharp builds: docs/minisharp.md)")
     parser.add_argument("--no-fit-check", action="store_true",
                         help="build even if the estimate (boards/fit.py) says the cores do not fit")
+    parser.add_argument("--build-dir", default=None,
+                        help="build folder (default build/boards/<board>; inside the tree: YoWASP cannot see /tmp)")
     parser.add_argument("--mgmt-ports", default="0",
                         help="with minisharp: the data ports (comma-separated) from which Etherbone answers")
     args = parser.parse_args(argv)
@@ -87,7 +89,7 @@ def main(argv=None):
     if args.board == "colorlight_5a_75b":
         kwargs["revision"] = args.revision
     soc = module.BoardSoC(**kwargs)
-    output_dir = os.path.join(ROOT, "build", "boards", args.board)
+    output_dir = os.path.abspath(args.build_dir or os.path.join(ROOT, "build", "boards", args.board))
     # YoWASP tools run sandboxed and cannot see /tmp: build inside the project tree, with relative paths.
     os.makedirs(output_dir, exist_ok=True)
     builder = Builder(soc, output_dir=os.path.relpath(output_dir, os.getcwd()), compile_software=False,

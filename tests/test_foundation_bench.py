@@ -28,3 +28,17 @@ def test_bench_sim_smoke():
     assert base["cycles_per_s"] > 1000 and base["etherbone_reads_per_s"] > 10 and base["compile_s"] > 0
     (table,) = res.tables
     assert [row[:2] for row in table.rows] == [["base_soc", "innet, 1 thread"]]
+
+
+def test_ecp5_bench_quick():
+    """Quick mode of `make bench BENCH=ecp5`: the smallest core placed and routed (seed 1), in the table
+    with its figures and its verdict against the target."""
+    from sim.bench import bench_ecp5
+    res = bench_ecp5.run(quick=True)
+    (table,) = res.tables
+    (row,) = table.rows
+    (r,) = res.data["cores"]
+    assert r["how"] == "placed and routed" and r["lut4"] > 0 and r["ff"] > 0 and r["seed"] == 1
+    fmax = min(r["fmax_mhz"].values())
+    assert row[0] == bench_ecp5.QUICK_CORE[0] and row[-2] == f"{fmax:.1f}"
+    assert row[-1] == ("pass" if fmax >= bench_ecp5.TARGET_MHZ else "FAIL")

@@ -1,0 +1,196 @@
+"""make bench BENCH=ecp5: every core out of context and every board build on ECP5, nextpnr seeds 1-3, each
+against its clock target with pass/fail (build/bench/ecp5.md, build/bench/ecp5.json).
+
+* Cores (`CORES`): each core in the configuration its SoC block uses, built by its own benchmark's factory
+  (sim.bench.ecp5.synth_point: yosys once, nextpnr once a seed, every port registered), at 125 MHz.
+* Boards (`BOARDS`): `python -m boards.build BOARD --cores ... --seed S` in a build folder of its own (the
+  board builds of `make build`), its clocks as `make build` reports them.
+
+Every run is a sweep point (sim.bench.sweep): the runs go side by side on the local cores or on a Ray
+cluster (`CLUSTER=`), and a point whose gateware did not change comes from the cache. A run is bounded by
+`timeout` seconds (nextpnr's placement and routing of the biggest cores take 20-40 minutes); a run cut
+short, or whose router gave up, reports nextpnr's post-placement estimate, marked "estimate".
+
+    .venv/bin/python -m sim.bench ecp5 [--quick]      # quick: the smallest core, seed 1 (the smoke test)
+"""
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from sim import BUILD, ROOT
+from sim.bench.ecp5 import point_digest, synth_point
+from sim.bench.framework import BenchResult, Table
+from sim.bench.sweep import sweep, sweep_stats, tasks
+
+SEEDS = (1, 2, 3)
+TARGET_MHZ = 125
+CORE_TIMEOUT_S = 45 * 60
+BOARD_TIMEOUT_S = 60 * 60
+
+# (label, factory, args, device): the cores of the SoC blocks, each at TARGET_MHZ.
+CORES = [
+    ("MiniSharp 2 x 8-bit, 1 lane", "sim.bench.bench_minisharp:ecp5_core",
+     dict(params=dict(num_ports=2, dw=8, lanes=1)), "LFE5U-25F"),
+    ("RIFL L1 endpoint F = 256", "sim.bench.bench_rifl:ecp5_endpoint", {}, "LFE5U-25F"),
+    ("RIFL L2 segmenter F = 256", "sim.bench.bench_rifl:ecp5_l2", dict(part="segmenter"), "LFE5U-25F"),
+    ("RIFL L2 reassembler F = 256", "sim.bench.bench_rifl:ecp5_l2", dict(part="reassembler"), "LFE5U-25F"),
+    ("RIFL aligner F = 256", "sim.bench.bench_rifl:ecp5_aligner", {}, "LFE5U-25F"),
+    ("RIFL switch line card F = 256", "sim.bench.bench_rifl_net:ecp5_line_card", {}, "LFE5U-25F"),
+    ("Sparsr receiver (16 + 8 rows)", "sim.bench.bench_sparsr:ecp5_receiver", {}, "LFE5U-45F"),
+    ("Sync node, 8 idents", "sim.bench.bench_sync:ecp5_node", dict(n_idents=8), "LFE5U-25F"),
+    ("iSLIP N = 8, 3 iterations", "sim.bench.bench_switch:ecp5_scheduler", dict(n=8, k=3), "LFE5U-25F"),
+    ("iSLIP N = 16, 3 iterations, pipelined", "sim.bench.bench_switch:ecp5_scheduler",
+     dict(n=16, k=3, pipelined=True), "LFE5U-25F"),
+    ("Batcher-Banyan N = 8 (113-bit lanes)", "sim.bench.bench_switch:ecp5_network", dict(n=8, width=113),
+     "LFE5U-85F"),
+    ("Batcher-Banyan N = 16 (113-bit lanes)", "sim.bench.bench_switch:ecp5_network", dict(n=16, width=113),
+     "LFE5U-85F"),
+]
+QUICK_CORE = ("iSLIP N = 4, 1 iteration", "sim.bench.bench_switch:ecp5_scheduler", dict(n=4, k=1), "LFE5U-25F")
+# (board, cores): the board builds of `make build` (boards/fit.py's largest fitting sets among them).
+BOARDS = [("colorlight_5a_75b", ""), ("colorlight_5a_75b", "minisharp"), ("lattice_versa_ecp5", ""),
+          ("lattice_versa_ecp5", "minisharp"), ("lattice_versa_ecp5", "rifl"), ("lattice_versa_ecp5", "sparsr"),
+          ("lattice_versa_ecp5", "sync")]
+
+
+def _name(label):
+    return "ecp5_" + re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+
+
+def core_points(cores, seeds, timeout):
+    params = [dict(factory=factory, args=args, name=_name(label), device=device, freq_mhz=TARGET_MHZ, seed=seed,
+                   timeout=timeout) for label, factory, args, device in cores for seed in seeds]
+    return tasks(synth_point, params, point_digest)
+
+
+def _source_digest():
+    """The digest of the sources a board build is made from (cores/, soc/, boards/, cores/lib): its gateware
+    digest without generating it."""
+    h = hashlib.sha256()
+    for top in ("cores", "soc", "boards"):
+        for dirpath, dirs, files in sorted(os.walk(os.path.join(ROOT, top))):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith((".py", ".json")):
+                    h.update(f.encode())
+                    with open(os.path.join(dirpath, f), "rb") as fh:
+                        h.update(fh.read())
+    return h.hexdigest()
+
+
+def board_point(board, cores, seed, timeout):
+    """Sweep task: `python -m boards.build board --cores cores --seed seed` in build/ecp5/boards/<...>, bounded
+    by `timeout` seconds. Returns make build's figures (utilization, clocks: achieved and constraint MHz)
+    with "how": "placed and routed", or for a run cut short or failed its post-placement estimates."""
+    out_dir = os.path.join(BUILD, "ecp5", "boards", f"{board}_{cores or 'base'}_seed{seed}")
+    os.makedirs(out_dir, exist_ok=True)
+    log = os.path.join(out_dir, "build.out")
+    cmd = [sys.executable, "-m", "boards.build", board, "--seed", str(seed), "--build-dir", out_dir]
+    if cores:
+        cmd += ["--cores", cores]
+    t0 = time.monotonic()
+    with open(log, "w") as f:
+        # A session of its own: a build cut short takes yosys and nextpnr (LiteX's build script) down with it.
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout)
+            how = "placed and routed" if rc in (0, 1) else f"failed: boards.build exited with {rc}"
+        except BaseException as e:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            if not isinstance(e, subprocess.TimeoutExpired):
+                raise
+            how = f"failed: ran over {timeout} s"
+    r = {"board": board, "cores": cores, "seed": seed, "how": how, "build_s": round(time.monotonic() - t0)}
+    summary = os.path.join(out_dir, "summary.json")
+    if how == "placed and routed" and os.path.exists(summary):
+        s = json.load(open(summary))
+        r.update(utilization=s["utilization"], fmax=s["fmax"])
+    else:
+        text = open(log, errors="replace").read()
+        r["how"] = how if how.startswith("failed") else "failed: no bitstream"
+        r["estimate"] = {k: float(v) for k, v in re.findall(r"Max frequency for clock '([^']+)': ([\d.]+) MHz", text)}
+    return r
+
+
+def board_points(boards, seeds, timeout):
+    digest = _source_digest()
+    return tasks(board_point, [dict(board=b, cores=c, seed=s, timeout=timeout) for b, c in boards for s in seeds],
+                 gateware=lambda p: digest)
+
+
+def _fmax(r):
+    """(worst clock's MHz, whether it is a post-placement estimate) of a synth_point result."""
+    if r["how"] == "placed and routed" and r.get("fmax_mhz"):
+        return min(r["fmax_mhz"].values()), False
+    est = r.get("estimate") or {}
+    return (min(est.values()), True) if est else (None, False)
+
+
+def _cells(r, key, yosys_key):
+    if r["how"] == "placed and routed":
+        return r[key]
+    return (r.get("yosys_cells") or {}).get(yosys_key, "?")
+
+
+def core_table(cores, seeds, results):
+    t = Table(f"Cores out of context (yosys + nextpnr-ecp5, registered ports), target {TARGET_MHZ} MHz",
+              ["core", "device", "LUT4", "FF", "DP16KD"] + [f"Fmax seed {s} (MHz)" for s in seeds] + ["meets target"])
+    rows = {}
+    for pt, r in zip(core_points_meta(cores, seeds), results):
+        rows.setdefault(pt, []).append(r)
+    for (label, device), runs in rows.items():
+        first = runs[0]
+        figures, ok = [], True
+        for r in runs:
+            f, est = _fmax(r)
+            ok &= f is not None and not est and f >= TARGET_MHZ
+            figures.append("-" if f is None else f"{f:.1f}" + (" (estimate)" if est else ""))
+        t.add(label, device, _cells(first, "lut4", "LUT4"), _cells(first, "ff", "TRELLIS_FF"),
+              _cells(first, "bram_dp16kd", "DP16KD"), *figures, "pass" if ok else "FAIL")
+    t.notes = ("Fmax: the worst clock after routing; \"estimate\": nextpnr's post-placement figure of a run that "
+               "did not route within the timeout; pass: every seed routed at the target or above.")
+    return t
+
+
+def core_points_meta(cores, seeds):
+    return [(label, device) for label, _, _, device in cores for _ in seeds]
+
+
+def board_table(boards, seeds, results):
+    t = Table("Board builds (make build), per clock: achieved / constraint MHz",
+              ["board", "cores", "seed", "LUT4", "FF", "DP16KD", "clocks", "meets every clock", "build (s)"])
+    for r in results:
+        if r["how"] == "placed and routed":
+            u = r["utilization"]
+            clocks = ", ".join(f"{c} {a:.1f}/{k:.1f}" for c, (a, k) in sorted(r["fmax"].items()))
+            ok = all(a >= k for a, k in r["fmax"].values())
+            t.add(r["board"], r["cores"] or "-", r["seed"], u.get("TRELLIS_COMB", ["?"])[0], u.get("TRELLIS_FF", ["?"])[0],
+                  u.get("DP16KD", ["?"])[0], clocks, "pass" if ok else "FAIL", r["build_s"])
+        else:
+            est = ", ".join(f"{c} {v:.1f}" for c, v in sorted(r.get("estimate", {}).items()))
+            t.add(r["board"], r["cores"] or "-", r["seed"], "?", "?", "?",
+                  f"{r['how']}; post-placement estimates: {est or 'none'}", "FAIL", r["build_s"])
+    return t
+
+
+def run(quick=False, boards=True):
+    cores = [QUICK_CORE] if quick else CORES
+    seeds = (1,) if quick else SEEDS
+    points = core_points(cores, seeds, 600 if quick else CORE_TIMEOUT_S)
+    if boards and not quick:
+        points += board_points(BOARDS, SEEDS, BOARD_TIMEOUT_S)
+    results = [r if isinstance(r, dict) else {"how": f"failed: {r}"} for r in sweep("ecp5", points, strict=False)]
+    n_cores = len(cores) * len(seeds)
+    res = BenchResult("ecp5", tables=[core_table(cores, seeds, results[:n_cores])])
+    if len(results) > n_cores:
+        res.tables.append(board_table(BOARDS, SEEDS, results[n_cores:]))
+    res.data = {"cores": [dict(r, label=label, device=device, seed=pt.params["seed"])
+                          for (label, device), pt, r in zip(core_points_meta(cores, seeds), points, results)],
+                "boards": results[n_cores:], "walls_s": sweep_stats().walls}
+    return res
