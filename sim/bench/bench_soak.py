@@ -123,7 +123,7 @@ def _sparsr(cycles):
         raise AssertionError("the Sparsr soak's epoch is not idempotent: its answers depend on the one before")
     card = VerilatedReceiver(*SPARSR_ROWS)
     probe = card.run(frames, seed=1, valid_prob=0.7, ready_prob=0.5)
-    repeat = max(1, -(-cycles // probe.cycles))
+    repeat = max(1, -(-cycles * 105 // (100 * probe.cycles)))     # epochs vary in length: 5 % more
     r = card.run(frames, seed=2, valid_prob=0.7, ready_prob=0.5, max_cycles=4 * repeat * probe.cycles, repeat=repeat)
     accepted = repeat * per_epoch["frames_ok"]
     answer_words = sum(len(a) for a in expected)
@@ -219,7 +219,7 @@ def _minisharp(cycles):
     complete = sorted(set(range(MS_CHUNKS)) - {MS_LOST_CHUNK})
     if _minisharp_results(probe.outputs, vecs) != [complete] * MS_PORTS or probe.counters["slot_timeouts"] != 1:
         raise AssertionError(f"the MiniSharp soak's epoch did not give its results: {probe.counters}")
-    repeat = max(1, -(-cycles // probe.cycles))
+    repeat = max(1, -(-cycles * 105 // (100 * probe.cycles)))     # epochs vary in length: 5 % more
     r = vm.run(inputs, seed=2, repeat=repeat, **cfg)
     wrong = sum(a != complete for a in _minisharp_results(r.outputs, vecs))
     consumed = sum(r.counters[f"port{i}_{k}"] * (1 if k == "rx_frames" else -1)
@@ -280,7 +280,7 @@ def _sync(cycles):
     schedules, contrib, refused = sync_epoch(1, n)
     accepts, completions, events, probe_cycles = sim.run(schedules, 20000, ready_prob=0.5, seed=1)
     check_completions(n, accepts, completions, contrib, SYNC_ROUNDS, 32)
-    repeat = max(1, -(-cycles // probe_cycles))
+    repeat = max(1, -(-cycles * 105 // (100 * probe_cycles)))     # epochs vary in length: 5 % more
     accepts, completions, events_all, total = sim.run(schedules, 4 * repeat * probe_cycles, ready_prob=0.5, seed=2,
                                                       repeat=repeat)
     check_completions(n, accepts, completions, contrib, SYNC_ROUNDS, 32)
