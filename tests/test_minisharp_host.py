@@ -122,26 +122,37 @@ def test_lua_dissector_in_tshark(tmp_path):
 
 
 class LossySwitch:
-    """In-process stand-in for the switch: reference sums, drops ~10% of data frames."""
-    def __init__(self, seed):
-        self.rng = random.Random(seed)
-        self.ctx, self.slots, self.out = None, {}, []
+    """In-process stand-in for the switch: reference sums, drops ~10% of data frames (`loss`), and keeps the
+    switch's completion window: a contribution to a completed chunk is dropped (a late duplicate), one
+    DONE_WINDOW or more chunks past the oldest incomplete chunk is dropped as `ahead`."""
+    def __init__(self, seed, loss=0.1, chunk_elements=ms.MS_CHUNK_ELEMENTS):
+        self.rng, self.loss, self.ce = random.Random(seed), loss, chunk_elements
+        self.ctx, self.slots, self.done, self.out = None, {}, set(), []
+        self.drops = {"duplicate": 0, "ahead": 0}
         self.mac = HOST
 
     def send(self, frame):
         p = P.parse(frame)
         if p["opcode"] == ms.MS_OP_COL_SETUP:
-            self.ctx = p["record"]
+            self.ctx, self.slots, self.done = p["record"], {}, set()
             return
-        if self.rng.random() < 0.1:
+        if self.rng.random() < self.loss:
+            return
+        c = p["chunk_index"]
+        base = next(k for k in range(c + 1) if k not in self.done) if c not in self.done else None
+        if base is None:
+            self.drops["duplicate"] += 1
+            return
+        if c >= base + ms.DONE_WINDOW:
+            self.drops["ahead"] += 1
             return
         n = self.ctx["element_count"]
-        c = p["chunk_index"]
         slot = self.slots.setdefault(c, {})
-        slot[p["rank"]] = P.parse(frame, n)["values"]
+        slot[p["rank"]] = P.parse(frame, n, self.ce)["values"]
         if len(slot) == self.ctx["expected_local"]:
             self.out.append(P.res_frame(HOST, SW, p["collective_id"], c, reduce_vectors(list(slot.values()))))
-            self.slots[c] = {}
+            self.done.add(c)
+            del self.slots[c]
 
     def recv(self, timeout):
         return self.out.pop(0) if self.out else None
@@ -153,3 +164,16 @@ def test_reduce_orchestration_with_losses():
     res = reduce(LossySwitch(3), vectors, collective_id=5, retry_s=0.0, window=3)
     assert res["mismatches"] == [] and res["collector"].complete() and res["retries"] > 0
     assert res["collector"].vector() == [exact_sum_fp32(c) for c in zip(*vectors)]
+
+
+def test_reduce_keeps_shuffled_chunks_inside_the_switch_window():
+    """More chunks than the switch's completion window, sent in shuffled order: the host never sends a
+    chunk the switch would drop as `ahead` (found by `make sim`: 391 shuffled chunks stopped at the first one
+    64 past the oldest incomplete chunk, resent until the host gave up)."""
+    ce, n_chunks = 8, 3 * ms.DONE_WINDOW
+    rng = random.Random(4)
+    vectors = [[rng.getrandbits(32) & 0xBF7FFFFF for _ in range(ce * n_chunks)] for _ in range(3)]
+    switch = LossySwitch(5, loss=0.02, chunk_elements=ce)
+    res = reduce(switch, vectors, collective_id=6, retry_s=0.0, window=4, chunk_elements=ce, max_retries=50)
+    assert res["mismatches"] == [] and res["collector"].complete()
+    assert switch.drops["ahead"] == 0

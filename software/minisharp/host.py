@@ -110,7 +110,10 @@ def reduce(transport, vectors, collective_id=1, egress=(0, 0), shuffle=True, win
 
     Sends the setup, then the chunks of every rank, at most `window` chunks ahead of the results
     (window <= the switch's chunk slots), each chunk's frames in shuffled rank order if `shuffle`, and
-    resends a chunk that has no result after `retry_s` (duplicates are dropped by the switch).
+    resends a chunk that has no result after `retry_s` (duplicates are dropped by the switch). With
+    `shuffle` the chunks go in random order, but never DONE_WINDOW or more chunks past the lowest chunk
+    without a result: the switch drops those as `ahead` (its completion window), and a host waiting for them
+    with every slot of its window taken would wait for ever.
     Returns a dict: collector, expected, mismatches, retries, seconds."""
     rng = random.Random(seed)
     n = len(vectors[0])
@@ -124,7 +127,7 @@ def reduce(transport, vectors, collective_id=1, egress=(0, 0), shuffle=True, win
     t0 = time.monotonic()
     transport.send(am.setup(collective_id, n, len(vectors), *egress))
     time.sleep(0.01)
-    sent_at, tries, retries, nxt = {}, {}, 0, 0
+    sent_at, tries, retries = {}, {}, 0
 
     def send_chunk(c):
         frames = [s.frames[c] for s in senders]
@@ -139,10 +142,13 @@ def reduce(transport, vectors, collective_id=1, egress=(0, 0), shuffle=True, win
         if time.monotonic() - t0 > timeout:
             raise TimeoutError(f"minisharp: {len(col.chunks)}/{col.n_chunks} chunks after {timeout} s")
         outstanding = [c for c in sent_at if c not in col.chunks]
-        while nxt < len(order) and len(outstanding) < window:
-            send_chunk(order[nxt])
-            outstanding.append(order[nxt])
-            nxt += 1
+        lowest = next(c for c in range(col.n_chunks) if c not in col.chunks)
+        while len(outstanding) < window:
+            c = next((c for c in order if c not in sent_at and c < lowest + ms.DONE_WINDOW), None)
+            if c is None:
+                break
+            send_chunk(c)
+            outstanding.append(c)
         frame = transport.recv(0.05)
         if frame is not None:
             col.add(frame)
