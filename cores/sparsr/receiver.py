@@ -631,20 +631,6 @@ class SparsrExecutor(LiteXModule):
         x_room, d_ready, d_start, d_done = Signal(), Signal(), Signal(), Signal()
         d_phys, d_form = Signal(pxb), Signal(FORM_BITS)
         self.fsm = fsm = FSM(reset_state="IDLE")
-        if xmem.in_dram:
-            # The row entries are a block RAM: a slot's row is looked up in W_SLOT, for W_PREP.
-            self.comb += [
-                xmem.row.eq(Mux(fsm.ongoing("W_SLOT"), slot.row, trow_x)),
-                xmem.need.eq(x_nw), x_room.eq(xmem.can_write),
-                xmem.fetch.eq(d_start), xmem.fetch_row.eq(banks.job.p0), xmem.fetch_n.eq(banks.job.p2),
-                d_ready.eq(xmem.staged), d_phys.eq(xmem.staged_half), d_form.eq(xmem.staged_form),
-                xmem.release.eq(d_done),
-            ]
-        else:
-            self.comb += [
-                xmem.row.eq(trow_x), xmem.form_rd.adr.eq(physx),
-                x_room.eq(1), d_ready.eq(1), d_phys.eq(xmem.phys), d_form.eq(xmem.form_rd.dat_r),
-            ]
         fsm.act("IDLE",
             If(banks.pending,
                 NextValue(si, 0),
@@ -836,6 +822,21 @@ class SparsrExecutor(LiteXModule):
                 answer.word.eq(Mux(fw < HEADER_WORDS + n_cnt, status_words[fw[:4]], 0)),
             )
         )
+        # (after the states: fsm.ongoing() would give W_SLOT the first state code)
+        if xmem.in_dram:
+            # The row entries are a block RAM: a slot's row is looked up in W_SLOT, for W_PREP.
+            self.comb += [
+                xmem.row.eq(Mux(fsm.ongoing("W_SLOT"), slot.row, trow_x)),
+                xmem.need.eq(x_nw), x_room.eq(xmem.can_write),
+                xmem.fetch.eq(d_start), xmem.fetch_row.eq(banks.job.p0), xmem.fetch_n.eq(banks.job.p2),
+                d_ready.eq(xmem.staged), d_phys.eq(xmem.staged_slot), d_form.eq(xmem.staged_form),
+                xmem.release.eq(d_done),
+            ]
+        else:
+            self.comb += [
+                xmem.row.eq(trow_x), xmem.form_rd.adr.eq(physx),
+                x_room.eq(1), d_ready.eq(1), d_phys.eq(xmem.phys), d_form.eq(xmem.form_rd.dat_r),
+            ]
 
 
 # Receiver ------------------------------------------------------------------------------------------------
