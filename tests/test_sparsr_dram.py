@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from cores.sparsr.common import (CMD_WRITE_XMEM, FRAME_WORDS, HEADER_WORDS, KIND_END, KIND_LIL,
-                                 KIND_RAW, ROW_WORDS, SLOT_HEADER_WORDS, TAG, XMEM_DRAM, lil_words, make_tag)
+from cores.sparsr.common import CMD_WRITE_XMEM, FRAME_WORDS, KIND_LIL, KIND_RAW, ROW_WORDS, XMEM_DRAM, make_tag
 from cores.sparsr.receiver import SparsrReceiver
 from software.sparsr.demo import random_row, DEMO_DENSITIES
-from software.sparsr.frames import encode_rows, frame, read_frame, dma_frame, status_frame, lil_payload
+from software.sparsr.frames import (encode_rows, frame, read_frame, dma_frame, status_frame, lil_payload,
+                                    stored_words)
 from software.sparsr.reference import CardModel
 from sim.verilated.sparsr import VerilatedReceiver, WAIT, Probe
 
@@ -38,19 +38,9 @@ def check(card, items, seed, valid_prob=0.8, ready_prob=0.7):
     return run, model
 
 
-def xmem_words(frames, xrows=XROWS):
-    """Payload words that the (valid) XMEM write frames among `frames` store: slots whose row is in range."""
-    total = 0
-    for f in frames:
-        if f[0] != CMD_WRITE_XMEM:
-            continue
-        pos = HEADER_WORDS
-        while pos < FRAME_WORDS and TAG.unpack(f[pos])["kind"] != KIND_END:
-            t = TAG.unpack(f[pos])
-            n = t["count"] if t["kind"] == KIND_RAW else lil_words(t["count"])
-            total += n if f[pos + 1] < xrows else 0
-            pos += SLOT_HEADER_WORDS + n
-    return total
+def xmem_words(frames):
+    """Payload words that the (valid) XMEM write frames among `frames` store."""
+    return stored_words(frames, CMD_WRITE_XMEM, XROWS)
 
 
 def junk_frames(rng):
