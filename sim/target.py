@@ -18,6 +18,7 @@ from litex.build.sim.config import SimConfig
 from litex.soc.integration.builder import Builder
 from migen.genlib.io import CRG as SimCRG
 
+from cores.sparsr.common import XMEM_DRAM, XMEM_KINDS
 from sim import ROOT, verilated
 from sim.models.tap import GMIIDataPort, TapPHY, TAP_POLL_CYCLES, gmii_pads, tap_pads
 from soc.common import SOC_IP_ADDRESS, SOC_MAC_ADDRESS
@@ -33,8 +34,13 @@ SIM_THREADS = 1                # Verilator threads of the litex_sim model (see d
 MODULES_DIR = os.path.join(ROOT, "sim", "litex_sim", "modules")
 # Sparsr's options in the simulated SoC: XMEM in DRAM, 4096 rows (4 MiB) in LiteDRAM's model of an SDR SDRAM
 # (sim.models.dram) behind the SoC's LiteDRAM core; sparsr={"xmem": "bram", "xmem_rows": 8} for block RAM.
-SPARSR = {"xmem": "dram", "xmem_rows": 4096}
+SPARSR = {"xmem": XMEM_DRAM, "xmem_rows": 4096}
 SDRAM_MODEL = "sdr"
+
+
+def sparsr_options(xmem):
+    """Sparsr's options for XMEM kind `xmem`: SPARSR for DRAM, add_sparsr's default 8 rows in block RAM."""
+    return dict(SPARSR) if xmem == XMEM_DRAM else {"xmem": xmem, "xmem_rows": 8}
 
 
 def data_port_interface(i):
@@ -76,7 +82,7 @@ class SimInnetSoC(InnetSoC):
         if trace:
             platform.add_debug(self, reset=1)
         sparsr = dict(SPARSR, **(sparsr or {}))
-        if "sparsr" in cores and sparsr["xmem"] == "dram":
+        if "sparsr" in cores and sparsr["xmem"] == XMEM_DRAM:
             self.add_sim_sdram()
         for core in cores:
             adder = getattr(self, f"add_{core}", None)
@@ -139,7 +145,8 @@ def config_name(cores, cpu_type=None, trace=False, threads=SIM_THREADS, minishar
                 minisharp=None, management="tap", sparsr=None):
     """The build folder's name: a model per SoC configuration, trace setting and thread count."""
     ms = "".join(f"_{k}{v}" for k, v in sorted((minisharp or {}).items()))
-    ms += "".join(f"_{k}{v}" for k, v in sorted((sparsr or {}).items()) if SPARSR.get(k) != v)
+    if "sparsr" in cores:
+        ms += "".join(f"_{k}{v}" for k, v in sorted((sparsr or {}).items()) if SPARSR.get(k) != v)
     return ("soc" + ("_" + "_".join(sorted(cores)) if cores else "") + (f"_{cpu_type}" if cpu_type else "")
             + (f"_p{minisharp_ports}" if minisharp_ports != MINISHARP_PORTS else "") + ms
             + ("_msmgmt" if management == "minisharp" else "")
@@ -197,10 +204,12 @@ def main():
     parser.add_argument("--force", action="store_true", help="recompile even if the gateware did not change")
     parser.add_argument("--threads", type=int, default=SIM_THREADS, help="Verilator threads of the model")
     parser.add_argument("--trace", action="store_true", help="dump sim.vcd (a separate, slower build)")
+    parser.add_argument("--sparsr-xmem", default=SPARSR["xmem"], choices=XMEM_KINDS,
+                        help="Sparsr's XMEM in the SDRAM model (4096 rows) or in block RAM (8 rows)")
     args = parser.parse_args()
     cores = [c for c in args.cores.split(",") if c]
     print(build(cores, cpu_type=args.cpu_type, force=args.force, quiet=False, threads=args.threads,
-                trace=args.trace))
+                trace=args.trace, sparsr=sparsr_options(args.sparsr_xmem)))
 
 
 if __name__ == "__main__":

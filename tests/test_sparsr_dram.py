@@ -136,3 +136,10 @@ def test_parameters_are_checked():
     with pytest.raises(ValueError, match="1..4096"):
         SparsrReceiver(4, 4097, xmem=XMEM_DRAM, dram_port=dram.crossbar.get_port())
     SparsrReceiver(4, 4096, xmem=XMEM_DRAM, dram_port=dram.crossbar.get_port(), xmem_base=(4 << 20) - 1024)
+
+
+def test_bench_quick():
+    from sim.bench.bench_sparsr_dram import run
+    (d,) = run(quick=True).data["xmem_dram"]            # the SDR model, 8 rows
+    assert d["write_rate"] > 0.9 and d["dram_read"] > 0.9 * 4
+    assert 256 <= d["raw_cycles"] < 2 * 256            # the fetches overlap the copies

@@ -1,7 +1,7 @@
 """demo(bus): random rows of mixed density through the SoC block, read back and compared.
 
 Rows go through `Sparsr` over an `EtherboneLink`; most batches are written to WMEM directly, every
-fourth one to XMEM (alternately at its first and its last rows) and then copied by the card's DMA; a row past
+fourth one to XMEM (half of it at its first rows, half at its last rows) and then copied by the card's DMA; a row past
 the end of XMEM must be refused. With XMEM in DRAM the block's DRAM counters must show every stored XMEM word
 written to the DRAM and the DMA's rows read from it. Raises on any mismatch or missing refusal.
 """
@@ -41,10 +41,13 @@ def demo(bus, n_rows=300, seed=1, prefix=CORE_NAMES["sparsr"]):
         frames += len(encode_rows(0, rows))
         frames_raw += len(encode_rows(0, rows, allow_lil=False))
         if to_xmem:
-            xr = 0 if xmem_batches % 2 == 0 else xmem_rows - batch
-            api.write_xmem(xr, rows)
-            api.dma_xmem_to_wmem(xr, 0, batch)
-            xmem_words += stored_words(encode_rows(xr, rows, CMD_WRITE_XMEM), CMD_WRITE_XMEM, xmem_rows)
+            # the first half of the rows at XMEM's first rows, the rest at its last rows
+            half = (batch + 1) // 2
+            for xr, part, wr in ((0, rows[:half], 0), (xmem_rows - (batch - half), rows[half:], half)):
+                if part:
+                    api.write_xmem(xr, part)
+                    api.dma_xmem_to_wmem(xr, wr, len(part))
+                    xmem_words += stored_words(encode_rows(xr, part, CMD_WRITE_XMEM), CMD_WRITE_XMEM, xmem_rows)
             xmem_batches += 1
         else:
             api.write_wmem(0, rows)
