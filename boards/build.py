@@ -90,7 +90,9 @@ def main(argv=None):
     output_dir = os.path.join(ROOT, "build", "boards", args.board)
     # YoWASP tools run sandboxed and cannot see /tmp: build inside the project tree, with relative paths.
     os.makedirs(output_dir, exist_ok=True)
-    builder = Builder(soc, output_dir=os.path.relpath(output_dir, os.getcwd()), compile_software=False,
+    # A CPU (the DRAM's initialisation: boards/ports.py, DRAM_CPU) needs its BIOS compiled into its ROM.
+    builder = Builder(soc, output_dir=os.path.relpath(output_dir, os.getcwd()),
+                      compile_software=soc.cpu_type is not None,
                       csr_csv=os.path.join(output_dir, "csr.csv"), csr_json=os.path.join(output_dir, "csr.json"))
     if args.board in GATEWARE_ONLY_BOARDS:
         builder.build(build_name=args.board, run=False)

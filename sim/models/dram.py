@@ -6,9 +6,9 @@ LiteDRAM core (controller and crossbar), as the boards' DRAM sits behind theirs;
 
 Models (`DRAM_MODELS`): "sdr" is the Colorlight's kind of memory (SDR SDRAM, 32-bit bus, 8 MiB: M12L64322A,
 the 5A-75E's), its native port 32 bits wide; "ddr3" is the Versa's chip (MT41K64M16, DDR3 x16, 128 MiB) at
-LiteDRAM's model rate 1:4, a 128-bit native port (the Versa's ECP5 PHY runs 1:2, a 64-bit port): a 32-bit user
-port goes through LiteDRAM's up-converter, as on the Versa. Timings are the chips' at TIMING_CLK_FREQ
-(LiteX's litex_sim does the same: the simulated clock has no real frequency).
+LiteDRAM's model rate 1:4, a 128-bit native port (the Versa's ECP5 PHY runs 1:2, its native port is 128 bits
+wide too). Timings are the chips' at TIMING_CLK_FREQ (LiteX's litex_sim does the same: the simulated clock has
+no real frequency).
 """
 from migen import *
 
