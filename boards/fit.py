@@ -111,9 +111,13 @@ def synth_counts(board, cores):
         Builder(soc, output_dir=out, compile_software=False).build(
             build_name="top", run=False, special_overrides=ecp5_special_overrides)
         gw = os.path.join(out, "gateware")
+        # The platform's other sources (a CPU's Verilog: boards/ports.py DRAM_CPU), then the SoC.
+        extra = "".join(f"read_verilog {path}; " for path, language, _ in sorted(soc.platform.sources)
+                        if language in ("verilog", "systemverilog")
+                        and os.path.dirname(os.path.abspath(path)) != os.path.abspath(gw))
         # YoWASP tools run sandboxed: relative paths inside the project tree.
         subprocess.run([os.path.join(os.path.dirname(sys.executable), "yosys"), "-q", "-p",
-                        "read_verilog top.v; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"],
+                        extra + "read_verilog top.v; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"],
                        cwd=gw, check=True, stdout=subprocess.DEVNULL)
         with open(os.path.join(gw, "stat.txt")) as f:
             return _cell_counts(f.read())
