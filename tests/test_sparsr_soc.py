@@ -3,7 +3,7 @@
 (EtherboneLink, Sparsr API, demo); and the benchmark's quick mode."""
 import random
 
-from cores.sparsr.common import STATUS_COUNTERS, WINDOW_BYTES, XMEM_DRAM
+from cores.sparsr.common import STATUS_COUNTERS, WINDOW_BYTES
 from cores.sparsr.soc_block import SparsrBlock
 from software.sparsr.api import Sparsr
 from software.sparsr.demo import demo, random_row
@@ -38,20 +38,6 @@ def test_block_through_csrs_and_window():
     assert status["slots_refused_row"] == 1                   # the demo's row past the end of XMEM
     assert not any(v for k, v in status.items() if k.startswith("refused"))
     assert bus.mem_accesses > 0 and bus.accesses > 0
-
-
-def test_block_with_xmem_in_dram():
-    """The block with 4096 XMEM rows in DRAM (LiteDRAM's SDR SDRAM model behind a LiteDRAM core): the demo
-    (XMEM rows at both ends of XMEM, the DMA, a row past the end refused, the DRAM counters checked)."""
-    from sim.models.dram import DRAMModel
-    dram = DRAMModel("sdr")
-    block = SparsrBlock(wmem_rows=4, xmem_rows=4096, xmem=XMEM_DRAM, dram_port=dram.crossbar.get_port())
-    block.dram_model = dram
-    (lines, in_dram), _ = run_demo(block, "sparsr",
-                                   lambda bus: (demo(bus, n_rows=16, seed=5), bus.regs.sparsr_memories.read()),
-                                   mems={"sparsr": (block.bus, WINDOW_BASE, WINDOW_BYTES)})
-    assert in_dram == 1
-    assert any(line.startswith("sparsr: XMEM in DRAM (4096 rows)") for line in lines)
 
 
 def test_bench_quick():

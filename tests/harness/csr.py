@@ -35,10 +35,8 @@ class BankedBlock(LiteXModule):
         self.bus = self.csr_bankarray.get_buses()[0]
         (bank_name, csrs, base, bank), = self.csr_bankarray.banks
         words_per_page = CSR_PAGING // (CSR_DATA_WIDTH // 8)
-        # (a plain CSR, e.g. LiteDRAM's DFII command_issue, is its own one simple CSR)
         self.addrs = {f"{bank_name}_{c.name}": [base * words_per_page + bank.simple_csrs.index(s)
-                                                for s in (c.get_simple_csrs() if hasattr(c, "get_simple_csrs")
-                                                          else [c])]
+                                                for s in c.get_simple_csrs()]
                       for c in csrs}
 
 
