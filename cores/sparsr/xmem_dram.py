@@ -142,11 +142,12 @@ class DRAMXMEM(LiteXModule):
             wdata.source.connect(port.wdata, omit={"first", "last"}),
         ]
         lanes = [(w_lane == i) for i in range(ratio)]
+        wb = WORD_BITS // 8
         self.sync += [
             If(w.valid & w.ready,
                 p_valid.eq(1), p_addr.eq(w_addr),
-                *[If(lanes[i], p_data[32 * i:32 * i + 32].eq(w.data)) for i in range(ratio)],
-                p_we.eq(Cat(*[Replicate(lanes[i] | (same & p_we[4 * i]), 4) for i in range(ratio)])),
+                *[If(lanes[i], p_data[WORD_BITS * i:WORD_BITS * (i + 1)].eq(w.data)) for i in range(ratio)],
+                p_we.eq(Cat(*[Replicate(lanes[i] | (same & p_we[wb * i]), wb) for i in range(ratio)])),
             ).Elif(emitted,
                 p_valid.eq(0),
             ),
@@ -201,7 +202,7 @@ class DRAMXMEM(LiteXModule):
             reader.sink.last.eq(issued == f_nn - 1),
             reader.source.ready.eq(1),
             [p.adr.eq(Cat(arrived[:8 - lb], aslot)) for p in stage_w],
-            [p.dat_w.eq(reader.source.data[32 * i:32 * i + 32]) for i, p in enumerate(stage_w)],
+            [p.dat_w.eq(reader.source.data[WORD_BITS * i:WORD_BITS * (i + 1)]) for i, p in enumerate(stage_w)],
             [p.we.eq(reader.source.valid) for p in stage_w],
             last_word.eq(reader.source.valid & (arrived == nns[aslot] - 1)),
             fetching.eq(~self.fsm.ongoing("IDLE") | (busy[aslot] & ~full[aslot])),
