@@ -21,6 +21,7 @@ import time
 from litex.soc.integration.builder import Builder
 
 from boards import fit
+from boards.ports import builder_options
 from cores.lib.block_ram import ecp5_special_overrides
 from sim import progress
 
@@ -92,7 +93,8 @@ def main(argv=None):
     output_dir = os.path.abspath(args.build_dir or os.path.join(ROOT, "build", "boards", args.board))
     # YoWASP tools run sandboxed and cannot see /tmp: build inside the project tree, with relative paths.
     os.makedirs(output_dir, exist_ok=True)
-    builder = Builder(soc, output_dir=os.path.relpath(output_dir, os.getcwd()), compile_software=False,
+    # A CPU (the DRAM's initialisation: boards/ports.py, DRAM_CPU) needs its BIOS compiled into its ROM.
+    builder = Builder(soc, output_dir=os.path.relpath(output_dir, os.getcwd()), **builder_options(soc),
                       csr_csv=os.path.join(output_dir, "csr.csv"), csr_json=os.path.join(output_dir, "csr.json"))
     if args.board in GATEWARE_ONLY_BOARDS:
         builder.build(build_name=args.board, run=False)

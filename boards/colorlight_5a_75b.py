@@ -1,7 +1,11 @@
 """Colorlight 5A-75B (v7.0/v8.0, LFE5U-25F): InnetSoC with Etherbone on the first RGMII port, or with
 `cores` holding minisharp: MiniSharp on both RGMII ports with Etherbone as its management port, reached from
-the ports of the mask `mgmt_ports` (boards/ports.py)."""
-from migen import ClockDomain, Signal
+the ports of the mask `mgmt_ports` (boards/ports.py). With sparsr, Sparsr's XMEM is in the board's SDR SDRAM
+(M12L16161A, 32-bit bus, 4 MiB, LiteDRAM's generic SDR PHY at 1:1), initialised at boot by LiteX's BIOS on a
+small VexRiscv (boards/ports.py, DRAM_CPU; no console: the serial pins double as the reset button)."""
+from migen import ClockDomain, ClockSignal, Signal
+
+from litex.build.io import DDROutput
 
 from litex.gen import LiteXModule
 from litex.soc.cores.clock import ECP5PLL
@@ -9,17 +13,22 @@ from litex_boards.platforms import colorlight_5a_75b
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
-from boards.ports import BOARD_CORE_OPTIONS, DATA_PORT_SYS_CLK_FREQ, add_minisharp_ports
+from boards.ports import BOARD_CORE_OPTIONS, DATA_PORT_SYS_CLK_FREQ, DRAM_CPU, add_minisharp_ports, sparsr_options
 from soc.common import SOC_IP_ADDRESS
 from soc.innet_soc import InnetSoC
 
 DEFAULT_SYS_CLK_FREQ = int(50e6)
 COLORLIGHT_MINISHARP = dict(dw=16, partials=False, max_ranks=16, n_slots=2, n_contexts=4)   # fits the 25F: docs/minisharp.md, "Board builds"
+XMEM_ROWS = 4095            # the 4 MiB SDRAM holds 4096 rows: these and the spare
+# WMEM of 32 rows (16 DP16KD fewer than 64): the BIOS's ROM and RAM (16 DP16KD) and the DRAM XMEM's row entries,
+# write FIFO and staging buffer (9) take block RAM; Sparsr then takes 55 DP16KD of the 25F's 56 (boards/fit.py).
+COLORLIGHT_SPARSR = dict(wmem_rows=32)
 
 
 class CRG(LiteXModule):
-    """25 MHz oscillator -> ECP5 PLL -> sys. The user button (active low) resets the PLL."""
-    def __init__(self, platform, sys_clk_freq):
+    """25 MHz oscillator -> ECP5 PLL -> sys. The user button (active low) resets the PLL. with_sdram: also
+    sys_ps (sys shifted by 180 degrees) on the SDRAM's clock pin."""
+    def __init__(self, platform, sys_clk_freq, with_sdram=False):
         self.rst = Signal()
         self.cd_sys = ClockDomain()
 
@@ -30,17 +39,31 @@ class CRG(LiteXModule):
         self.comb += pll.reset.eq(~rst_n | self.rst)
         pll.register_clkin(platform.request("clk25"), 25e6)
         pll.create_clkout(self.cd_sys, sys_clk_freq)
+        if with_sdram:
+            self.cd_sys_ps = ClockDomain()
+            pll.create_clkout(self.cd_sys_ps, sys_clk_freq, phase=180)
+            self.specials += DDROutput(1, 0, platform.request("sdram_clock"), ClockSignal("sys_ps"))
 
 
 class BoardSoC(InnetSoC):
+    """sparsr: add_sparsr options over the board's (XMEM in SDRAM, XMEM_ROWS rows)."""
     def __init__(self, revision="8.0", sys_clk_freq=None, eth_ip=SOC_IP_ADDRESS, cores=(), mgmt_ports=0b01,
-                 minisharp=None, **kwargs):
+                 minisharp=None, sparsr=None, **kwargs):
         if revision not in ("7.0", "8.0"):
             raise ValueError(f"Colorlight 5A-75B revision must be 7.0 or 8.0, not {revision!r}")
         sys_clk_freq = sys_clk_freq or (DATA_PORT_SYS_CLK_FREQ if "minisharp" in cores else DEFAULT_SYS_CLK_FREQ)
+        sparsr, with_dram = sparsr_options(XMEM_ROWS, dict(COLORLIGHT_SPARSR, **(sparsr or {})))
+        with_dram &= "sparsr" in cores
+        if with_dram:
+            kwargs = dict(DRAM_CPU, uart_name="stub", **kwargs)
         platform = colorlight_5a_75b.Platform(revision=revision, toolchain="trellis")
-        self.crg = CRG(platform, sys_clk_freq)
+        self.crg = CRG(platform, sys_clk_freq, with_sdram=with_dram)
         InnetSoC.__init__(self, platform, sys_clk_freq, ident=f"innet SoC on Colorlight 5A-75B v{revision}", **kwargs)
+        if with_dram:
+            from litedram.modules import M12L16161A
+            from litedram.phy import GENSDRPHY
+            self.sdrphy = GENSDRPHY(platform.request("sdram"), sys_clk_freq)
+            self.add_sdram("sdram", phy=self.sdrphy, module=M12L16161A(sys_clk_freq, "1:1"), l2_cache_size=0)
         if "minisharp" in cores:
             # The two RTL8211 PHYs share one MDIO bus.
             add_minisharp_ports(self, platform, mgmt_ports, tx_delay=0e-9, shared_mdio=True, ip_address=eth_ip,
@@ -52,5 +75,7 @@ class BoardSoC(InnetSoC):
                 tx_delay   = 0e-9)
             self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
         for core in cores:
-            if core != "minisharp":
+            if core == "sparsr":
+                self.add_sparsr(**sparsr)
+            elif core != "minisharp":
                 getattr(self, f"add_{core}")(**BOARD_CORE_OPTIONS.get(core, {}))

@@ -103,17 +103,26 @@ def synth_counts(board, cores):
     import importlib
     from litex.soc.integration.builder import Builder
     from cores.lib.block_ram import ecp5_special_overrides
+    from boards.ports import builder_options
     logging.disable(logging.INFO)
+    # meson and ninja (a CPU's BIOS: picolibc) live beside this Python
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     soc = importlib.import_module(f"boards.{board}").BoardSoC(cores=list(cores))
     build = os.path.join(ROOT, "build", "fit")
     os.makedirs(build, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=build) as out:
-        Builder(soc, output_dir=out, compile_software=False).build(
+        # a CPU's ROM holds its BIOS: an empty ROM would be optimised away (16 DP16KD missing in the Versa's
+        # Sparsr figures before)
+        Builder(soc, output_dir=out, **builder_options(soc)).build(
             build_name="top", run=False, special_overrides=ecp5_special_overrides)
         gw = os.path.join(out, "gateware")
+        # The platform's other sources (a CPU's Verilog: boards/ports.py DRAM_CPU), then the SoC.
+        extra = "".join(f"read_verilog {path}; " for path, language, _ in sorted(soc.platform.sources)
+                        if language in ("verilog", "systemverilog")
+                        and os.path.dirname(os.path.abspath(path)) != os.path.abspath(gw))
         # YoWASP tools run sandboxed: relative paths inside the project tree.
         subprocess.run([os.path.join(os.path.dirname(sys.executable), "yosys"), "-q", "-p",
-                        "read_verilog top.v; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"],
+                        extra + "read_verilog top.v; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"],
                        cwd=gw, check=True, stdout=subprocess.DEVNULL)
         with open(os.path.join(gw, "stat.txt")) as f:
             return _cell_counts(f.read())

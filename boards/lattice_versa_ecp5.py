@@ -1,7 +1,10 @@
 """Lattice ECP5 Versa (LFE5UM5G-45F): InnetSoC with Etherbone on the first RGMII port, or with `cores`
 holding minisharp: MiniSharp on both RGMII ports with Etherbone as its management port, reached from the
-ports of the mask `mgmt_ports` (boards/ports.py)."""
-from migen import ClockDomain, If, Signal
+ports of the mask `mgmt_ports` (boards/ports.py). With sparsr, Sparsr's XMEM is in the board's DDR3
+(MT41K64M16, 128 MiB, LiteDRAM's ECP5 DDR3 PHY at 1:2), initialised and levelled at boot by LiteX's BIOS on a
+small VexRiscv (boards/ports.py, DRAM_CPU; its console on the board's serial port)."""
+from migen import ClockDomain, If, Instance, Signal
+from migen.genlib.resetsync import AsyncResetSynchronizer
 
 from litex.gen import LiteXModule
 from litex.soc.cores.clock import ECP5PLL
@@ -9,16 +12,19 @@ from litex_boards.platforms import lattice_versa_ecp5
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
-from boards.ports import BOARD_CORE_OPTIONS, DATA_PORT_SYS_CLK_FREQ, add_minisharp_ports
+from boards.ports import BOARD_CORE_OPTIONS, DATA_PORT_SYS_CLK_FREQ, DRAM_CPU, add_minisharp_ports, sparsr_options
 from soc.common import SOC_IP_ADDRESS
 from soc.innet_soc import InnetSoC
 
 DEFAULT_SYS_CLK_FREQ = int(60e6)
+XMEM_ROWS = 4096            # 4 MiB of the 128 MiB DDR3
 
 
 class CRG(LiteXModule):
-    """100 MHz oscillator -> power-on reset -> ECP5 PLL -> sys; rst_n button resets the PLL."""
-    def __init__(self, platform, sys_clk_freq):
+    """100 MHz oscillator -> power-on reset -> ECP5 PLL -> sys; rst_n button resets the PLL. with_ddr3: the
+    DDR3 PHY's clocking instead: the PLL makes sys2x, an ECLKSYNCB (stopped by the PHY's init while it
+    aligns) and a CLKDIVF make sys from it, the PHY's init resets sys; `init` (25 MHz) for the PHY."""
+    def __init__(self, platform, sys_clk_freq, with_ddr3=False):
         self.rst = Signal()
         self.cd_sys = ClockDomain()
         self.cd_por = ClockDomain(reset_less=True)
@@ -33,16 +39,41 @@ class CRG(LiteXModule):
         self.pll = pll = ECP5PLL()
         self.comb += pll.reset.eq((por_count != 0) | ~rst_n | self.rst)
         pll.register_clkin(clk100, 100e6)
-        pll.create_clkout(self.cd_sys, sys_clk_freq)
+        if not with_ddr3:
+            pll.create_clkout(self.cd_sys, sys_clk_freq)
+            return
+        self.stop, self.reset = Signal(), Signal()       # from the DDR3 PHY's init
+        self.cd_sys2x = ClockDomain()
+        self.cd_sys2x_i = ClockDomain()
+        self.cd_init = ClockDomain()
+        pll.create_clkout(self.cd_sys2x_i, 2 * sys_clk_freq)
+        pll.create_clkout(self.cd_init, 25e6)
+        self.specials += [
+            Instance("ECLKSYNCB", i_ECLKI=self.cd_sys2x_i.clk, i_STOP=self.stop, o_ECLKO=self.cd_sys2x.clk),
+            Instance("CLKDIVF", p_DIV="2.0", i_ALIGNWD=0, i_CLKI=self.cd_sys2x.clk, i_RST=self.reset,
+                     o_CDIVX=self.cd_sys.clk),
+            AsyncResetSynchronizer(self.cd_sys, ~pll.locked | self.reset),
+        ]
 
 
 class BoardSoC(InnetSoC):
+    """sparsr: add_sparsr options over the board's (XMEM in DDR3, XMEM_ROWS rows)."""
     def __init__(self, sys_clk_freq=None, eth_ip=SOC_IP_ADDRESS, cores=(), mgmt_ports=0b01, minisharp=None,
-                 **kwargs):
+                 sparsr=None, **kwargs):
         sys_clk_freq = sys_clk_freq or (DATA_PORT_SYS_CLK_FREQ if "minisharp" in cores else DEFAULT_SYS_CLK_FREQ)
+        sparsr, with_dram = sparsr_options(XMEM_ROWS, sparsr)
+        with_dram &= "sparsr" in cores
+        if with_dram:
+            kwargs = dict(DRAM_CPU, **kwargs)
         platform = lattice_versa_ecp5.Platform(toolchain="trellis")
-        self.crg = CRG(platform, sys_clk_freq)
+        self.crg = CRG(platform, sys_clk_freq, with_ddr3=with_dram)
         InnetSoC.__init__(self, platform, sys_clk_freq, ident="innet SoC on Lattice ECP5 Versa", **kwargs)
+        if with_dram:
+            from litedram.modules import MT41K64M16
+            from litedram.phy import ECP5DDRPHY
+            self.ddrphy = ECP5DDRPHY(platform.request("ddram"), sys_clk_freq=sys_clk_freq)
+            self.comb += [self.crg.stop.eq(self.ddrphy.init.stop), self.crg.reset.eq(self.ddrphy.init.reset)]
+            self.add_sdram("sdram", phy=self.ddrphy, module=MT41K64M16(sys_clk_freq, "1:2"), l2_cache_size=0)
         if "minisharp" in cores:
             add_minisharp_ports(self, platform, mgmt_ports, tx_delay=0e-9, rx_delay=0e-9, ip_address=eth_ip,
                                 **(minisharp or {}))
@@ -54,5 +85,7 @@ class BoardSoC(InnetSoC):
                 rx_delay   = 0e-9)
             self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
         for core in cores:
-            if core != "minisharp":
+            if core == "sparsr":
+                self.add_sparsr(**sparsr)
+            elif core != "minisharp":
                 getattr(self, f"add_{core}")(**BOARD_CORE_OPTIONS.get(core, {}))

@@ -16,6 +16,29 @@ RGMII_CLK_FREQ = 125e6
 # hosts and a 2 x 2 synchronizer grid (the 4-host network and the 4 x 4 grid take ~62k and ~57k LUT4 in a
 # board build, more than either device).
 BOARD_CORE_OPTIONS = {"rifl_net": dict(n=2), "sync": dict(width=2, height=2)}
+# Sparsr on a board keeps XMEM in the board's DRAM (docs/sparsr.md, "XMEM in DRAM"): LiteDRAM's controller on the
+# board's PHY, initialised (and, for DDR3, levelled) at boot by LiteX's BIOS on DRAM_CPU, which needs nothing
+# else: its console is the board's serial port (a stub where the board has none to spare), its program in a
+# block-RAM ROM. sparsr={"xmem": "bram"} keeps XMEM in block RAM, without DRAM or CPU.
+SPARSR_BOARD = dict(xmem="dram")
+DRAM_CPU = dict(cpu_type="vexriscv", cpu_variant="minimal", integrated_rom_size=0x6000, integrated_sram_size=0x2000)
+# The BIOS without its interactive console, link-time optimised: 23 KB, the 24 KiB ROM above (with the console:
+# 27-31 KB). It still prints its boot log (the DRAM's initialisation and memory test) on the console.
+BIOS_OPTIONS = dict(bios_console="disable", bios_lto=True)
+
+
+def builder_options(soc):
+    """Builder keyword arguments for a board SoC: a CPU's BIOS compiled (BIOS_OPTIONS) into its ROM."""
+    return dict(compile_software=True, **BIOS_OPTIONS) if soc.cpu_type is not None else dict(compile_software=False)
+
+
+def sparsr_options(board_rows, sparsr=None):
+    """Sparsr's add_sparsr options on a board whose DRAM holds `board_rows` XMEM rows (and their spare), and
+    whether the board's DRAM and its CPU are needed."""
+    options = dict(SPARSR_BOARD, **(sparsr or {}))
+    if options["xmem"] == "dram":
+        options.setdefault("xmem_rows", board_rows)
+    return options, options["xmem"] == "dram"
 
 
 def request_without(platform, name, number, omit):

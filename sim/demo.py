@@ -6,6 +6,7 @@ import time
 
 from sim import target
 from sim.runner import SimSession, SimulationFailed, handle_interrupts
+from cores.sparsr.common import XMEM_KINDS
 from soc.common import CORE_NAMES
 from soc.innet_soc import InnetSoC
 
@@ -23,13 +24,17 @@ def main(argv=None):
     parser.add_argument("--cpu-type", default=None, choices=["vexriscv"], help="add a CPU (default: none)")
     parser.add_argument("--threads", type=int, default=target.SIM_THREADS,
                         help="Verilator threads of the model (2 pays only while the host is mostly idle)")
+    parser.add_argument("--sparsr-xmem", default=target.SPARSR["xmem"], choices=XMEM_KINDS,
+                        help="where Sparsr keeps XMEM: in the SDRAM model (dram, 4096 rows) or block RAM (bram, 8 "
+                             "rows)")
     args = parser.parse_args(argv)
     cores = available_cores() if args.cores is None else [c for c in args.cores.split(",") if c]
     handle_interrupts()
     t0 = time.monotonic()
     print(f"Building the simulated SoC (cores: {', '.join(cores) or 'none'})...", flush=True)
     try:
-        gateware = target.build(cores, cpu_type=args.cpu_type, threads=args.threads)
+        gateware = target.build(cores, cpu_type=args.cpu_type, threads=args.threads,
+                                sparsr=target.sparsr_options(args.sparsr_xmem))
         t_build = time.monotonic() - t0
         print(f"  gateware: {gateware} ({t_build:.0f} s)", flush=True)
         with SimSession(gateware) as sim:

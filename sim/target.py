@@ -18,6 +18,7 @@ from litex.build.sim.config import SimConfig
 from litex.soc.integration.builder import Builder
 from migen.genlib.io import CRG as SimCRG
 
+from cores.sparsr.common import XMEM_DRAM, XMEM_KINDS
 from sim import ROOT, verilated
 from sim.models.tap import GMIIDataPort, TapPHY, TAP_POLL_CYCLES, gmii_pads, tap_pads
 from soc.common import SOC_IP_ADDRESS, SOC_MAC_ADDRESS
@@ -31,6 +32,15 @@ MAX_DATA_PORTS = 4
 MINISHARP_PORTS = 2            # data ports of the simulated MiniSharp, TAPs ms0.. in the namespace
 SIM_THREADS = 1                # Verilator threads of the litex_sim model (see docs/CORE_CONTRACT.md)
 MODULES_DIR = os.path.join(ROOT, "sim", "litex_sim", "modules")
+# Sparsr's options in the simulated SoC: XMEM in DRAM, 4096 rows (4 MiB) in LiteDRAM's model of an SDR SDRAM
+# (sim.models.dram) behind the SoC's LiteDRAM core; sparsr={"xmem": "bram", "xmem_rows": 8} for block RAM.
+SPARSR = {"xmem": XMEM_DRAM, "xmem_rows": 4096}
+SDRAM_MODEL = "sdr"
+
+
+def sparsr_options(xmem):
+    """Sparsr's options for XMEM kind `xmem`: SPARSR for DRAM, add_sparsr's default 8 rows in block RAM."""
+    return dict(SPARSR) if xmem == XMEM_DRAM else {"xmem": xmem, "xmem_rows": 8}
 
 
 def data_port_interface(i):
@@ -52,9 +62,10 @@ class SimInnetSoC(InnetSoC):
     IP and MAC come from the sim configuration (innet_tap's soc_ip / soc_mac), so one build can run as
     several SoCs. minisharp_ports: MiniSharp's data ports (GMII TAPs); minisharp: MiniSharpSoCBlock options.
     management="minisharp": no management TAP; Etherbone is MiniSharp's management port, reached from
-    data port 0 (TAP ms0, the host at HOST_IP) only, at SOC_IP_ADDRESS / SOC_MAC_ADDRESS, as on the boards."""
+    data port 0 (TAP ms0, the host at HOST_IP) only, at SOC_IP_ADDRESS / SOC_MAC_ADDRESS, as on the boards.
+    sparsr: add_sparsr options over SPARSR (with XMEM in DRAM the SoC gets an SDRAM model and LiteDRAM)."""
     def __init__(self, cores=(), cpu_type=None, trace=False, minisharp_ports=MINISHARP_PORTS, minisharp=None,
-                 management="tap", **kwargs):
+                 management="tap", sparsr=None, **kwargs):
         if not 2 <= minisharp_ports <= MAX_DATA_PORTS:
             raise ValueError(f"minisharp_ports must be in 2..{MAX_DATA_PORTS}, got {minisharp_ports}")
         check_management(cores, management)
@@ -70,6 +81,9 @@ class SimInnetSoC(InnetSoC):
                                           mac_address=pads.soc_mac)
         if trace:
             platform.add_debug(self, reset=1)
+        sparsr = dict(SPARSR, **(sparsr or {}))
+        if "sparsr" in cores and sparsr["xmem"] == XMEM_DRAM:
+            self.add_sim_sdram()
         for core in cores:
             adder = getattr(self, f"add_{core}", None)
             if adder is None:
@@ -82,8 +96,19 @@ class SimInnetSoC(InnetSoC):
                     ports.append(port)
                 extra = {"management": 0b01} if management == "minisharp" else {}
                 adder(phys=[(p.sink, p.source) for p in ports], **extra, **(minisharp or {}))
+            elif core == "sparsr":
+                adder(**sparsr)
             else:
                 adder()
+
+    def add_sim_sdram(self):
+        """LiteDRAM (controller, crossbar, DFII CSRs) on LiteDRAM's SDRAM model SDRAM_MODEL, for the cores only
+        (no CPU: no main_ram region on the bus). The model needs no initialisation."""
+        from litedram.phy.model import SDRAMPHYModel
+        from sim.models.dram import TIMING_CLK_FREQ, dram_module
+        module, data_width = dram_module(SDRAM_MODEL)
+        self.sdrphy = SDRAMPHYModel(module, data_width=data_width, clk_freq=TIMING_CLK_FREQ)
+        self.add_sdram("sdram", phy=self.sdrphy, module=module, with_soc_interconnect=False)
 
 
 def check_management(cores, management):
@@ -117,9 +142,11 @@ def sim_config(cores=(), cpu_type=None, minisharp_ports=MINISHARP_PORTS, data_in
 
 
 def config_name(cores, cpu_type=None, trace=False, threads=SIM_THREADS, minisharp_ports=MINISHARP_PORTS,
-                minisharp=None, management="tap"):
+                minisharp=None, management="tap", sparsr=None):
     """The build folder's name: a model per SoC configuration, trace setting and thread count."""
     ms = "".join(f"_{k}{v}" for k, v in sorted((minisharp or {}).items()))
+    if "sparsr" in cores:
+        ms += "".join(f"_{k}{v}" for k, v in sorted((sparsr or {}).items()) if SPARSR.get(k) != v)
     return ("soc" + ("_" + "_".join(sorted(cores)) if cores else "") + (f"_{cpu_type}" if cpu_type else "")
             + (f"_p{minisharp_ports}" if minisharp_ports != MINISHARP_PORTS else "") + ms
             + ("_msmgmt" if management == "minisharp" else "")
@@ -127,19 +154,19 @@ def config_name(cores, cpu_type=None, trace=False, threads=SIM_THREADS, minishar
 
 
 def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, threads=SIM_THREADS, trace=False,
-          minisharp_ports=MINISHARP_PORTS, minisharp=None, management="tap"):
+          minisharp_ports=MINISHARP_PORTS, minisharp=None, management="tap", sparsr=None):
     """Generate and compile the simulated SoC; returns its gateware folder (holding obj_dir/Vsim, csr.csv).
     cpu_type="vexriscv" adds the CPU with its BIOS on the simulated UART (compiled with the RISC-V GCC).
     threads: Verilator threads of the model; trace: a model that dumps sim.vcd from reset; minisharp_ports,
-    minisharp: MiniSharp's data ports and MiniSharpSoCBlock options; management: "tap" or "minisharp"
-    (SimInnetSoC)."""
+    minisharp: MiniSharp's data ports and MiniSharpSoCBlock options; management: "tap" or "minisharp"; sparsr:
+    Sparsr's options over SPARSR (SimInnetSoC)."""
     cores = tuple(sorted(cores))
     check_management(cores, management)
     # Tools installed in the venv (meson/ninja for the BIOS) live beside this Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     build_root = build_root or os.path.join(ROOT, "build", "sim")
     output_dir = os.path.join(build_root, config_name(cores, cpu_type, trace, threads, minisharp_ports, minisharp,
-                                                      management))
+                                                      management, sparsr))
     gateware_dir = os.path.join(output_dir, "gateware")
     os.makedirs(output_dir, exist_ok=True)
     # One build at a time per configuration; runs of an existing build need no lock.
@@ -152,7 +179,7 @@ def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, thr
             logging.disable(logging.INFO)  # LiteX logs the whole SoC hierarchy at INFO
         try:
             soc = SimInnetSoC(cores=cores, cpu_type=cpu_type, trace=trace, minisharp_ports=minisharp_ports,
-                              minisharp=minisharp, management=management)
+                              minisharp=minisharp, management=management, sparsr=sparsr)
             builder = Builder(soc, output_dir=output_dir, compile_software=cpu_type is not None,
                               compile_gateware=False, csr_csv=os.path.join(gateware_dir, "csr.csv"),
                               csr_json=os.path.join(gateware_dir, "csr.json"))
@@ -177,10 +204,12 @@ def main():
     parser.add_argument("--force", action="store_true", help="recompile even if the gateware did not change")
     parser.add_argument("--threads", type=int, default=SIM_THREADS, help="Verilator threads of the model")
     parser.add_argument("--trace", action="store_true", help="dump sim.vcd (a separate, slower build)")
+    parser.add_argument("--sparsr-xmem", default=SPARSR["xmem"], choices=XMEM_KINDS,
+                        help="Sparsr's XMEM in the SDRAM model (4096 rows) or in block RAM (8 rows)")
     args = parser.parse_args()
     cores = [c for c in args.cores.split(",") if c]
     print(build(cores, cpu_type=args.cpu_type, force=args.force, quiet=False, threads=args.threads,
-                trace=args.trace))
+                trace=args.trace, sparsr=sparsr_options(args.sparsr_xmem)))
 
 
 if __name__ == "__main__":

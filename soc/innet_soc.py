@@ -139,11 +139,23 @@ class InnetSoC(SoCCore):
             self.add_internal_etherbone(block.mgmt_source, block.mgmt_sink, block.core.dw, ip_address=ip_address)
         return block
 
-    def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=64, xmem_rows=8, origin=0x40000000):
-        """Sparsr frame receiver with WMEM/XMEM; the host writes frames into a Wishbone window at `origin`."""
-        from cores.sparsr.common import WINDOW_BYTES
+    def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=64, xmem_rows=8, origin=None, xmem="bram",
+                   xmem_base=0):
+        """Sparsr frame receiver with WMEM/XMEM; the host writes frames into a Wishbone window at `origin`
+        (default 0x40000000, or 0x90000000 in the IO region of a SoC with a CPU, whose main RAM sits at
+        0x40000000). xmem="dram": XMEM in the SoC's DRAM (add_sdram() first), on a native port of its
+        crossbar, from byte `xmem_base` of the DRAM."""
+        if origin is None:
+            origin = 0x40000000 if self.cpu_type is None else 0x90000000
+        from cores.sparsr.common import WINDOW_BYTES, XMEM_DRAM
         from cores.sparsr.soc_block import SparsrBlock
-        block = self._register_core(name, SparsrBlock(wmem_rows=wmem_rows, xmem_rows=xmem_rows))
+        port = None
+        if xmem == XMEM_DRAM:
+            if not hasattr(self, "sdram"):
+                raise ValueError("Sparsr with xmem='dram' needs the SoC's DRAM: call add_sdram() first")
+            port = self.sdram.crossbar.get_port()
+        block = self._register_core(name, SparsrBlock(wmem_rows=wmem_rows, xmem_rows=xmem_rows, xmem=xmem,
+                                                      dram_port=port, xmem_base=xmem_base))
         self.bus.add_slave(name=name, slave=block.bus,
                            region=SoCRegion(origin=origin, size=WINDOW_BYTES, cached=False))
         return block

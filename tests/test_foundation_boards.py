@@ -60,6 +60,10 @@ def test_board_elaborates_with_every_maximal_fitting_core_set(board, cores, tmp_
     csr = _elaborate(board, cores, tmp_path)
     for core in cores:
         assert f"csr_register,{CORE_NAMES[core]}_" in csr, core
+    if "sparsr" in cores:
+        # Sparsr's XMEM in the board's DRAM: LiteDRAM's controller (initialised by the BIOS on the CPU)
+        assert "csr_register,sdram_dfii_control" in csr and "memory_region,rom" in csr
+        assert f"csr_register,{CORE_NAMES['sparsr']}_receiver_dram_words_written" in csr
 
 
 def test_every_core_fits_the_versa_alone_and_the_colorlight_but_the_rifl_network():

@@ -99,6 +99,18 @@ COUNTERS = (
 )
 STATUS_COUNTERS = tuple(name for name, _ in COUNTERS)
 
+# Memories -----------------------------------------------------------------------------------------------
+MAX_ROWS = 4096                     # rows of WMEM or XMEM a receiver takes (XMEM in DRAM: 4 MiB of rows)
+# Where XMEM keeps its rows (SparsrReceiver(xmem=...)): block RAM, or DRAM through a LiteDRAM native port of
+# WORD_BITS-bit words; physical row p then sits at DRAM word xmem_base / 4 + p * ROW_WORDS.
+XMEM_BRAM, XMEM_DRAM = "bram", "dram"
+XMEM_KINDS = (XMEM_BRAM, XMEM_DRAM)
+# Counters of the DRAM XMEM (CSRs of the SoC block in DRAM mode; not part of the status answer).
+DRAM_COUNTERS = (
+    ("dram_words_written", "XMEM words written into DRAM (words the LiteDRAM port took)."),
+    ("dram_words_read", "XMEM words read from DRAM by the DMA (words the LiteDRAM port returned)."),
+)
+
 # SoC block window (32-bit words of the block's Wishbone slave): the TX frame buffer (host writes one
 # frame), then the RX buffer (holds one answer frame).
 TX_OFFSET = 0

@@ -32,7 +32,7 @@ from cores.sparsr.common import (
     TAG, KIND_END, KIND_RAW, KIND_LIL, LANE_WIDTH_CODE, LIL_MAX_ENTRIES, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
     CMD_READ_WMEM, CMD_DMA_XMEM_WMEM, CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS,
     MAX_PIECE_WORDS, REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER,
-    REASON_BITS, COUNTERS, STATUS_COUNTERS,
+    REASON_BITS, COUNTERS, STATUS_COUNTERS, MAX_ROWS, XMEM_BRAM, XMEM_DRAM, XMEM_KINDS, DRAM_COUNTERS,
 )
 
 WORD_LAYOUT = [("data", 32)]
@@ -206,12 +206,18 @@ class WMEM(RowMemory):
         self.comb += self.mask_rd.adr.eq(self.phys)
 
 
+# An XMEM row's form: Cat(count (9 bits), is_raw); all zero is an empty LIL row.
+FORM_BITS = 10
+
+
 class XMEM(RowMemory):
-    """XMEM: a RowMemory with the form of each physical row, Cat(count, is_raw) (`form` write port,
-    `form_rd` asynchronous read port); at reset (all zero) every row is an empty LIL row."""
+    """XMEM in block RAM: a RowMemory with the form of each physical row (`form` write port, `form_rd`
+    asynchronous read port); at reset (all zero) every row is an empty LIL row. (XMEM in DRAM:
+    `cores.sparsr.xmem_dram.DRAMXMEM`.)"""
     def __init__(self, rows, row_bits):
         RowMemory.__init__(self, rows, row_bits, "x")
-        form = Memory(10, rows + 1, name="sparsr_xform")
+        self.in_dram = False
+        form = Memory(FORM_BITS, rows + 1, name="sparsr_xform")
         self.form, self.form_rd = form.get_port(write_capable=True), form.get_port(async_read=True)
         self.specials += form, self.form, self.form_rd
 
@@ -554,11 +560,12 @@ class SparsrExecutor(LiteXModule):
     in WMEM (LIL slots through the LIL decoder) or XMEM, copies XMEM rows into WMEM (DMA), answers reads
     with raw-slot frames and status with `status`.
 
-    Parameters: `banks` (FrameBanks), `wmem` (WMEM), `xmem` (XMEM), `fifo_depth` (answer FIFO).
-    `source`: answer frames. `status`: the counters, in STATUS_COUNTERS order (inputs). `slot_stored`: a
+    Parameters: `banks` (FrameBanks), `wmem` (WMEM), `xmem` (XMEM, or DRAMXMEM: XMEM in DRAM),
+    `fifo_depth` (answer FIFO). `source`: answer frames. `status`: the counters, in STATUS_COUNTERS order (inputs). `slot_stored`: a
     slot was stored (or dropped for its row, not counted) this cycle.
     Cost: a write slot at most its payload words + 2 cycles (a frame at most 255 cycles); a DMA row its
-    words + 3 cycles; answers one word a cycle while the source takes them.
+    words + 3 cycles; answers one word a cycle while the source takes them. With XMEM in DRAM a slot into
+    XMEM first waits until the DRAM write FIFO has room for it, and a DMA row until it is staged.
     """
     def __init__(self, banks, wmem, xmem, fifo_depth):
         self.source = stream.Endpoint(WORD_LAYOUT)
@@ -584,7 +591,7 @@ class SparsrExecutor(LiteXModule):
         src_x = Signal()
         in_dma = Signal()
         dleft = Signal(32)
-        self.comb += [wmem.row.eq(trow_w), xmem.row.eq(trow_x), xmem.form_rd.adr.eq(physx)]
+        self.comb += wmem.row.eq(trow_w)
         move_word = Signal(32)
         raw_lane = Signal(8)
         self.comb += [
@@ -619,6 +626,10 @@ class SparsrExecutor(LiteXModule):
         self.lil = lil = LILWriter(wmem)
         self.comb += lil.phys.eq(phys)
 
+        # XMEM in block RAM or DRAM: a slot waits for room (x_room), a DMA row until it is there (d_ready; its
+        # physical row d_phys and form d_form), d_start starts a DMA job, d_done ends a DMA row.
+        x_room, d_ready, d_start, d_done = Signal(), Signal(), Signal(), Signal()
+        d_phys, d_form = Signal(pxb), Signal(FORM_BITS)
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
             If(banks.pending,
@@ -629,7 +640,7 @@ class SparsrExecutor(LiteXModule):
                     JOB_READ: [NextValue(trow_w, banks.job.p0), NextValue(rleft, banks.job.p1),
                                NextValue(ro, 0), NextState("R_PLAN")],
                     JOB_DMA: [NextValue(trow_x, banks.job.p0), NextValue(trow_w, banks.job.p1),
-                              NextValue(dleft, banks.job.p2), NextState("D_ROW")],
+                              NextValue(dleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
                     JOB_STATUS: [NextValue(fw, 0), NextState("S_EMIT")],
                 })
             )
@@ -666,7 +677,7 @@ class SparsrExecutor(LiteXModule):
                 ),
                 self.slot_stored.eq(1),
                 NextValue(si, si + 1), NextState("W_SLOT"),
-            ).Else(
+            ).Elif(~x_tox | x_room,
                 NextValue(src_x, 0),
                 NextValue(phys, Mux(x_raw, Mux(x_tox, xmem.free, wmem.free), Mux(x_tox, xmem.phys, wmem.phys))),
                 *start_move,
@@ -723,18 +734,18 @@ class SparsrExecutor(LiteXModule):
         fsm.act("D_ROW",
             If(dleft == 0,
                 banks.release.eq(1), NextState("IDLE"),
-            ).Else(
-                NextValue(physx, xmem.phys), NextValue(in_dma, 1), NextValue(src_x, 1), NextValue(x_tox, 0),
+            ).Elif(d_ready,
+                NextValue(physx, d_phys), NextValue(in_dma, 1), NextValue(src_x, 1), NextValue(x_tox, 0),
                 NextState("D_FORM"),
             )
         )
         fsm.act("D_FORM",
             xmem.rd.adr.eq(Cat(C(0, 8), physx)),
             NextValue(rd_ptr, 0),
-            NextValue(x_raw, xmem.form_rd.dat_r[9]), NextValue(x_fin, 1), NextValue(x_off, 0),
-            NextValue(x_cnt, xmem.form_rd.dat_r[:9]),
-            NextValue(x_nw, Mux(xmem.form_rd.dat_r[9], ROW_WORDS, _lil_words(xmem.form_rd.dat_r[:9]))),
-            NextValue(phys, Mux(xmem.form_rd.dat_r[9], wmem.free, wmem.phys)),
+            NextValue(x_raw, d_form[9]), NextValue(x_fin, 1), NextValue(x_off, 0),
+            NextValue(x_cnt, d_form[:9]),
+            NextValue(x_nw, Mux(d_form[9], ROW_WORDS, _lil_words(d_form[:9]))),
+            NextValue(phys, Mux(d_form[9], wmem.free, wmem.phys)),
             NextState("D_PREP"),
         )
         fsm.act("D_PREP",
@@ -745,6 +756,7 @@ class SparsrExecutor(LiteXModule):
             ).Else(*start_move)
         )
         fsm.act("D_NEXT",
+            d_done.eq(1),
             NextValue(trow_x, trow_x + 1), NextValue(trow_w, trow_w + 1), NextValue(dleft, dleft - 1),
             NextState("D_ROW"),
         )
@@ -810,6 +822,21 @@ class SparsrExecutor(LiteXModule):
                 answer.word.eq(Mux(fw < HEADER_WORDS + n_cnt, status_words[fw[:4]], 0)),
             )
         )
+        # (after the states: fsm.ongoing() would give W_SLOT the first state code)
+        if xmem.in_dram:
+            # The row entries are a block RAM: a slot's row is looked up in W_SLOT, for W_PREP.
+            self.comb += [
+                xmem.row.eq(Mux(fsm.ongoing("W_SLOT"), slot.row, trow_x)),
+                xmem.need.eq(x_nw), x_room.eq(xmem.can_write),
+                xmem.fetch.eq(d_start), xmem.fetch_row.eq(banks.job.p0), xmem.fetch_n.eq(banks.job.p2),
+                d_ready.eq(xmem.staged), d_phys.eq(xmem.staged_slot), d_form.eq(xmem.staged_form),
+                xmem.release.eq(d_done),
+            ]
+        else:
+            self.comb += [
+                xmem.row.eq(trow_x), xmem.form_rd.adr.eq(physx),
+                x_room.eq(1), d_ready.eq(1), d_phys.eq(xmem.phys), d_form.eq(xmem.form_rd.dat_r),
+            ]
 
 
 # Receiver ------------------------------------------------------------------------------------------------
@@ -817,22 +844,32 @@ class SparsrExecutor(LiteXModule):
 class SparsrReceiver(LiteXModule):
     """Card-side receiver of the Sparsr wire format, with WMEM, XMEM and the XMEM->WMEM DMA.
 
-    Parameters: `wmem_rows`, `xmem_rows` (rows of 1024 bytes each memory holds, 1..4096), `fifo_depth` of
-    the answer FIFO, `with_csr` (one CSRStatus per counter of `common.COUNTERS`, cores.lib.counters).
+    Parameters: `wmem_rows`, `xmem_rows` (rows of 1024 bytes each memory holds, 1..MAX_ROWS), `fifo_depth`
+    of the answer FIFO, `with_csr` (one CSRStatus per counter of `common.COUNTERS`, cores.lib.counters; with
+    XMEM in DRAM also `common.DRAM_COUNTERS`), `xmem`: where XMEM keeps its rows, XMEM_BRAM (block RAM) or
+    XMEM_DRAM (DRAM through `dram_port`, a LiteDRAM native port (crossbar.get_port()), from byte `xmem_base`;
+    cores.sparsr.xmem_dram).
 
     `sink`: 32-bit words, `last` on the 256th word of each frame (a frame of any other length is refused,
     reason LENGTH). `source`: answer frames (rows read, status), same framing. `counters`: name -> Signal.
     Throughput: one input word per cycle sustained for write frames (a frame commits in at most 255
-    cycles while the next one streams in); a read or DMA command holds the input only while it runs.
-    `idle`: nothing received or in progress. Latency: a frame's rows are visible at most 256 cycles after
+    cycles while the next one streams in); a read or DMA command holds the input only while it runs. With
+    XMEM in DRAM, write frames into XMEM take words as fast as the DRAM takes them once its write FIFO is
+    full, and a DMA row costs its fetch from DRAM (docs/sparsr.md, "XMEM in DRAM").
+    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 256 cycles after
     its last word.
     """
-    def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=False):
+    def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=False, xmem=XMEM_BRAM, dram_port=None,
+                 xmem_base=0):
         for name, v in (("wmem_rows", wmem_rows), ("xmem_rows", xmem_rows)):
-            if not isinstance(v, int) or not 1 <= v <= 4096:
-                raise ValueError(f"{name} must be an integer in 1..4096, got {v!r}")
+            if not isinstance(v, int) or not 1 <= v <= MAX_ROWS:
+                raise ValueError(f"{name} must be an integer in 1..{MAX_ROWS}, got {v!r}")
         if not isinstance(fifo_depth, int) or fifo_depth < 4:
             raise ValueError(f"fifo_depth must be an integer >= 4, got {fifo_depth!r}")
+        if xmem not in XMEM_KINDS:
+            raise ValueError(f"xmem must be one of {XMEM_KINDS}, got {xmem!r}")
+        if (xmem == XMEM_DRAM) != (dram_port is not None):
+            raise ValueError(f"xmem={XMEM_DRAM!r} needs a dram_port (a LiteDRAM port), and xmem={XMEM_BRAM!r} none")
         self.wmem_rows, self.xmem_rows = wmem_rows, xmem_rows
         self.sink = stream.Endpoint(WORD_LAYOUT)
         self.source = stream.Endpoint(WORD_LAYOUT)
@@ -842,7 +879,11 @@ class SparsrReceiver(LiteXModule):
 
         row_bits = index_bits(max(wmem_rows, xmem_rows))
         self.wmem = wmem = WMEM(wmem_rows, row_bits)
-        self.xmem = xmem = XMEM(xmem_rows, row_bits)
+        if dram_port is None:
+            self.xmem = xmem = XMEM(xmem_rows, row_bits)
+        else:
+            from cores.sparsr.xmem_dram import DRAMXMEM      # imports LiteDRAM
+            self.xmem = xmem = DRAMXMEM(xmem_rows, row_bits, dram_port, xmem_base)
         self.banks = banks = FrameBanks(row_bits)
         self.parser = parser = SparsrParser(banks, wmem_rows, xmem_rows)
         self.executor = executor = SparsrExecutor(banks, wmem, xmem, fifo_depth)
@@ -852,7 +893,7 @@ class SparsrReceiver(LiteXModule):
         self.comb += [
             self.sink.connect(parser.sink),
             executor.source.connect(self.source),
-            self.idle.eq(parser.idle & banks.empty),
+            self.idle.eq(parser.idle & banks.empty & (xmem.idle if xmem.in_dram else 1)),
         ]
         add_counters(self, COUNTERS, {
             "frames_ok": parser.accept,
@@ -863,3 +904,5 @@ class SparsrReceiver(LiteXModule):
         self.comb += [s.eq(self.counters[n]) for s, n in zip(executor.status, STATUS_COUNTERS)]
         if with_csr:
             add_counter_csrs(self, COUNTERS)
+            if xmem.in_dram:
+                add_counter_csrs(self, DRAM_COUNTERS, xmem.counters)

@@ -4,9 +4,9 @@ Window (32-bit words, `self.bus`, WINDOW_BYTES = 2 KiB; offsets in cores/sparsr/
 TX_OFFSET..+255 are the TX frame buffer (host writes one frame), words RX_OFFSET..+255 the RX buffer (holds
 one answer frame). CSRs:
 ``tx_go`` (write: stream the TX buffer into the receiver as one frame), ``status`` (tx_busy, rx_valid),
-``rx_pop`` (write: release the RX buffer for the next answer), ``config`` (wmem_rows, xmem_rows), plus the
-receiver's counters
-(``receiver_<counter>``). The TX engine feeds one word per cycle; the host's Etherbone access is the limit.
+``rx_pop`` (write: release the RX buffer for the next answer), ``config`` (wmem_rows, xmem_rows),
+``memories`` (xmem_in_dram), plus the receiver's counters (``receiver_<counter>``; with XMEM in DRAM also
+``receiver_dram_words_written`` / ``receiver_dram_words_read``). The TX engine feeds one word per cycle; the host's Etherbone access is the limit.
 """
 from migen import *
 
@@ -14,15 +14,16 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import wishbone
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 
-from cores.sparsr.common import FRAME_WORDS, RX_OFFSET
+from cores.sparsr.common import FRAME_WORDS, RX_OFFSET, XMEM_BRAM, XMEM_DRAM
 from cores.sparsr.receiver import SparsrReceiver
 
 RX_SELECT = log2_int(RX_OFFSET)    # the window address bit that selects the RX buffer (the TX buffer is at 0)
 
 
 class SparsrBlock(LiteXModule):
-    """Parameters: wmem_rows, xmem_rows (see SparsrReceiver). The SoC maps `bus` as a WINDOW_BYTES region."""
-    def __init__(self, wmem_rows=16, xmem_rows=8):
+    """Parameters: wmem_rows, xmem_rows, xmem, dram_port, xmem_base (see SparsrReceiver). The SoC maps `bus` as
+    a WINDOW_BYTES region."""
+    def __init__(self, wmem_rows=16, xmem_rows=8, xmem=XMEM_BRAM, dram_port=None, xmem_base=0):
         self.bus = wishbone.Interface(data_width=32)
         self.tx_go = CSRStorage(description="Write 1: send the TX buffer to the receiver as one frame.")
         self.rx_pop = CSRStorage(description="Write 1: the host has read the RX buffer; take the next answer.")
@@ -34,7 +35,11 @@ class SparsrBlock(LiteXModule):
             CSRField("wmem_rows", size=16, reset=wmem_rows, description="Rows of WMEM."),
             CSRField("xmem_rows", size=16, offset=16, reset=xmem_rows, description="Rows of XMEM."),
         ])
-        self.receiver = rx = SparsrReceiver(wmem_rows=wmem_rows, xmem_rows=xmem_rows, with_csr=True)
+        self.memories = CSRStatus(fields=[
+            CSRField("xmem_in_dram", size=1, reset=int(xmem == XMEM_DRAM), description="XMEM is in DRAM."),
+        ])
+        self.receiver = rx = SparsrReceiver(wmem_rows=wmem_rows, xmem_rows=xmem_rows, with_csr=True, xmem=xmem,
+                                            dram_port=dram_port, xmem_base=xmem_base)
 
         # # #
 

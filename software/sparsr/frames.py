@@ -93,6 +93,22 @@ def encode_rows(first_row, rows, cmd=WRITE_CMDS[0], allow_lil=True):
     return frames
 
 
+def stored_words(frames, cmd, n_rows):
+    """Payload words that the write frames of memory `cmd` among `frames` (valid ones) store: those of the
+    slots whose row is below n_rows (the others are dropped)."""
+    total = 0
+    for f in frames:
+        if f[0] != cmd:
+            continue
+        pos = HEADER_WORDS
+        while pos < FRAME_WORDS and TAG.get(f[pos], "kind") != KIND_END:
+            kind, count = TAG.get(f[pos], "kind"), TAG.get(f[pos], "count")
+            n = count if kind == KIND_RAW else lil_words(count)
+            total += n if f[pos + 1] < n_rows else 0
+            pos += SLOT_HEADER_WORDS + n
+    return total
+
+
 def read_frame(first_row, n_rows):
     return frame(CMD_READ_WMEM, [first_row, n_rows])
 

@@ -1,17 +1,38 @@
 """Sparsr receiver: a refused frame changes no row; rows change only while an accepted frame commits, and a
-raw row is switched in only by the slot that finishes it."""
+raw row is switched in only by the slot that finishes it. The same with XMEM in DRAM: no word enters the DRAM
+write FIFO (so none reaches the DRAM) and no row entry changes outside the commit of an accepted frame, whatever
+the DRAM port does."""
+from cores.sparsr.common import XMEM_DRAM
 from cores.sparsr.receiver import SparsrReceiver
 from sim.formal import Mutation, Property
 
 ROWS = 2            # WMEM and XMEM rows: the control does not depend on the memories' sizes
+DRAM_WORDS_LOG2 = 10    # a DRAM port of 1024 words of 32 bits: room for the rows and the spare
 
 
-def _receiver():
-    m = SparsrReceiver(wmem_rows=ROWS, xmem_rows=ROWS, fifo_depth=8)
+def _stream_ports(ports, ep, name, is_input):
+    """The endpoint's valid, ready and payload fields as ports (ready the other way)."""
+    for f, _ in ep.description.payload_layout:
+        ports[f"{name}_{f}"] = (getattr(ep, f), is_input)
+    ports[f"{name}_valid"] = (ep.valid, is_input)
+    ports[f"{name}_ready"] = (ep.ready, not is_input)
+
+
+def _receiver(xmem="bram"):
+    port = None
+    if xmem == XMEM_DRAM:
+        from litedram.common import LiteDRAMNativePort
+        port = LiteDRAMNativePort("both", DRAM_WORDS_LOG2, 32)
+    m = SparsrReceiver(wmem_rows=ROWS, xmem_rows=ROWS, fifo_depth=8, xmem=xmem, dram_port=port)
     ports = {}
     for ep, name, is_input in ((m.sink, "sink", True), (m.source, "source", False)):
         for f in ("valid", "ready", "data", "last"):
             ports[f"{name}_{f}"] = (getattr(ep, f), is_input if f != "ready" else not is_input)
+    if port is not None:
+        # the DRAM side is free: commands and write data taken, read data returned at any time
+        _stream_ports(ports, port.cmd, "dram_cmd", False)
+        _stream_ports(ports, port.wdata, "dram_wdata", False)
+        _stream_ports(ports, port.rdata, "dram_rdata", True)
     return m, ports
 
 
@@ -39,6 +60,14 @@ always @(*) if (!init) begin
 end
 """
 
+# With XMEM in DRAM (Migen names the WMEM memories without a prefix then, the executor's state with one): the DRAM write FIFO's input and the
+# row entries (map and form) are the XMEM writes.
+CHECK_DRAM = (CHECK
+              .replace("wmem_memory_we || wmem_we || wmem_map_we || xmem_memory_we || xmem_we || xmem_map_we",
+                       "memory_we || we || map_we || dramxmem_wfifo_sink_valid || dramxmem_ent_a_we")
+              .replace("if (wmem_map_we || xmem_map_we)", "if (map_we || dramxmem_map_we)")
+              .replace("f_executing = state != 0", "f_executing = sparsrexecutor_state != 0"))
+
 PROPERTIES = [
     Property(
         "sparsr_receiver_refused_frames",
@@ -50,5 +79,17 @@ PROPERTIES = [
         Mutation("a raw slot switches its row map even when it does not finish the row",
                  r"^(\s*)if \(sparsrexecutor_x_fin\) begin", r"\1if (1'd1) begin",
                  status="UNKNOWN", assertion="assert(sparsrexecutor_x_raw && sparsrexecutor_x_fin)"),
+        mode="prove", depth=4),
+    Property(
+        "sparsr_receiver_refused_frames_dram",
+        f"With XMEM in DRAM ({ROWS} WMEM and {ROWS} XMEM rows, a DRAM port that takes commands and data and "
+        "returns read data at any time), no word enters the DRAM write FIFO and no WMEM memory, row map, lane "
+        "mask or XMEM row entry is written except while the executor commits a frame the parser accepted, and "
+        "a row map switches only at the last word of a raw slot that finishes its row.",
+        lambda: _receiver(XMEM_DRAM), CHECK_DRAM,
+        Mutation("input words enter the DRAM write FIFO",
+                 r"^assign dramxmem_wfifo_sink_valid = dramxmem_wr_we;",
+                 "assign dramxmem_wfifo_sink_valid = dramxmem_wr_we | sink_valid;",
+                 assertion="assert(f_executing && framebanks_pending)"),
         mode="prove", depth=4),
 ]

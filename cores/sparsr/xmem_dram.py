@@ -1,0 +1,239 @@
+"""XMEM in DRAM: the Sparsr receiver's XMEM rows in DRAM behind one LiteDRAM native port (docs/sparsr.md,
+"XMEM in DRAM").
+
+The row map and the rows' forms stay in block RAM (one entry per row); only the row words move to DRAM, at
+the port's native width (LiteDRAM's 32-bit up-converter waits for each wide access to finish before it takes
+the next one: about 3.5 cycles a word on a 128-bit DDR3 port, measured). Writes: a FIFO of (word address,
+word), a packer that gathers consecutive words of one native word (byte enables for the others) and a native
+write stream. Reads (the DMA): a fetcher reads a whole row through a `LiteDRAMDMAReader` into a two-row
+staging buffer in block RAM (one memory per 32-bit lane of the native word), which the executor reads one word
+a cycle as it reads the block-RAM XMEM. A read command is issued only while no write waits, so the port keeps
+every read behind the writes queued before it (LiteDRAM keeps a port's commands to one bank in order).
+"""
+from migen import *
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from litedram.common import LiteDRAMNativePort
+from litedram.frontend.dma import LiteDRAMDMAReader
+
+from cores.lib.counters import add_counters
+from cores.sparsr.common import ROW_WORDS, ROW_BYTES, WORD_BITS, DRAM_COUNTERS
+from cores.sparsr.receiver import FORM_BITS, _lil_words, _wide
+
+# Rows the staging buffer holds (a power of two): the fetcher issues a row's reads as soon as a slot is free,
+# up to STAGE_ROWS - 1 rows ahead of the executor. Measured (64 raw rows, steady state): 2 slots 267.8 cycles a
+# row on the SDR model (its read rate: 265.7), 4 slots 265.7; on the DDR3 model 260.0 both (the executor's
+# copy, one word a cycle). Before the issue and arrival sides were split, 2 slots cost about 300.
+STAGE_ROWS = 2
+
+
+def check_port(port, rows, base):
+    """Raise ValueError unless `port` is a LiteDRAM native port (mode "both", a power-of-two multiple of
+    WORD_BITS wide, at most a row) that holds rows + 1 rows from byte address `base` (a multiple of
+    ROW_BYTES)."""
+    if not isinstance(port, LiteDRAMNativePort):
+        raise ValueError(f"XMEM in DRAM needs a LiteDRAM native port (crossbar.get_port()), got {port!r}")
+    ratio = port.data_width // WORD_BITS
+    if port.mode != "both" or port.data_width % WORD_BITS or ratio & (ratio - 1) or ratio > ROW_WORDS:
+        raise ValueError(f"XMEM in DRAM needs a port of mode 'both', a power-of-two multiple of {WORD_BITS} bits "
+                         f"wide, got mode {port.mode!r}, {port.data_width} bits")
+    if not isinstance(base, int) or base < 0 or base % ROW_BYTES:
+        raise ValueError(f"xmem_base must be a byte address that is a multiple of {ROW_BYTES}, got {base!r}")
+    size = 2**port.address_width * port.data_width // 8
+    if base + (rows + 1) * ROW_BYTES > size:
+        raise ValueError(f"XMEM of {rows} rows in DRAM needs {(rows + 1) * ROW_BYTES} bytes (a spare row) from "
+                         f"{base:#x}, past the end of the port's {size} bytes")
+
+
+class DRAMXMEM(LiteXModule):
+    """XMEM of `rows` rows on the LiteDRAM native port `port` (checked by `check_port`), physical row p at
+    byte `base` + p * ROW_BYTES. The executor's side, like `XMEM`'s, with block-RAM latencies:
+
+    * `row` (in): a row number; `phys`: its physical row one cycle later (the entries are a block RAM read
+      at `row`). `free`: the spare physical row (a register the executor swaps). `map` (`dat_w`, `we`) and
+      `form` (`dat_w`, `we`; `adr` is not used): write the entry of `row` (one entry holds both, so the form
+      is kept per row, not per physical row).
+    * `wr` (`adr` = Cat(word, physical row), `dat_w`, `we`): one word into the write FIFO; `need` (in) and
+      `can_write`: the FIFO has room for `need` more words (the executor waits for room before a slot, then
+      writes one word a cycle).
+    * DMA: `fetch` (a pulse, with `fetch_row`, `fetch_n`) fetches rows fetch_row.. fetch_row + fetch_n - 1
+      in order into the slots of the staging buffer (STAGE_ROWS rows), round robin. `staged` (the
+      executor's next row is there), `staged_slot`, `staged_form`; `rd` (`adr` = Cat(word, slot), `dat_r`
+      one cycle later): the staging buffer's read port; `release` (a pulse): the executor is done with
+      that slot.
+    * `idle`: no write queued or in flight to the port, no fetch running.
+
+    Throughput: writes take one word a cycle while the FIFO (`write_depth` words) has room, and leave at up
+    to one native word a cycle; the fetcher issues a row's reads at the port's read rate, 2 cycles after
+    the previous row's (the DRAM's latency overlaps the rows before), when a slot is free.
+    """
+    def __init__(self, rows, row_bits, port, base=0, write_depth=512, read_depth=32):
+        check_port(port, rows, base)
+        self.in_dram = True
+        sb = log2_int(STAGE_ROWS)
+        self.phys_bits = pb = max(bits_for(rows), sb)      # wide enough to carry a staging slot too
+        self.row = Signal(row_bits)
+        self.phys = Signal(pb)
+        self.free = Signal(pb, reset=rows)
+        self.map = Record([("dat_w", pb), ("we", 1)])
+        self.form = Record([("adr", pb), ("dat_w", FORM_BITS), ("we", 1)])
+        self.wr = Record([("adr", 8 + pb), ("dat_w", WORD_BITS), ("we", 1)])
+        self.need = Signal(9)
+        self.can_write = Signal()
+        self.fetch = Signal()
+        self.fetch_row = Signal(row_bits)
+        self.fetch_n = Signal(row_bits + 1)
+        self.staged = Signal()
+        self.staged_slot = Signal(sb)
+        self.staged_form = Signal(FORM_BITS)
+        self.rd = Record([("adr", 8 + sb), ("dat_r", WORD_BITS)])
+        self.release = Signal()
+        self.idle = Signal()
+
+        # # #
+
+        ratio = port.data_width // WORD_BITS
+        lb = log2_int(ratio)                    # word address bits inside a native word
+        aw = port.address_width
+        base_native = base * 8 // port.data_width
+
+        # Row entries: physical row XOR row number (all-zero reset = identity map), and the row's form.
+        entries = Memory(pb + FORM_BITS, max(rows, 2), name="sparsr_xentry")
+        ent_a = entries.get_port(write_capable=True)     # the executor's: read at `row`, write
+        ent_b = entries.get_port()                       # the fetcher's
+        self.specials += entries, ent_a, ent_b
+        self.comb += [
+            ent_a.adr.eq(self.row),
+            self.phys.eq(ent_a.dat_r[:pb] ^ self.row),
+            ent_a.we.eq(self.map.we | self.form.we),
+            ent_a.dat_w.eq(Cat(Mux(self.map.we, self.map.dat_w, ent_a.dat_r[:pb]),
+                               Mux(self.form.we, self.form.dat_w, ent_a.dat_r[pb:]))),
+        ]
+
+        # Writes: FIFO -> packer (one native word, its byte enables) -> command, then data when the
+        # controller asks for it.
+        self.wfifo = wfifo = stream.SyncFIFO([("address", aw + lb), ("data", WORD_BITS)], write_depth,
+                                             buffered=True)
+        self.comb += [
+            wfifo.sink.valid.eq(self.wr.we),
+            wfifo.sink.address.eq(base_native * ratio + self.wr.adr),
+            wfifo.sink.data.eq(self.wr.dat_w),
+            self.can_write.eq(_wide(wfifo.level, 1) + self.need <= write_depth),
+        ]
+        w = wfifo.source
+        p_valid, p_addr = Signal(), Signal(aw)
+        p_data, p_we = Signal(port.data_width), Signal(port.data_width // 8)
+        w_addr, w_lane = Signal(aw), Signal(max(lb, 1))
+        same, emit, emitted = Signal(), Signal(), Signal()
+        self.wdata = wdata = stream.SyncFIFO([("data", port.data_width), ("we", port.data_width // 8)], 16)
+        wcmd_valid, wcmd_ready = Signal(), Signal()
+        self.comb += [
+            w_addr.eq(w.address[lb:]),
+            w_lane.eq(w.address[:lb] if lb else 0),
+            same.eq(p_valid & (w_addr == p_addr)),
+            emit.eq(p_valid & ~(w.valid & same)),
+            wcmd_valid.eq(emit & wdata.sink.ready),
+            emitted.eq(wcmd_valid & wcmd_ready),
+            w.ready.eq(~p_valid | same | emitted),
+            wdata.sink.valid.eq(emitted),
+            wdata.sink.data.eq(p_data), wdata.sink.we.eq(p_we),
+            wdata.source.connect(port.wdata, omit={"first", "last"}),
+        ]
+        lanes = [(w_lane == i) for i in range(ratio)]
+        wb = WORD_BITS // 8
+        self.sync += [
+            If(w.valid & w.ready,
+                p_valid.eq(1), p_addr.eq(w_addr),
+                *[If(lanes[i], p_data[WORD_BITS * i:WORD_BITS * (i + 1)].eq(w.data)) for i in range(ratio)],
+                p_we.eq(Cat(*[Replicate(lanes[i] | (same & p_we[wb * i]), wb) for i in range(ratio)])),
+            ).Elif(emitted,
+                p_valid.eq(0),
+            ),
+        ]
+
+        # Reads: the fetcher's native reads, issued only while no write waits.
+        rport = LiteDRAMNativePort("read", aw, port.data_width)
+        self.reader = reader = LiteDRAMDMAReader(rport, fifo_depth=read_depth)
+        writing = Signal()
+        fetching = Signal()
+        self.fsm = FSM(reset_state="IDLE")
+        self.comb += [
+            writing.eq(w.valid | p_valid),
+            If(writing,
+                port.cmd.valid.eq(wcmd_valid), port.cmd.we.eq(1), port.cmd.addr.eq(p_addr),
+                wcmd_ready.eq(port.cmd.ready),
+            ).Else(
+                rport.cmd.connect(port.cmd),
+            ),
+            port.rdata.connect(rport.rdata),
+            self.idle.eq(~writing & ~wdata.source.valid & ~fetching),
+        ]
+        add_counters(self, DRAM_COUNTERS, {
+            "dram_words_written": w.valid & w.ready,
+            "dram_words_read": Mux(reader.source.valid, ratio, 0),
+        })
+
+        # Fetcher: rows one after the other into the staging slots, round robin. The issue side looks a row up
+        # and issues its reads once its slot is free (so the next row's reads follow the last ones of a row);
+        # the arrival side fills the slots in the same order, native word k of a row into entry k of every
+        # lane memory (lane i holds the row's words k * ratio + i). An empty row still reads one native word.
+        stage = [Memory(WORD_BITS, STAGE_ROWS * ROW_WORDS // ratio, name=f"sparsr_xstage{i}") for i in range(ratio)]
+        stage_w = [m.get_port(write_capable=True) for m in stage]
+        stage_r = [m.get_port() for m in stage]
+        self.specials += stage, stage_w, stage_r
+        r = Signal(row_bits)
+        left = Signal(row_bits + 1)
+        islot, aslot, eslot = Signal(sb), Signal(sb), Signal(sb)      # issue, arrival and executor slots
+        busy = Array(Signal(name=f"stage_busy{i}") for i in range(STAGE_ROWS))     # issued into, not released
+        full = Array(Signal(name=f"staged{i}") for i in range(STAGE_ROWS))         # every word arrived
+        forms = Array(Signal(FORM_BITS, name=f"stage_form{i}") for i in range(STAGE_ROWS))
+        nns = Array(Signal(9, name=f"stage_nn{i}") for i in range(STAGE_ROWS))
+        f_phys, f_nn = Signal(pb), Signal(9)
+        issued, arrived = Signal(9), Signal(9)
+        nw, nn = Signal(9), Signal(9)
+        claim, last_word = Signal(), Signal()
+        self.comb += [
+            ent_b.adr.eq(r),
+            nw.eq(Mux(ent_b.dat_r[pb + 9], ROW_WORDS, _lil_words(ent_b.dat_r[pb:pb + 9]))),
+            nn.eq(Mux(nw == 0, 1, (_wide(nw, 1) + ratio - 1) >> lb)),
+            reader.sink.address.eq(base_native + Cat(issued[:8 - lb], f_phys)),
+            reader.sink.last.eq(issued == f_nn - 1),
+            reader.source.ready.eq(1),
+            [p.adr.eq(Cat(arrived[:8 - lb], aslot)) for p in stage_w],
+            [p.dat_w.eq(reader.source.data[WORD_BITS * i:WORD_BITS * (i + 1)]) for i, p in enumerate(stage_w)],
+            [p.we.eq(reader.source.valid) for p in stage_w],
+            last_word.eq(reader.source.valid & (arrived == nns[aslot] - 1)),
+            fetching.eq(~self.fsm.ongoing("IDLE") | (busy[aslot] & ~full[aslot])),
+        ]
+        fsm = self.fsm
+        fsm.act("IDLE",
+            If(self.fetch, NextValue(r, self.fetch_row), NextValue(left, self.fetch_n), NextState("LOOK")),
+        )
+        fsm.act("LOOK", NextState("ENTRY"))      # the entry of `r` is read
+        fsm.act("ENTRY",
+            NextValue(f_phys, ent_b.dat_r[:pb] ^ r), NextValue(f_nn, nn), NextValue(issued, 0),
+            If(~busy[islot], claim.eq(1), NextState("ISSUE")),
+        )
+        fsm.act("ISSUE",
+            reader.sink.valid.eq(~writing & (issued != f_nn)),
+            If(reader.sink.valid & reader.sink.ready, NextValue(issued, issued + 1)),
+            If(issued == f_nn,
+                NextValue(islot, islot + 1), NextValue(r, r + 1), NextValue(left, left - 1),
+                If(left == 1, NextState("IDLE")).Else(NextState("LOOK")),
+            ),
+        )
+        lane_q = Signal(max(lb, 1))
+        self.comb += [
+            self.staged.eq(full[eslot]), self.staged_slot.eq(eslot), self.staged_form.eq(forms[eslot]),
+            [p.adr.eq(Cat(self.rd.adr[lb:8], self.rd.adr[8:])) for p in stage_r],
+            self.rd.dat_r.eq(Array(p.dat_r for p in stage_r)[lane_q]),
+        ]
+        self.sync += [
+            lane_q.eq(self.rd.adr[:lb] if lb else 0),
+            If(claim, busy[islot].eq(1), forms[islot].eq(ent_b.dat_r[pb:]), nns[islot].eq(nn)),
+            If(reader.source.valid, arrived.eq(arrived + 1)),
+            If(last_word, full[aslot].eq(1), aslot.eq(aslot + 1), arrived.eq(0)),
+            If(self.release, busy[eslot].eq(0), full[eslot].eq(0), eslot.eq(eslot + 1)),
+        ]
