@@ -6,6 +6,7 @@ Sweep points run through sim.bench.sweep: on every local core by default (--work
 cached in build/bench/cache/ and --fresh recomputes them."""
 import argparse
 import importlib
+import inspect
 import os
 import sys
 import time
@@ -32,6 +33,9 @@ def main(argv=None):
                         help="run the sweep points on the Ray cluster at this address (ray://HOST:PORT, HOST:PORT, "
                              "or `local`); default $RAY_ADDRESS, else the local processes")
     parser.add_argument("--fresh", action="store_true", help="recompute every point (ignore build/bench/cache/)")
+    parser.add_argument("--no-ecp5", action="store_true",
+                        help="skip the ECP5 place-and-route runs of the benchmarks that have them (hours; "
+                             "`make bench BENCH=ecp5` has every core's)")
     parser.add_argument("--connect-timeout", type=float, default=sweep.SETTINGS.connect_timeout,
                         help="seconds to wait for the Ray cluster to answer")
     args = parser.parse_args(argv)
@@ -50,7 +54,9 @@ def main(argv=None):
             t0 = time.monotonic()
             print(f"== bench {name} ==", flush=True)
             try:
-                result = importlib.import_module(f"sim.bench.bench_{name}").run(quick=args.quick)
+                run = importlib.import_module(f"sim.bench.bench_{name}").run
+                extra = {"ecp5": False} if args.no_ecp5 and "ecp5" in inspect.signature(run).parameters else {}
+                result = run(quick=args.quick, **extra)
                 path = result.write()
                 print(result.markdown())
                 print(f"(written to {path}, {time.monotonic() - t0:.0f} s)\n", flush=True)
