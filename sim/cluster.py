@@ -24,7 +24,7 @@ import sys
 import time
 
 from sim import ROOT, target, verilated
-from sim.runner import NamespaceSession, SimulationFailed, _die_with_parent, _kill_group
+from sim.runner import VSIM_COMMAND, NamespaceSession, SimulationFailed, _die_with_parent, _kill_group
 from software.minisharp.topology import MGMT_HOST_IP
 
 MGMT_BRIDGE = "br-mgmt"
@@ -126,7 +126,7 @@ class SimCluster(NamespaceSession):
         with open(os.path.join(run, "sim_config.js"), "w") as f:
             f.write(config.get_json())
         log = open(os.path.join(run, "vsim.log"), "w")
-        self.procs[sw] = subprocess.Popen(["ip", "netns", "exec", self.ns, "obj_dir/Vsim"], cwd=run,
+        self.procs[sw] = subprocess.Popen(["ip", "netns", "exec", self.ns, *VSIM_COMMAND], cwd=run,
                                           stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                           start_new_session=True, preexec_fn=_die_with_parent)
         log.close()

@@ -39,6 +39,8 @@ def _ip(*args, check=True):
 
 
 NS_PREFIX = "innet-"
+# The simulator, its output line-buffered so that a failure's log tail shows what it printed.
+VSIM_COMMAND = ["stdbuf", "-oL", "-eL", "obj_dir/Vsim"]
 _PR_SET_PDEATHSIG = 1
 
 
@@ -192,7 +194,7 @@ class SimSession(NamespaceSession):
     def start(self):
         self.create_namespace()
         log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, "obj_dir/Vsim"], cwd=self.gateware_dir,
+        self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, *VSIM_COMMAND], cwd=self.gateware_dir,
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True, preexec_fn=_die_with_parent)
         log.close()
@@ -228,9 +230,12 @@ class SimSession(NamespaceSession):
     def stop(self):
         """Kill everything started (Vsim and any command still running in the namespace), delete the namespace."""
         _kill_group(self.proc)
-        if self.proc is not None and os.path.exists(self.log_path) and os.path.getsize(self.log_path) == 0:
-            os.remove(self.log_path)
         self.delete_namespace()
+
+    def __exit__(self, exc_type, *exc):
+        self.stop()
+        if exc_type is None and os.path.exists(self.log_path):
+            os.remove(self.log_path)        # kept when the session failed
 
     # Host commands --------------------------------------------------------------------------------
     def env(self):

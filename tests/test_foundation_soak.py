@@ -5,6 +5,7 @@ from sim.verilated import available
 import pytest
 
 
+@pytest.mark.long
 @pytest.mark.skipif(not available(), reason="needs Verilator")
 def test_soak_quick():
     res = bench_soak.run(quick=True)

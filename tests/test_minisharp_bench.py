@@ -2,11 +2,14 @@
 orders against the exact reference and a float32 running sum)."""
 import os
 
+import pytest
+
 from sim.bench import bench_minisharp as B
 from sim.bench.bench_minisharp import run
 from software.minisharp.reference import reduce_vectors
 
 
+@pytest.mark.long
 def test_bench_quick():
     res = run(quick=True)
     assert res.name == "minisharp" and res.tables

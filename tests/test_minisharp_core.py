@@ -189,6 +189,7 @@ def test_stalled_port_does_not_corrupt_others():
         assert sorted(check_results(run, o, 4, n, vecs, 3)) == [0, 1, 2]
 
 
+@pytest.mark.long
 def test_wide_64bit_ports():
     vm = verilated_core(num_ports=2, dw=64, lanes=2)
     rng = random.Random(17)

@@ -31,6 +31,7 @@ def leftovers(ns):
     return left + ([run_dir] if os.path.exists(run_dir) else [])
 
 
+@pytest.mark.long
 def test_spine_leaf_allreduce_from_four_host_processes():
     """Through the MiniSharp network bench in quick mode (one cluster run serves both): 300 elements, 4 rank
     processes, host h1 also sending a teardown and a setup."""

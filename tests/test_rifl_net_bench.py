@@ -3,6 +3,8 @@ the same traces, and every point reports the fields of build/bench/rifl_net.json
 import json
 import os
 
+import pytest
+
 from sim.bench import bench_rifl_net
 from sim.bench.framework import BENCH_DIR
 
@@ -10,6 +12,7 @@ FIELDS = ("n", "k", "load", "traffic", "ber", "utilisation", "safc_utilisation",
           "corrupted", "undetected")
 
 
+@pytest.mark.long
 def test_bench_rifl_net_quick():
     res = bench_rifl_net.run(quick=True)
     res.write()

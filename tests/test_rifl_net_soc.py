@@ -1,6 +1,8 @@
 """The RIFL network SoC block (cores.rifl.soc_block.RIFLNetBlock: 4 hosts and a 4-port switch over lossy links,
 on-chip generators and checkers) as a Verilated model: independent bit errors on every link, a forced
 undetectable error, every packet accounted for by the checkers."""
+import pytest
+
 from cores.rifl import common as c
 from sim.verilated import rifl as verilated_rifl
 from software.rifl.demo import random_thresholds
@@ -12,6 +14,7 @@ def totals(r, names):
     return {name: sum(r[f"h{h}_{name}"] for h in range(N)) for name in names}
 
 
+@pytest.mark.long
 def test_net_block_errors_and_forced_codeword():
     model = verilated_rifl.net_block(N)
     thr = random_thresholds(1e-4, 64)

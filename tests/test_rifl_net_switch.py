@@ -2,6 +2,8 @@
 4-port switch, seeded traffic under random valid/ready, incast, errors both ways, a flapping link. Every run
 is checked against the reference routing (tests.harness.rifl_net.check_run): each packet exactly once, in
 order per flow, intact, no VOQ overflow."""
+import pytest
+
 from cores.rifl.common import CHANNEL_RANDOM
 from software.rifl.demo import random_thresholds
 from cores.rifl.topology import one_switch
@@ -38,6 +40,7 @@ def test_incast_under_back_pressure():
     assert k["s0_peak"] > m.node.on_threshold                          # the VOQs did fill past ON
 
 
+@pytest.mark.long
 def test_host_queues_per_destination():
     """Hosts 1..3 flood host 0 (slow receiver: its VOQs pause the senders) while host 1 also sends to host 3.
     With one FIFO per host (run's default) host 1's packets to 3 wait behind its held packets to 0; with a

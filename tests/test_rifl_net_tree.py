@@ -2,6 +2,8 @@
 one Verilated network at F = 64 (6-byte frame payloads, 64-bit hosts and fabric: a small model): 3-hop routes
 across the spine and 1-hop ones inside a leaf, replies sent back on the reply route the receiving reassembler
 computed, errors on every link both ways."""
+import pytest
+
 from cores.rifl.topology import leaf_spine
 from tests.harness.rifl_net import check_run, net_model, random_packets, seeded
 from tests.test_rifl_net_switch import ber_events
@@ -19,6 +21,7 @@ def test_topology_routes():
                 assert total == (1 if s // 3 == d // 3 else 3) and TOPO.follow(s, TOPO.route(s, d)) == d
 
 
+@pytest.mark.long
 def test_two_levels_with_replies_and_errors():
     """Every host sends to random others, each receiver echoes every packet on its RTL reply route, with
     independent bit errors (BER 1e-4) on all 10 channels and random valid/ready: all packets and all echoes

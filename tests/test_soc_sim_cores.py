@@ -15,6 +15,7 @@ from tests.harness.verilog import backward_part_selects
 pytestmark = pytest.mark.sim
 
 
+@pytest.mark.long
 def test_every_core_demo_passes_in_litex_sim():
     cores = available_cores()
     gateware = target.build(cores)
