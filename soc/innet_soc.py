@@ -50,6 +50,9 @@ class InnetSoC(SoCCore):
     def __init__(self, platform, sys_clk_freq, ident="innet SoC", cpu_type=None, **kwargs):
         if cpu_type not in (None, "vexriscv"):
             raise ValueError(f"cpu_type must be None or 'vexriscv', not {cpu_type!r}")
+        # LiteX merges the CPU's memory map into self.mem_map in place: without a copy per SoC, a VexRiscv build
+        # would move the CSRs of every later SoC of the same process (the class's dict) to the CPU's 0xf0000000.
+        self.mem_map = dict(SoCCore.mem_map)
         if cpu_type is None:
             kwargs.setdefault("with_uart", False)
             kwargs["integrated_rom_size"] = 0

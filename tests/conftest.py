@@ -23,6 +23,7 @@ _sweep.configure(workers=1, fresh=True)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `long` run first (stable order otherwise): with `-n 2` the workers take them in turns at
-    the start, instead of one of them ending the run alone with a test of several minutes."""
+    """Tests marked `long` run first (stable order otherwise): with `make test`'s `-n 2 --maxschedchunk 1` the
+    workers take them in turns at the start, instead of one of them ending the run with a test of several
+    minutes."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -157,3 +157,14 @@ def test_owner_killed_takes_the_simulator_and_its_namespace_with_it(gateware, tm
         raise AssertionError("the simulator outlived its owner")
     with SimSession(gateware):                      # (a session of another pytest worker may come first)
         assert ns not in _namespaces()
+
+
+def test_a_cpu_build_leaves_the_next_socs_memory_map_alone():
+    """LiteX merges a CPU's memory map into the SoC's in place; a VexRiscv SoC (the boards' Sparsr with XMEM in
+    DRAM) built first in a process once moved every later CPU-less SoC's CSRs to 0xf0000000, and that sim
+    never answered over Etherbone (the suite failed whenever a board build ran before a sim test)."""
+    from litex.soc.integration.soc_core import SoCCore
+    before = dict(SoCCore.mem_map)
+    assert target.SimInnetSoC(cpu_type="vexriscv").mem_map["csr"] == 0xf0000000
+    assert target.SimInnetSoC().mem_map["csr"] == 0x00000000
+    assert SoCCore.mem_map == before
