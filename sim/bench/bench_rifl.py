@@ -236,9 +236,12 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
 
 
 def ecp5_endpoint():
-    """ECP5 factory (sim.bench.ecp5.synth_point): one endpoint at F = 256, RTT 118 frames."""
+    """ECP5 factory (sim.bench.ecp5.synth_point): one endpoint at F = 256, RTT 118 frames (block RAMs with
+    their output registers, cores.lib.block_ram)."""
+    from cores.lib.block_ram import ecp5_special_overrides
     m = RIFLEndpoint(256, rtt=2 * round(RTT_S * LINE_RATE / 256 / 2))
-    return m, [m.tx_frame, m.rx_frame, m.link_up] + list(m.sink.flatten()) + list(m.source.flatten())
+    return (m, [m.tx_frame, m.rx_frame, m.link_up] + list(m.sink.flatten()) + list(m.source.flatten()),
+            ecp5_special_overrides)
 
 
 def ecp5_l2(part):
