@@ -28,7 +28,11 @@ def ber_events(model, ber, channels=None, t=0):
 def test_incast_under_back_pressure():
     """Hosts 1..3 send to host 0, which takes a beat in 3 cycles of 10: its receive buffer pauses the switch
     output, the VOQs fill past ON and the per-VOQ frames pause the senders, and nothing is lost."""
-    m = model()
+    # 6-cycle channels: the loop of 8-cycle channels before the endpoints' 125 MHz stages (TX and RX one
+    # cycle more each). Whether host 0's pauses reach the switch output between cells, where a granted
+    # cell then waits (fc_hold), or always mid-cell depends on that loop's phase in the cell time: 6 and 9
+    # give thousands of fc_hold cycles, 7 and 10 none (measured).
+    m = net_model(TOPO, latency=6)
     rng = seeded(1)
     packets = random_packets(rng, TOPO, 30, srcs=[1, 2, 3], dsts=[0], lengths=(64, 2048))
     r = m.run(packets, seed=2, valid_p=0.9, ready_p=0.3)

@@ -21,8 +21,10 @@ class BlockRAM(LiteXModule):
     """`width` x `depth` RAM with one write port (`we`, `adr_w`, `dat_w`) and one read port: `dat_r` is the
     word at `adr_r` two cycles earlier (the block RAM's address and output registers). A read must never
     meet a write to the same address in the same cycle (the result is undefined, and synthesis is told so).
+    `re`: an enable of both read registers (None: always), e.g. the clock enable of a CEInserter around
+    the user, which does not reach them (they are a special).
     """
-    def __init__(self, width, depth):
+    def __init__(self, width, depth, re=None):
         if width < 1 or depth < 2:
             raise ValueError(f"BlockRAM needs width >= 1 and depth >= 2, got {width} x {depth}")
         self.we = Signal()
@@ -38,22 +40,25 @@ class BlockRAM(LiteXModule):
         # the RAM and a multiplexer after it
         mem.attr = {("no_rw_check", 1)}
         mem.block_ram_read_registers = True     # the ECP5 lowering takes the two registers into the DP16KD
+        mem.block_ram_read_enable = re
         wr = mem.get_port(write_capable=True)
         rd = mem.get_port(async_read=True)      # the first register: synthesis takes it as the RAM's own
-        self.specials += mem, wr, rd, _ReadRegisters(rd.dat_r, self.dat_r)
+        self.specials += mem, wr, rd, _ReadRegisters(rd.dat_r, self.dat_r, re)
         self.comb += [wr.we.eq(self.we), wr.adr.eq(self.adr_w), wr.dat_w.eq(self.dat_w), rd.adr.eq(self.adr_r)]
 
 
 class _ReadRegisters(Special):
-    """`q` is `d` delayed by two plain registers (no reset, no enable)."""
-    def __init__(self, d, q, clock_domain="sys"):
+    """`q` is `d` delayed by two plain registers (no reset; enabled by `re`, None: always)."""
+    def __init__(self, d, q, re=None, clock_domain="sys"):
         Special.__init__(self)
-        self.d, self.q = d, q
+        self.d, self.q, self.re = d, q, re
         self.clock_domain = clock_domain     # a name: lowering comes after clock signals became signals
 
     def iter_expressions(self):
         yield self, "d", SPECIAL_INPUT
         yield self, "q", SPECIAL_OUTPUT
+        if self.re is not None:
+            yield self, "re", SPECIAL_INPUT
 
     def rename_clock_domain(self, old, new):
         if self.clock_domain == old:
@@ -64,13 +69,14 @@ class _ReadRegisters(Special):
 
     @staticmethod
     def lower(dr):
-        return ClockDomainsRenamer(dr.clock_domain)(_TwoRegisters(dr.d, dr.q))
+        return ClockDomainsRenamer(dr.clock_domain)(_TwoRegisters(dr.d, dr.q, dr.re))
 
 
 class _TwoRegisters(Module):
-    def __init__(self, d, q):
+    def __init__(self, d, q, re=None):
         q1 = Signal.like(d, reset_less=True)
-        self.sync += q1.eq(d), q.eq(q1)
+        step = [q1.eq(d), q.eq(q1)]
+        self.sync += step if re is None else If(re, *step)
 
 
 def dp16kd_tiles(width, depth):
@@ -93,6 +99,8 @@ class _ECP5BlockRAMImpl(Module):
     def __init__(self, mem, primitive=dp16kd_instance):
         wr, = [p for p in mem.ports if p.we is not None]
         rd, = [p for p in mem.ports if p.async_read]
+        re = getattr(mem, "block_ram_read_enable", None)
+        re = 1 if re is None else re
         bits, count = dp16kd_tiles(mem.width, mem.depth)
         lsb = _DP16KD_ADDR_BITS - log2_int(next(d for d, w in _DP16KD_MODES if w == bits))
         aw = len(wr.adr)
@@ -109,7 +117,7 @@ class _ECP5BlockRAMImpl(Module):
                 p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
                 p_CSDECODE_A="0b000", p_CSDECODE_B="0b000", p_GSR="DISABLED",
                 i_CLKA=wr.clock, i_CEA=1, i_OCEA=1, i_WEA=1 if bits == 36 else wr.we, i_RSTA=0,
-                i_CLKB=rd.clock, i_CEB=1, i_OCEB=1, i_WEB=0, i_RSTB=0,
+                i_CLKB=rd.clock, i_CEB=re, i_OCEB=re, i_WEB=0, i_RSTB=0,
             )
             for k in range(3):
                 pins[f"i_CSA{k}"] = pins[f"i_CSB{k}"] = 0

@@ -4,6 +4,8 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from cores.lib.block_ram import BlockRAM
+
 
 class SkidBuffer(LiteXModule):
     """A skid register: `sink.ready` is its empty flag (a flip-flop), so the consumer's ready reaches only that
@@ -51,4 +53,49 @@ class RegisteredBuffer(LiteXModule):
             self.sink.connect(self.skid.sink),
             self.skid.source.connect(self.pipe_valid.sink),
             self.pipe_valid.source.connect(self.source),
+        ]
+
+
+class BlockRAMFIFO(LiteXModule):
+    """A stream FIFO of `depth` words in a BlockRAM whose read data reaches `source` only through a small
+    LUT-RAM FIFO of `out_depth` words: `source` never comes from the block RAM's (slow) output, and
+    `sink.ready` (the RAM not full) is a compare of one register. A read is issued only with a place in the
+    small FIFO for it (credits), so the RAM's read pipeline never stalls. `level`: words taken from sink and
+    not yet delivered (up to depth + out_depth). Throughput one word per cycle (out_depth >= 4: the credit
+    loop is issue, RAM address and output registers, FIFO write, pop); latency 4 cycles. `re`: the
+    BlockRAM's read enable, the clock enable of a CEInserter around the FIFO (None: none)."""
+    def __init__(self, layout, depth, out_depth=4, re=None):
+        if depth < 2 or out_depth < 4:
+            raise ValueError(f"BlockRAMFIFO needs depth >= 2 and out_depth >= 4, got {depth}, {out_depth}")
+        self.sink = sink = stream.Endpoint(layout)
+        self.source = source = stream.Endpoint(layout)
+        self.level = level = Signal(max=depth + out_depth + 1)
+
+        # # #
+
+        word = lambda ep: Cat(*[v for v in (ep.payload.raw_bits(), ep.param.raw_bits(), ep.first, ep.last) if len(v)])
+        self.ram = ram = BlockRAM(len(word(sink)), depth, re)     # a read never meets a write (the pointers)
+        self.ofifo = ofifo = stream.SyncFIFO(layout, out_depth)
+        wp, rp = Signal(max=depth), Signal(max=depth)
+        used = Signal(max=depth + 1)                          # words in the RAM
+        credits = Signal(max=out_depth + 1, reset=out_depth)
+        do_write, do_read, pop, v1, v2 = Signal(), Signal(), Signal(), Signal(), Signal()
+        self.comb += [
+            sink.ready.eq(used != depth),
+            do_write.eq(sink.valid & sink.ready),
+            ram.we.eq(do_write), ram.adr_w.eq(wp), ram.dat_w.eq(word(sink)),
+            do_read.eq((used != 0) & (credits != 0)),
+            ram.adr_r.eq(rp),
+            ofifo.sink.valid.eq(v2), word(ofifo.sink).eq(ram.dat_r),
+            ofifo.source.connect(source),
+            pop.eq(source.valid & source.ready),
+        ]
+        self.sync += [
+            If(do_write, wp.eq(Mux(wp == depth - 1, 0, wp + 1))),
+            If(do_read, rp.eq(Mux(rp == depth - 1, 0, rp + 1))),
+            # each count +1 or -1 by the late enables selecting between sums from registers
+            If(do_write & ~do_read, used.eq(used + 1)).Elif(do_read & ~do_write, used.eq(used - 1)),
+            v1.eq(do_read), v2.eq(v1),
+            If(pop & ~do_read, credits.eq(credits + 1)).Elif(do_read & ~pop, credits.eq(credits - 1)),
+            If(do_write & ~pop, level.eq(level + 1)).Elif(pop & ~do_write, level.eq(level - 1)),
         ]

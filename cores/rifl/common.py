@@ -78,9 +78,14 @@ ALIGN_UP_FRAMES = 8
 ALIGN_DOWN_FRAMES = 4
 
 # Internal pipeline cycles of one endpoint pair (TX select -> channel and channel -> RX decision, both
-# ways: 3 + 3 + 3 + 3, plus one RETRANS slot and a margin), added to the channel round trip to give the
-# replay hold-off / quiet time, which also sizes the replay buffer.
-PIPELINE_RTT_CYCLES = 15
+# ways: 4 + 4 + 4 + 4, one cycle from a RETRANS's check to its rewind, plus one RETRANS slot and a
+# margin), added to the channel round trip to give the replay hold-off / quiet time, which also sizes the
+# replay buffer.
+PIPELINE_RTT_CYCLES = 20
+
+# The receiver computes the CRC syndrome in this many registered parts, joined in the next stage (keeps
+# each stage a few LUTs deep at F = 2048 too: 125 MHz on the ECP5 at F = 256).
+RX_CRC_PARTS = 4
 
 # Scrambler: frame-synchronous additive, x^58 + x^39 + 1.
 SCRAMBLER_TAPS = (58, 39)

@@ -10,9 +10,11 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus, CSRField
 
+from cores.lib.block_ram import BlockRAM
+from cores.lib.buffers import BlockRAMFIFO
 from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
-    ALIGN_DOWN_FRAMES, ALIGN_UP_FRAMES, CHECK_BITS, CRC12_POLY, CTRL_FC, CTRL_HEADER, CTRL_IDLE,
+    ALIGN_DOWN_FRAMES, ALIGN_UP_FRAMES, CHECK_BITS, RX_CRC_PARTS, CRC12_POLY, CTRL_FC, CTRL_HEADER, CTRL_IDLE,
     CTRL_PAUSE, CTRL_REPLAY, CTRL_RETRANS, EP_COUNTERS, FC_LAYOUT, EP_REPLAY_COUNTERS, EP_RX_COUNTERS, EP_TX_COUNTERS,
     FC_OFF_DEN, FC_OFF_NUM, FC_ON_DEN, FC_ON_NUM, LINK_FC_CHANNEL, META_ALL_VALID, META_EOP, SEQ_BITS, SYNC_CTRL, SYNC_DATA, check_frame_bits,
     holdoff_cycles, payload_bytes, replay_log2, rx_depth_for, rx_depth_min, scrambler_mask, user_layout)
@@ -49,6 +51,17 @@ def crc12_bits(body):
     return [_xor_tree([body[i] for i in taps]) for taps in crc12_matrix(len(body))]
 
 
+def crc12_parts(body, parts):
+    """The XOR trees of crc12_bits, each split into `parts` trees over near-equal shares of its inputs:
+    [[part p of CRC bit k for k in range(CHECK_BITS)] for p in range(parts)] (the CRC is their XOR)."""
+    out = [[] for _ in range(parts)]
+    for taps in crc12_matrix(len(body)):
+        for p in range(parts):
+            share = taps[p * len(taps) // parts:(p + 1) * len(taps) // parts]
+            out[p].append(_xor_tree([body[i] for i in share]) if share else 0)
+    return out
+
+
 def _ctrl_payload(pbits, **fields):
     """Control payload: the CTRL_HEADER fields at the top of the payload, zeros below."""
     return Cat(C(0, pbits - CTRL_HEADER.bits), CTRL_HEADER.value(**fields))
@@ -74,15 +87,16 @@ class RIFLTransmitter(LiteXModule):
     Slot priority: PAUSE (receiver not aligned) > IDLE (remote not up) > RETRANS (receiver recovering, every
     other slot) > REPLAY marker (marker_pending) > replay (rp != tx_seq) > flow-control frame (fc_want
     changed; window open) > per-VOQ flow-control frame (fc_sink; window open) > new data (window open, remote
-    not paused) > IDLE; with cc_interval, an IDLE goes before the replay and everything after it once
+    not paused) > IDLE, the window being open with fewer than 2^log2n - 2 unconfirmed frames a cycle before; with cc_interval, an IDLE goes before the replay and everything after it once
     cc_interval - 1 slots passed without one (clock compensation, cores.rifl.elastic). Inputs: the receiver's state
     (rx_aligned, remote_up, recovering, remote_xoff, rx_seq, fc_want) and the replay control's (rp, ack,
     marker_pending). Outputs: tx_seq (id of the next new numbered frame), advance (a numbered frame was sent
     at rp), marker_sent (a REPLAY marker was sent). sink: user_layout(F), one beat a slot. fc_sink: FC_LAYOUT
     frames of another flow-control user (a switch input's VOQs), each sent as one numbered FC frame.
-    Latency: 3 cycles (select, replay-buffer read and mux, CRC and scrambler).
+    ce: the clock enable of a CEInserter around the transmitter, for the replay buffer's read registers
+    (None: none). Latency: 4 cycles (select, replay-buffer read, body mux, CRC and scrambler).
     """
-    def __init__(self, frame_bits, log2n, cc_interval=None):
+    def __init__(self, frame_bits, log2n, cc_interval=None, ce=None):
         if cc_interval is not None and (not isinstance(cc_interval, int) or cc_interval < 2):
             raise ValueError(f"cc_interval must be None or at least 2 slots, got {cc_interval!r}")
         F = frame_bits
@@ -113,20 +127,24 @@ class RIFLTransmitter(LiteXModule):
         self.sync += toggle.eq(~toggle)
 
         # Replay buffer.
-        mem = Memory(bbits, 1 << log2n)
-        wport = mem.get_port(write_capable=True)
-        rport = mem.get_port()
-        self.specials += mem, wport, rport
+        self.ram = ram = BlockRAM(bbits, 1 << log2n, ce)     # read data two cycles after the address
 
         # Stage 0: choose the slot.
         replaying = Signal()
-        guard_ok = Signal()
+        # The window is open with fewer than 2^log2n - 2 unconfirmed frames in the cycle before (a register:
+        # tx_seq moves on by at most one a cycle and ack only forwards, so fewer than 2^log2n - 1 now).
+        guard_ok = Signal(reset=1)
         sink_ok = Signal()
+        link_fc = Signal()           # the link-level flow-control state to send changed
+        up, retrans_slot = Signal(), Signal()
         self.comb += [
+            up.eq(self.rx_aligned & self.remote_up),
+            retrans_slot.eq(self.recovering & ~toggle),
             replaying.eq(rp != tx_seq),
-            guard_ok.eq((tx_seq - ack)[:SEQ_BITS] < (1 << log2n) - 1),
+            link_fc.eq(self.fc_want != fc_sent),
             sink_ok.eq((sink.nbytes != 0) & (sink.nbytes <= P)),
         ]
+        self.sync += guard_ok.eq((tx_seq - ack)[:SEQ_BITS] < (1 << log2n) - 2)
         sel_ctrl, sel_replay, sel_fc, sel_voq, sel_data = Signal(), Signal(), Signal(), Signal(), Signal()
         ctrl_code = Signal(4)
         cc_due = Signal()
@@ -140,7 +158,7 @@ class RIFLTransmitter(LiteXModule):
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_PAUSE),
             ).Elif(~self.remote_up,
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_IDLE),
-            ).Elif(self.recovering & ~toggle,
+            ).Elif(retrans_slot,
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_RETRANS),
             ).Elif(self.marker_pending,
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_REPLAY),
@@ -148,7 +166,7 @@ class RIFLTransmitter(LiteXModule):
                 sel_ctrl.eq(1), ctrl_code.eq(CTRL_IDLE),
             ).Elif(replaying,
                 sel_replay.eq(1),
-            ).Elif((self.fc_want != fc_sent) & guard_ok,
+            ).Elif(link_fc & guard_ok,
                 sel_fc.eq(1),
             ).Elif(fc_sink.valid & guard_ok,
                 sel_fc.eq(1), sel_voq.eq(1),
@@ -168,33 +186,44 @@ class RIFLTransmitter(LiteXModule):
         self.comb += all_valid.eq(sink.nbytes == P)
         data_payload = Cat(Mux(all_valid, data_bytes[P - 1], sink.nbytes), *reversed(data_bytes[:P - 1]))
         data_body = Cat(data_payload, all_valid, sink.last, C(SYNC_DATA, 2))
+        # The new numbered frame if one goes out now: the link-level flow-control frame, else a per-VOQ one,
+        # else data (the slot choice's order among them, without its other conditions).
+        fc_first = Signal()
+        self.comb += fc_first.eq(link_fc | fc_sink.valid)
         fc_body = Cat(_ctrl_payload(pbits, code=C(CTRL_FC, 4), seq=tx_seq,
-                                    fc_on_valid=Mux(sel_voq, fc_sink.on_valid, self.fc_want),
-                                    fc_on_channel=Mux(sel_voq, fc_sink.on_channel, LINK_FC_CHANNEL),
-                                    fc_off_valid=Mux(sel_voq, fc_sink.off_valid, ~self.fc_want),
-                                    fc_off_channel=Mux(sel_voq, fc_sink.off_channel, LINK_FC_CHANNEL)),
+                                    fc_on_valid=Mux(link_fc, self.fc_want, fc_sink.on_valid),
+                                    fc_on_channel=Mux(link_fc, LINK_FC_CHANNEL, fc_sink.on_channel),
+                                    fc_off_valid=Mux(link_fc, ~self.fc_want, fc_sink.off_valid),
+                                    fc_off_channel=Mux(link_fc, LINK_FC_CHANNEL, fc_sink.off_channel)),
                       C(0, 2), C(SYNC_CTRL, 2))
+        # The control frame's id field, from the slot conditions (RETRANS: rx_seq, REPLAY: rp, else tx_seq).
         ctrl_body = Cat(_ctrl_payload(pbits, code=ctrl_code,
-                                      seq=Mux(ctrl_code == CTRL_RETRANS, self.rx_seq,
-                                              Mux(ctrl_code == CTRL_REPLAY, rp, tx_seq)),
+                                      seq=Mux(up & retrans_slot, self.rx_seq,
+                                              Mux(up & self.marker_pending, rp, tx_seq)),
                                       recovering=self.recovering),
                         C(0, 2), C(SYNC_CTRL, 2))
         new_body = Signal(bbits)
+        # The replay buffer takes new_body at tx_seq every cycle: the slot of frame tx_seq - 2^log2n, which
+        # the guard has confirmed; it keeps the frame once tx_seq moves on. The slot choice stays off the
+        # block RAM's inputs. It reads at rp, which meets the write only when rp = tx_seq (no replay: the
+        # read data is not used).
         self.comb += [
-            new_body.eq(Mux(sel_fc, fc_body, data_body)),
-            wport.adr.eq(tx_seq[:log2n]),
-            wport.dat_w.eq(new_body),
-            wport.we.eq(sel_fc | sel_data),
-            rport.adr.eq(rp[:log2n]),
+            new_body.eq(Mux(fc_first, fc_body, data_body)),
+            ram.adr_w.eq(tx_seq[:log2n]),
+            ram.dat_w.eq(new_body),
+            ram.we.eq(1),
+            ram.adr_r.eq(rp[:log2n]),
         ]
         # Stage 1 registers.
-        s1_replay = Signal()
-        s1_body = Signal(bbits)
+        s1_replay, s1_ctrl = Signal(), Signal()
+        s1_new, s1_ctrl_body = Signal(bbits), Signal(bbits)
         s1_id = Signal(SEQ_BITS)
         self.sync += [
             s1_replay.eq(sel_replay),
-            s1_body.eq(Mux(sel_ctrl, ctrl_body, new_body)),
-            s1_id.eq(Mux(sel_ctrl, 0, rp)),
+            s1_ctrl.eq(sel_ctrl),
+            s1_new.eq(new_body),
+            s1_ctrl_body.eq(ctrl_body),
+            s1_id.eq(rp),
             If(sel_data | sel_fc, tx_seq.eq(tx_seq + 1)),
             If(sel_fc & ~sel_voq, fc_sent.eq(self.fc_want)),
         ]
@@ -203,15 +232,20 @@ class RIFLTransmitter(LiteXModule):
             "tx_bad": sink.valid & ~sink_ok, "fc_on_sent": sel_fc & ~sel_voq & self.fc_want,
             "fc_off_sent": sel_fc & ~sel_voq & ~self.fc_want, "fc_voq_sent": sel_voq,
         })
-        # Stage 1: select the replay buffer's output or the new/control body (registered: the block RAM's
-        # output delay stays out of the CRC path). Stage 2: CRC XOR frame id, scramble, onto the line.
-        s2_body = Signal(bbits)
-        s2_id = Signal(SEQ_BITS)
+        # Stage 1: the replay buffer reads; the control body or the new body (registered, so the slot choice
+        # drives only 1-bit selects). Stage 2: the replay buffer's output (its output register) or that body.
+        # Stage 3: CRC XOR frame id, scramble, onto the line.
+        s2_replay, s2_body = Signal(), Signal(bbits)
+        s2_id, s3_id = Signal(SEQ_BITS), Signal(SEQ_BITS)
+        s3_body = Signal(bbits)
         self.sync += [
-            s2_body.eq(Mux(s1_replay, rport.dat_r, s1_body)),
-            s2_id.eq(s1_id),
-            self.tx_frame[CHECK_BITS:].eq(s2_body ^ mask),
-            *[self.tx_frame[k].eq(bit ^ s2_id[k]) for k, bit in enumerate(crc12_bits(s2_body))],
+            s2_replay.eq(s1_replay),
+            s2_body.eq(Mux(s1_ctrl, s1_ctrl_body, s1_new)),
+            s2_id.eq(Mux(s1_ctrl, 0, s1_id)),
+            s3_body.eq(Mux(s2_replay, ram.dat_r, s2_body)),
+            s3_id.eq(s2_id),
+            self.tx_frame[CHECK_BITS:].eq(s3_body ^ mask),
+            *[self.tx_frame[k].eq(bit ^ s3_id[k]) for k, bit in enumerate(crc12_bits(s3_body))],
         ]
 
 
@@ -253,8 +287,9 @@ class RIFLLinkState(LiteXModule):
 
 class RIFLReceiver(LiteXModule):
     """The receive half of an endpoint. Stage A registers rx_frame, stage B descrambles and computes the CRC
-    syndrome, stage C decides: a numbered frame whose syndrome is the expected id rx_seq is accepted (data
-    into the receive buffer, flow control into remote_xoff); an intact IDLE/PAUSE/RETRANS/REPLAY frame is
+    syndrome in parts, stage C joins them, decodes the frame and compares syndrome and id with rx_seq (and
+    rx_seq + 1), stage D decides: a numbered frame whose syndrome is the expected id rx_seq is accepted
+    (data into the receive buffer, flow control into remote_xoff); an intact IDLE/PAUSE/RETRANS/REPLAY frame is
     processed; anything else, or an IDLE/REPLAY announcing another id, starts a recovery (`recovering`),
     during which numbered frames are accepted only right after a REPLAY marker for rx_seq.
 
@@ -263,10 +298,10 @@ class RIFLReceiver(LiteXModule):
     one-cycle pulse: the user is always ready); the link-level ones (channel LINK_FC_CHANNEL) also set and
     clear remote_xoff. Link state (submodule `state`, RIFLLinkState): rx_aligned (sync
     headers), remote_up (intact non-PAUSE frames), link_up. To the replay control: retrans / retrans_seq (an intact RETRANS and its id) and
-    disturbed (anything that stops the confirmation by time). source: user_layout(F).
-    Latency: 3 cycles plus the receive buffer.
+    disturbed (anything that stops the confirmation by time). source: user_layout(F). ce: as for
+    RIFLTransmitter, for the receive buffer. Latency: 4 cycles plus the receive buffer (a BlockRAMFIFO, 4).
     """
-    def __init__(self, frame_bits, rx_depth):
+    def __init__(self, frame_bits, rx_depth, ce=None):
         F = frame_bits
         P = payload_bytes(F)
         pbits = 8 * P
@@ -290,63 +325,92 @@ class RIFLReceiver(LiteXModule):
         mask = scrambler_mask(pbits)
         ra = Signal(F)
         self.sync += ra.eq(self.rx_frame)
+        # Stage B: descramble; the CRC in RX_CRC_PARTS registered parts (the check bits in the first).
         b_body = Signal(bbits)
+        b_parts = [Signal(CHECK_BITS) for _ in range(RX_CRC_PARTS)]
         b_syn = Signal(CHECK_BITS)
         rx_body_a = Signal(bbits)
         self.comb += rx_body_a.eq(ra[CHECK_BITS:] ^ mask)
+        parts = crc12_parts(rx_body_a, RX_CRC_PARTS)
         self.sync += [
             b_body.eq(rx_body_a),
-            *[b_syn[k].eq(bit ^ ra[k]) for k, bit in enumerate(crc12_bits(rx_body_a))],
+            *[b_parts[0][k].eq(bit ^ ra[k]) for k, bit in enumerate(parts[0])],
+            *[b_parts[p][k].eq(bit) for p in range(1, RX_CRC_PARTS) for k, bit in enumerate(parts[p])],
         ]
+        self.comb += b_syn.eq(_xor_tree(b_parts))
+        # Stage C: decode the frame and compare syndrome and id with rx_seq and rx_seq + 1 (rx_seq moves on
+        # by at most one a frame: stage D picks the comparison with the rx_seq it has, `moved`).
+        b_f = _ctrl_fields(b_body[:pbits])
         b_sync = b_body[bbits - 2:]
-        b_meta = b_body[pbits:pbits + 2]
-        b_payload = b_body[:pbits]
-        f = _ctrl_fields(b_payload)
-        sync_valid = Signal()
-        is_data, is_ctrl = Signal(), Signal()
-        ok_data, ok_fc, ok_unnum = Signal(), Signal(), Signal()
-        ok_idle, ok_pause, ok_retrans, ok_marker = Signal(), Signal(), Signal(), Signal()
+        b_ctrl = b_sync == SYNC_CTRL
+        b_unnum = b_ctrl & (b_syn == 0)
+        rx_seq_next = Signal(SEQ_BITS)
+        self.comb += rx_seq_next.eq(rx_seq + 1)
+        c_body = Signal(bbits)
+        c_sync_valid = Signal()
+        c_data, c_fc = Signal(), Signal()                    # numbered: data, flow control (intact if syn_ok)
+        c_idle, c_pause, c_retrans, c_marker = Signal(), Signal(), Signal(), Signal()    # intact unnumbered
+        c_numbered, c_unnum_ok = Signal(), Signal()          # c_data | c_fc; any intact unnumbered frame
+        c_disturbs = Signal()                                # RETRANS, or unnumbered with `recovering`
+        c_syn_eq, c_seq_eq = Signal(2), Signal(2)            # [0]: == rx_seq, [1]: == rx_seq + 1
+        self.sync += [
+            c_body.eq(b_body),
+            c_sync_valid.eq((b_sync == SYNC_DATA) | b_ctrl),
+            c_data.eq(b_sync == SYNC_DATA),
+            c_fc.eq(b_ctrl & (b_f["code"] == CTRL_FC)),
+            c_idle.eq(b_unnum & (b_f["code"] == CTRL_IDLE)),
+            c_pause.eq(b_unnum & (b_f["code"] == CTRL_PAUSE)),
+            c_retrans.eq(b_unnum & (b_f["code"] == CTRL_RETRANS)),
+            c_marker.eq(b_unnum & (b_f["code"] == CTRL_REPLAY)),
+            c_numbered.eq((b_sync == SYNC_DATA) | (b_ctrl & (b_f["code"] == CTRL_FC))),
+            c_unnum_ok.eq(b_unnum & ((b_f["code"] == CTRL_IDLE) | (b_f["code"] == CTRL_PAUSE) |
+                                     (b_f["code"] == CTRL_RETRANS) | (b_f["code"] == CTRL_REPLAY))),
+            c_disturbs.eq(b_unnum & ((b_f["code"] == CTRL_RETRANS) | b_f["recovering"])),
+            c_syn_eq.eq(Cat(b_syn == rx_seq, b_syn == rx_seq_next)),
+            c_seq_eq.eq(Cat(b_f["seq"] == rx_seq, b_f["seq"] == rx_seq_next)),
+        ]
+        # Stage D: decide.
+        moved = Signal()     # rx_seq moved on at the last edge
+        syn_ok, seq_ok = Signal(), Signal()
+        self.comb += [syn_ok.eq(Mux(moved, c_syn_eq[1], c_syn_eq[0])), seq_ok.eq(Mux(moved, c_seq_eq[1], c_seq_eq[0]))]
+        meta = c_body[pbits:pbits + 2]
+        payload = c_body[:pbits]
+        f = _ctrl_fields(payload)
+        ok_data, ok_fc = Signal(), Signal()
         fail = Signal()
         self.comb += [
-            is_data.eq(b_sync == SYNC_DATA),
-            is_ctrl.eq(b_sync == SYNC_CTRL),
-            sync_valid.eq(is_data | is_ctrl),
-            ok_data.eq(is_data & (b_syn == rx_seq)),
-            ok_fc.eq(is_ctrl & (f["code"] == CTRL_FC) & (b_syn == rx_seq)),
-            ok_unnum.eq(is_ctrl & (b_syn == 0)),
-            ok_idle.eq(ok_unnum & (f["code"] == CTRL_IDLE)),
-            ok_pause.eq(ok_unnum & (f["code"] == CTRL_PAUSE)),
-            ok_retrans.eq(ok_unnum & (f["code"] == CTRL_RETRANS)),
-            ok_marker.eq(ok_unnum & (f["code"] == CTRL_REPLAY)),
-            fail.eq(~(ok_data | ok_fc | ok_idle | ok_pause | ok_retrans | ok_marker)),
-            self.retrans.eq(ok_retrans),
+            ok_data.eq(c_data & syn_ok),
+            ok_fc.eq(c_fc & syn_ok),
+            fail.eq(~((c_numbered & syn_ok) | c_unnum_ok)),
+            self.retrans.eq(c_retrans),
             self.retrans_seq.eq(f["seq"]),
-            self.disturbed.eq(fail | ok_retrans | (ok_unnum & f["recovering"]) | self.recovering | ~self.link_up),
+            self.disturbed.eq(fail | c_disturbs | self.recovering | ~self.link_up),
         ]
 
         armed = Signal()     # recovering receiver saw the REPLAY marker for its expected id
         accept = Signal()    # numbered frames may be accepted now
 
         # Receive buffer.
-        self.fifo = fifo = stream.SyncFIFO(user_layout(F), rx_depth, buffered=True)
+        self.fifo = fifo = BlockRAMFIFO(user_layout(F), rx_depth, re=ce)
         self.comb += fifo.source.connect(source)
-        rx_bytes = [b_payload[pbits - 8 * (k + 1):pbits - 8 * k] for k in range(P)]
+        rx_bytes = [payload[pbits - 8 * (k + 1):pbits - 8 * k] for k in range(P)]
         self.comb += [
             fifo.sink.valid.eq(ok_data & accept),
             fifo.sink.data.eq(Cat(*rx_bytes)),
-            fifo.sink.nbytes.eq(Mux(b_meta & META_ALL_VALID, P, rx_bytes[P - 1])),
-            fifo.sink.last.eq((b_meta & META_EOP) != 0),
+            fifo.sink.nbytes.eq(Mux(meta & META_ALL_VALID, P, rx_bytes[P - 1])),
+            fifo.sink.last.eq((meta & META_EOP) != 0),
         ]
         # An IDLE announcing more frames than we received, or a replay that does not start at the expected
         # id, means something is missing or stale: recover.
         gap = Signal()
-        self.comb += gap.eq((ok_idle | ok_marker) & (f["seq"] != rx_seq))
+        self.comb += gap.eq((c_idle | c_marker) & ~seq_ok)
         # While recovering, numbered frames are accepted only right after a REPLAY marker for the expected
         # id (armed; any failure disarms). Frames that overtook the error could otherwise pass the check
         # when a line error happens to turn their id into the expected one (the id is XOR'd into the CRC).
         self.comb += accept.eq(~self.recovering | armed)
         fc_on = f["fc_on_valid"] & (f["fc_on_channel"] == LINK_FC_CHANNEL)
         self.sync += [
+            moved.eq(0),
             If(fail | gap,
                 self.recovering.eq(1), armed.eq(0),
             ).Elif((ok_data | ok_fc) & ~accept,
@@ -354,21 +418,21 @@ class RIFLReceiver(LiteXModule):
             ).Elif(ok_data,
                 armed.eq(0),
                 If(fifo.sink.ready,
-                    rx_seq.eq(rx_seq + 1), self.recovering.eq(0),
+                    rx_seq.eq(rx_seq_next), moved.eq(1), self.recovering.eq(0),
                 ).Else(
                     self.recovering.eq(1),
                 ),
             ).Elif(ok_fc,
                 armed.eq(0),
-                rx_seq.eq(rx_seq + 1), self.recovering.eq(0),
+                rx_seq.eq(rx_seq_next), moved.eq(1), self.recovering.eq(0),
                 If(fc_on,
                     self.remote_xoff.eq(1),
                 ).Elif(f["fc_off_valid"] & (f["fc_off_channel"] == LINK_FC_CHANNEL),
                     self.remote_xoff.eq(0),
                 ),
-            ).Elif(ok_idle,
+            ).Elif(c_idle,
                 self.recovering.eq(0), armed.eq(0),
-            ).Elif(ok_marker,
+            ).Elif(c_marker,
                 armed.eq(1),
             ),
         ]
@@ -390,7 +454,7 @@ class RIFLReceiver(LiteXModule):
         # Alignment (sync headers) and link state.
         self.state = state = RIFLLinkState()
         self.comb += [
-            state.sync_valid.eq(sync_valid), state.pause.eq(ok_pause), state.fail.eq(fail),
+            state.sync_valid.eq(c_sync_valid), state.pause.eq(c_pause), state.fail.eq(fail),
             self.rx_aligned.eq(state.rx_aligned), self.remote_up.eq(state.remote_up), self.link_up.eq(state.link_up),
         ]
         add_counters(self, EP_RX_COUNTERS, {
@@ -413,9 +477,11 @@ class RIFLReplayControl(LiteXModule):
     [ack, tx_seq], which also confirms every frame before s; RETRANS(s) for the same s again within H cycles
     is ignored. A rewind sets marker_pending until the transmitter sends the REPLAY marker (marker_sent).
     Without RETRANS, H + 1 cycles without `disturbed` confirm every frame sent H cycles ago (a delay line of
-    rp). Latency: rp and ack change in the cycle after their cause.
+    rp). ce: as for RIFLTransmitter, for the history's block RAM. Latency: a RETRANS rewinds rp and
+    confirms two cycles after it (checked, then applied from registers); advance and the confirmation by
+    time act in the next cycle.
     """
-    def __init__(self, holdoff):
+    def __init__(self, holdoff, ce=None):
         H = holdoff
         self.tx_seq = tx_seq = Signal(SEQ_BITS)
         self.advance = Signal()
@@ -429,38 +495,54 @@ class RIFLReplayControl(LiteXModule):
 
         # # #
 
+        # seq in [ack, tx_seq]: tx_seq - ack < 2^(SEQ_BITS - 1) (the transmitter's guard), so seq - ack and
+        # tx_seq - seq both in the lower half of the id space is the same test, one subtraction deep.
         in_window = Signal()
-        self.comb += in_window.eq((seq - ack)[:SEQ_BITS] <= (tx_seq - ack)[:SEQ_BITS])
+        above_ack, below_tx = Signal(SEQ_BITS), Signal(SEQ_BITS)
+        self.comb += [
+            above_ack.eq(seq - ack),
+            below_tx.eq(tx_seq - seq),
+            in_window.eq(~above_ack[-1] & ~below_tx[-1]),
+        ]
         holdoff = Signal(max=H + 1)
         base = Signal(SEQ_BITS)
-        # Sent pointer history: rp of H cycles ago (an asynchronous-read delay line).
-        hist = Memory(SEQ_BITS, H + 1)
-        hport = hist.get_port(write_capable=True, async_read=True)
-        self.specials += hist, hport
-        hptr = Signal(max=H + 1)
-        self.comb += [hport.adr.eq(hptr), hport.dat_w.eq(rp), hport.we.eq(1)]
-        self.sync += If(hptr == H, hptr.eq(0)).Else(hptr.eq(hptr + 1))
+        # Sent pointer history: `sent` is rp of H + 1 cycles ago (a delay line of H entries in block RAM,
+        # read at the oldest entry, the next to be written: two cycles later it is the RAM's output register).
+        self.hist = hist = BlockRAM(SEQ_BITS, H, ce)
+        hptr, hptr_next = Signal(max=H), Signal(max=H)
+        sent = hist.dat_r
+        self.comb += [
+            hptr_next.eq(Mux(hptr == H - 1, 0, hptr + 1)),
+            hist.adr_w.eq(hptr), hist.dat_w.eq(rp), hist.we.eq(1), hist.adr_r.eq(hptr_next),
+        ]
+        self.sync += hptr.eq(hptr_next)
         quiet = Signal(max=H + 2)
+        # A RETRANS is checked in its cycle and acted on in the next (take, confirm, from registers). Its
+        # check sees the state of the cycle before, where nothing it uses can have moved but tx_seq (one
+        # more: the window only grows) and the hold-off (one more: counted as expired at 1).
         fresh = Signal()     # not a repeated request for the replay of the last hold-off
-        self.comb += fresh.eq((holdoff == 0) | (seq != base))
+        self.comb += fresh.eq((holdoff <= 1) | (seq != base))
+        take, confirm = Signal(), Signal()
+        take_seq = Signal(SEQ_BITS)
+        self.sync += [
+            take.eq(self.retrans & in_window & fresh),
+            confirm.eq(self.retrans & in_window & (above_ack != 0)),
+            take_seq.eq(seq),
+        ]
         self.sync += [
             If(holdoff != 0, holdoff.eq(holdoff - 1)),
             If(self.advance, rp.eq(rp + 1)),
             If(self.marker_sent, self.marker_pending.eq(0)),
-            If(self.retrans,
-                If(in_window,
-                    If(_seq_lt(self, ack, seq, 1 << (SEQ_BITS - 1)), ack.eq(seq)),
-                    If(fresh,
-                        rp.eq(seq), base.eq(seq), holdoff.eq(H), self.marker_pending.eq(1),
-                    ),
-                ),
+            If(confirm, ack.eq(take_seq)),
+            If(take,
+                rp.eq(take_seq), base.eq(take_seq), holdoff.eq(H), self.marker_pending.eq(1),
             ),
             If(self.disturbed,
                 quiet.eq(0),
             ).Elif(quiet != H + 1,
                 quiet.eq(quiet + 1),
-            ).Elif(_seq_lt(self, ack, hport.dat_r, 1 << (SEQ_BITS - 1)),
-                ack.eq(hport.dat_r),
+            ).Elif(_seq_lt(self, ack, sent, 1 << (SEQ_BITS - 1)),
+                ack.eq(sent),
             ),
         ]
         add_counters(self, EP_REPLAY_COUNTERS, {"replays": self.retrans & in_window & fresh,
@@ -480,9 +562,11 @@ class RIFLEndpoint(LiteXModule):
     tx_frame/rx_frame: the frame-aligned parallel line (MSB sent first). Submodules: tx (RIFLTransmitter),
     rx (RIFLReceiver), replay (RIFLReplayControl). cc_interval: an IDLE at least every cc_interval slots,
     for a far end behind a RIFLElasticBuffer (None: only when idle; CC_INTERVAL_FRAMES for +-CC_PPM_MAX ppm
-    clocks). Latency: 3 cycles TX, 3 cycles RX plus the receive FIFO.
+    clocks). ce: the clock enable of a CEInserter around the endpoint, which does not reach the read registers
+    of its block RAMs (cores.lib.block_ram.BlockRAM); None: none. Latency: 4 cycles TX, 4 cycles RX plus
+    the receive FIFO (4 cycles).
     """
-    def __init__(self, frame_bits=256, rtt=16, rx_depth=None, with_csr=False, cc_interval=None):
+    def __init__(self, frame_bits=256, rtt=16, rx_depth=None, with_csr=False, cc_interval=None, ce=None):
         check_frame_bits(frame_bits)
         if not isinstance(rtt, int) or rtt < 0:
             raise ValueError(f"rtt must be a non-negative number of cycles, got {rtt!r}")
@@ -508,9 +592,9 @@ class RIFLEndpoint(LiteXModule):
 
         # # #
 
-        self.tx = tx = RIFLTransmitter(F, log2n, cc_interval)
-        self.rx = rx = RIFLReceiver(F, rx_depth)
-        self.replay = replay = RIFLReplayControl(H)
+        self.tx = tx = RIFLTransmitter(F, log2n, cc_interval, ce)
+        self.rx = rx = RIFLReceiver(F, rx_depth, ce)
+        self.replay = replay = RIFLReplayControl(H, ce)
         self.comb += [
             sink.connect(tx.sink), self.tx_frame.eq(tx.tx_frame),
             rx.source.connect(source), rx.rx_frame.eq(self.rx_frame),

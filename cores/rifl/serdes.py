@@ -113,7 +113,7 @@ class RIFLSerDesLink(LiteXModule):
     def __init__(self, frame_bits=256, rtt=16, nbytes=2, elastic=False):
         self.adapter = adapter = RIFLSerDesAdapter(frame_bits, nbytes)
         cc = CC_INTERVAL_FRAMES if elastic else None
-        self.endpoint = ep = CEInserter()(RIFLEndpoint(frame_bits, rtt=rtt, cc_interval=cc))
+        self.endpoint = ep = CEInserter()(RIFLEndpoint(frame_bits, rtt=rtt, cc_interval=cc, ce=adapter.ce))
         self.aligner = al = CEInserter()(RIFLAligner(frame_bits))
         self.sink = sink = stream.Endpoint(user_layout(frame_bits))
         self.source = source = stream.Endpoint(user_layout(frame_bits))

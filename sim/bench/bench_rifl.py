@@ -236,9 +236,12 @@ def run(quick=False, frame_sizes=None, bers=None, ecp5=True, max_cycles=MAX_CYCL
 
 
 def ecp5_endpoint():
-    """ECP5 factory (sim.bench.ecp5.synth_point): one endpoint at F = 256, RTT 118 frames."""
+    """ECP5 factory (sim.bench.ecp5.synth_point): one endpoint at F = 256, RTT 118 frames (block RAMs with
+    their output registers, cores.lib.block_ram)."""
+    from cores.lib.block_ram import ecp5_special_overrides
     m = RIFLEndpoint(256, rtt=2 * round(RTT_S * LINE_RATE / 256 / 2))
-    return m, [m.tx_frame, m.rx_frame, m.link_up] + list(m.sink.flatten()) + list(m.source.flatten())
+    return (m, [m.tx_frame, m.rx_frame, m.link_up] + list(m.sink.flatten()) + list(m.source.flatten()),
+            ecp5_special_overrides)
 
 
 def ecp5_l2(part):
@@ -257,10 +260,11 @@ def ecp5_aligner():
     return m, [m.rx_bits, m.rx_frame, m.locked]
 
 
-ECP5_PARTS = {"endpoint": ("RIFLEndpoint", "ecp5_endpoint", {}, "rifl_ep256"),
-              "segmenter": ("L2Segmenter", "ecp5_l2", {"part": "segmenter"}, "rifl_l2segmenter256"),
-              "reassembler": ("L2Reassembler", "ecp5_l2", {"part": "reassembler"}, "rifl_l2reassembler256"),
-              "aligner": ("RIFLAligner", "ecp5_aligner", {}, "rifl_riflaligner256")}
+# part: (module, factory, its arguments, build name, nextpnr target MHz: issue 18's 125 where it was met)
+ECP5_PARTS = {"endpoint": ("RIFLEndpoint", "ecp5_endpoint", {}, "rifl_ep256", 125),
+              "segmenter": ("L2Segmenter", "ecp5_l2", {"part": "segmenter"}, "rifl_l2segmenter256", 100),
+              "reassembler": ("L2Reassembler", "ecp5_l2", {"part": "reassembler"}, "rifl_l2reassembler256", 100),
+              "aligner": ("RIFLAligner", "ecp5_aligner", {}, "rifl_riflaligner256", 100)}
 
 
 def _ecp5_parts(parts):
@@ -271,11 +275,12 @@ def _ecp5_parts(parts):
     return [p for p in ECP5_PARTS if p in parts]
 
 
-def ecp5_points(parts=("endpoint", "l2", "aligner")):
+def ecp5_points(parts=("endpoint", "l2", "aligner"), seed=1):
     """synth_point tasks of the out-of-context ECP5 (LFE5U-25F) figures of `parts` (endpoint, l2 (=
-    segmenter,reassembler), segmenter, reassembler, aligner), in ECP5_PARTS order."""
+    segmenter,reassembler), segmenter, reassembler, aligner), in ECP5_PARTS order, nextpnr seed `seed`."""
     return tasks(synth_point, [dict(factory=f"sim.bench.bench_rifl:{ECP5_PARTS[p][1]}", args=ECP5_PARTS[p][2],
-                                    name=ECP5_PARTS[p][3], device="LFE5U-25F", freq_mhz=100)
+                                    name=ECP5_PARTS[p][3], device="LFE5U-25F", freq_mhz=ECP5_PARTS[p][4],
+                                    seed=seed)
                                for p in _ecp5_parts(parts)], point_digest)
 
 
@@ -289,7 +294,8 @@ def ecp5_tables(results, parts=("endpoint", "l2", "aligner")):
         if r["how"] != "placed and routed":
             raise RuntimeError(f"ECP5 run of {r}: {r['how']}")
     if "endpoint" in figures:
-        t = Table("ECP5 (LFE5U-25F), one endpoint, F = 256, RTT 118 frames", cols)
+        t = Table(f"ECP5 (LFE5U-25F), one endpoint, F = 256, RTT 118 frames, target {figures['endpoint']['target_mhz']} MHz, "
+                  f"seed {figures['endpoint']['seed']}", cols)
         tables.append(t)
         r = figures.pop("endpoint")
         fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else 0
@@ -348,6 +354,7 @@ if __name__ == "__main__":
     parser.add_argument("--max-cycles", type=int, default=MAX_CYCLES, help="cycle cap per point")
     parser.add_argument("--ecp5-only", metavar="PARTS",
                         help="only the ECP5 tables of endpoint,l2,segmenter,reassembler,aligner")
+    parser.add_argument("--ecp5-seed", type=int, default=1, help="nextpnr seed of the ECP5 runs (with --ecp5-only)")
     parser.add_argument("--versa", type=int, metavar="F", help="only build the Versa DCU target for frame size F")
     parser.add_argument("--two-boards", action="store_true", help="with --versa: the two-board target")
     args = parser.parse_args()
@@ -356,7 +363,7 @@ if __name__ == "__main__":
         raise SystemExit(0)
     if args.ecp5_only:
         parts = args.ecp5_only.split(",")
-        for t in ecp5_tables(sweep("rifl", ecp5_points(parts)), parts):
+        for t in ecp5_tables(sweep("rifl", ecp5_points(parts, args.ecp5_seed)), parts):
             print(t.markdown())
         raise SystemExit(0)
     res = run(quick=args.quick, frame_sizes=args.frame_bits, bers=args.ber, ecp5=not args.no_ecp5,
