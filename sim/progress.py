@@ -12,6 +12,7 @@ Bars are drawn only when their stream is a terminal: in CI logs and redirected o
 """
 import contextlib
 import os
+import os
 import re
 import sys
 import threading
@@ -32,8 +33,19 @@ def enabled(stream=None):
 def bar(total, desc, unit="it", stream=None, disable_if=False, **kwargs):
     """A tqdm bar on `stream` (stderr), disabled (silent, a no-op) unless it is a terminal (or if `disable_if`)."""
     stream = stream or sys.stderr
-    return tqdm(total=total, desc=desc, unit=unit, file=stream, disable=disable_if or not enabled(stream),
-                dynamic_ncols=True, **kwargs)
+    on = not disable_if and enabled(stream)
+    # A pseudo-terminal without a size (`script` run from a non-terminal) reports 0 x 0: tqdm would hide every
+    # bar below its 0 rows, so such a terminal gets 100 x 24.
+    sized = on and _columns(stream) > 0
+    return tqdm(total=total, desc=desc, unit=unit, file=stream, disable=not on, dynamic_ncols=sized,
+                **({} if sized else dict(ncols=100, nrows=24)), **kwargs)
+
+
+def _columns(stream):
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 0
 
 
 class Stages:
