@@ -193,13 +193,16 @@ class SimSession(NamespaceSession):
     # Lifecycle ------------------------------------------------------------------------------------
     def start(self):
         self.create_namespace()
-        log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, *VSIM_COMMAND], cwd=self.gateware_dir,
-                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
-        log.close()
-        self.started_at = time.monotonic()
-        self._wait_ready()
+        # Under the build's lock until the SoC answers: another process rebuilding this configuration (its
+        # Verilog differs in the order of its statements) would remove obj_dir/Vsim before the launch.
+        with target.build_lock(os.path.dirname(self.gateware_dir)):
+            log = open(self.log_path, "w")
+            self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, *VSIM_COMMAND], cwd=self.gateware_dir,
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, preexec_fn=_die_with_parent)
+            log.close()
+            self.started_at = time.monotonic()
+            self._wait_ready()
 
     def _wait_ready(self):
         deadline = time.monotonic() + self.boot_timeout

@@ -153,6 +153,11 @@ def config_name(cores, cpu_type=None, trace=False, threads=SIM_THREADS, minishar
             + ("_trace" if trace else "") + (f"_t{threads}" if threads != SIM_THREADS else ""))
 
 
+def build_lock(output_dir):
+    """The lock of one configuration's build folder (`output_dir`, the parent of its gateware folder)."""
+    return verilated.FileLock(os.path.join(output_dir, ".lock"))
+
+
 def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, threads=SIM_THREADS, trace=False,
           minisharp_ports=MINISHARP_PORTS, minisharp=None, management="tap", sparsr=None):
     """Generate and compile the simulated SoC; returns its gateware folder (holding obj_dir/Vsim, csr.csv).
@@ -169,8 +174,8 @@ def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, thr
                                                       management, sparsr))
     gateware_dir = os.path.join(output_dir, "gateware")
     os.makedirs(output_dir, exist_ok=True)
-    # One build at a time per configuration; runs of an existing build need no lock.
-    with verilated.FileLock(os.path.join(output_dir, ".lock")):
+    # One build at a time per configuration; a session holds the lock while it launches (sim.runner).
+    with build_lock(output_dir):
         # LiteX writes its variables.mak into the extra modules' folder: give it a copy in the build tree.
         modules = os.path.join(output_dir, "modules")
         shutil.rmtree(modules, ignore_errors=True)
