@@ -1,4 +1,5 @@
 """Host client: Etherbone requests and answers checked with LiteX's own packet classes, on loopback."""
+import os
 import random
 import struct
 import subprocess
@@ -10,7 +11,9 @@ import pytest
 from software.client import InnetClient, MAX_BURST_WORDS, TargetUnreachable
 from tests.harness.etherbone import FakeEtherboneTarget
 
-PORT = 12340
+# The fake target and the client each bind this port (Etherbone answers to its own port): each xdist worker
+# has its own pair (PORT, PORT + 1), so the tests of two workers never share one.
+PORT = 12340 + 2 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:])
 
 
 def client(timeout=1.0, **kw):
