@@ -4,7 +4,7 @@ VENV    := $(CURDIR)/.venv
 PY      := $(VENV)/bin/python
 export PATH := $(VENV)/bin:$(PATH)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PKGS := verilator libevent-dev libjson-c-dev zlib1g-dev gcc-riscv64-unknown-elf iproute2 build-essential git tshark
+APT_PKGS := verilator libevent-dev libjson-c-dev zlib1g-dev gcc-riscv64-unknown-elf iproute2 build-essential git tshark ccache
 BOARD   ?= colorlight_5a_75b
 PYTEST_ARGS ?=
 TOPOLOGY ?= spine-leaf

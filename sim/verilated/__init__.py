@@ -122,8 +122,19 @@ class FileLock:
         self.f.close()
 
 
+def build_env():
+    """The environment of every build command: with ccache installed, verilated.mk compiles through it
+    (OBJCACHE) into build/ccache, so Verilator's runtime library is compiled once for all models, and a
+    model whose Verilog differs only in statement order (Verilator writes the same C++) costs no C++ build."""
+    env = dict(os.environ)
+    if shutil.which("ccache"):
+        env.setdefault("OBJCACHE", "ccache")
+        env.setdefault("CCACHE_DIR", os.path.join(BUILD, "ccache"))
+    return env
+
+
 def _run(cmd, cwd, what):
-    r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=build_env())
     if r.returncode != 0:
         raise VerilatorError(f"{what} failed in {cwd} (exit {r.returncode}):\n{r.stdout[-4000:]}")
     return r.stdout
@@ -144,7 +155,7 @@ class Model:
         self.name, self.top, self.threads, self.trace = name, top, threads, trace
         flags = self._flags()
         key = _digest(version(), " ".join(flags), harness,
-                      *[f"{k}\n{_undated(v)}" for k, v in sorted(sources.items())])
+                      *[f"{k}\n{_undated(v, k)}" for k, v in sorted(sources.items())])
         self.digest, self.sources, self.harness = key, sources, harness
         self.dir = os.path.join(BUILD_DIR, f"{name}-{key[:12]}")
         self.exe = os.path.join(self.dir, "obj_dir", f"V{top}")
@@ -508,7 +519,8 @@ def build_litex_sim(gateware_dir, threads=1, trace=False, trace_fst=False, force
         objs = []
         for c in LITEX_SIM_C:
             o = os.path.join(obj, c[:-2] + ".o")
-            step(["gcc", "-c", *cflags, "-o", o, os.path.join(core, c)], gateware_dir, f"compile of {c}")
+            cc = [build_env()["OBJCACHE"]] if "OBJCACHE" in build_env() else []
+            step([*cc, "gcc", "-c", *cflags, "-o", o, os.path.join(core, c)], gateware_dir, f"compile of {c}")
             objs.append(o)
         shutil.copy(os.path.join(LITEX_SIM_DIR, "veril.cpp"), os.path.join(gateware_dir, "innet_veril.cpp"))
         vsrc = [f for f in sources if f.endswith((".v", ".sv"))]
@@ -536,14 +548,22 @@ def _extra_module_sources(gateware_dir):
 
 
 _DATE_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+_VERILOG_COMMENTS = re.compile(r"/\*.*?\*/|^[ \t]*//[^\n]*\n", re.S | re.M)
 
 
-def _undated(text):
-    """`text` without the lines holding a date stamp (LiteX dates every file it generates)."""
-    return "".join(line for line in text.splitlines(True) if not _DATE_STAMP.search(line))
+def _undated(text, name=".v"):
+    """`text` as a cache key: without the lines holding a date stamp (LiteX dates every file it generates)
+    and, for Verilog (`name` *.v, *.sv), without its comment lines and blocks and blank lines: LiteX appends a module
+    hierarchy that also lists modules of designs the process elaborated before, so one configuration's
+    Verilog differed between processes in its comments only, and each test worker rebuilt it."""
+    verilog = name.endswith((".v", ".sv"))
+    if verilog:
+        text = _VERILOG_COMMENTS.sub("", text)
+    return "".join(line for line in text.splitlines(True)
+                   if not _DATE_STAMP.search(line) and not (verilog and line.isspace()))
 
 
 def _stable(path):
     """File name and contents without the date lines LiteX stamps into generated files."""
     with open(path, errors="surrogateescape") as f:
-        return os.path.basename(path) + "\0" + _undated(f.read())
+        return os.path.basename(path) + "\0" + _undated(f.read(), path)
