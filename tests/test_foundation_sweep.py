@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import select
 import signal
 import socket
 import struct
@@ -189,6 +190,15 @@ def test_unreachable_cluster_from_make_bench():
     assert f"the Ray cluster at {address} does not answer" in r.stderr
 
 
+def _drain(fd, quiet=0.5):
+    """Everything written to the pseudo-terminal so far: the kernel hands a pty's output over in pieces, later
+    on a loaded machine (one read got only the bar's first line)."""
+    out = b""
+    while select.select([fd], [], [], quiet)[0]:
+        out += os.read(fd, 1 << 16)
+    return out
+
+
 def test_progress_on_a_terminal_only(sweeps, monkeypatch):
     points = sw.tasks(square, [dict(x=x, seed=1) for x in (0, 1, 3)])
     master, slave = os.openpty()
@@ -197,7 +207,7 @@ def test_progress_on_a_terminal_only(sweeps, monkeypatch):
     monkeypatch.setattr(sys, "stderr", tty)
     sw.sweep("t_progress", points)
     tty.flush()
-    shown = os.read(master, 1 << 16).decode(errors="replace")
+    shown = _drain(master).decode(errors="replace")
     tty.close()
     os.close(master)
     assert "t_progress" in shown and "3/3" in shown and "point" in shown
