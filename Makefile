@@ -41,10 +41,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt scripts/yowasp-wrappers.sh
 sim: deps
 	$(PY) -m sim.demo
 
-# Tests go to the two workers one at a time (--maxschedchunk 1; the tests marked long first), so that neither
+# The two workers take whole test files (tests/conftest.py: the files with tests marked long first), so that neither
 # ends the run alone with a queue of tests of several minutes.
 test: deps
-	$(PY) -m pytest -n 2 --maxschedchunk 1 --timeout 2400 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --timeout 2400 $(PYTEST_ARGS)
 
 allreduce: deps
 	$(PY) -m software.minisharp.allreduce --topology $(TOPOLOGY) --ranks $(RANKS) --elements $(ELEMENTS) $(ALLREDUCE_ARGS)

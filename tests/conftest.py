@@ -23,7 +23,39 @@ _sweep.configure(workers=1, fresh=True)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `long` run first (stable order otherwise): with `make test`'s `-n 2 --maxschedchunk 1` the
-    workers take them in turns at the start, instead of one of them ending the run with a test of several
-    minutes."""
+    """Tests marked `long` run first (stable order otherwise): the files that hold them go to the workers
+    first, instead of one of them ending the run alone with minutes of work."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`make test`'s workers take whole test files, in the order of the files' first tests (see above).
+
+    A file's tests share what they elaborate and build in the process (models kept per configuration,
+    module-scoped fixtures): handed out one test at a time, both workers elaborated the same designs."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return nodeid.split("::", 1)[0]
+
+        def schedule(self):
+            # LoadScopeScheduling.schedule() with the files in collection order instead of largest first.
+            assert self.collection_is_completed
+            if self.collection is not None:
+                for node in self.nodes:
+                    self._reschedule(node)
+                return
+            if not self._check_nodes_have_same_collection():
+                self.log("**Different tests collected, aborting run**")
+                return
+            self.collection = list(next(iter(self.registered_collections.values())))
+            for nodeid in self.collection:
+                self.workqueue.setdefault(self._split_scope(nodeid), {})[nodeid] = False
+            for node in self.nodes:
+                if self.workqueue:
+                    self._assign_work_unit(node)
+            for node in self.nodes:
+                self._reschedule(node)
+
+    return FileScheduling(config, log)

@@ -10,6 +10,8 @@ from litex.soc.integration.builder import Builder
 from cores.lib.block_ram import ecp5_special_overrides
 from tests.harness.verilog import backward_part_selects
 
+pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
+
 
 @pytest.mark.parametrize("board, kwargs", [
     ("colorlight_5a_75b", {"revision": "7.0"}),

@@ -10,7 +10,7 @@ import pytest
 from sim import ROOT, target
 from sim.runner import SimSession, SimulationFailed
 
-pytestmark = pytest.mark.sim
+pytestmark = [pytest.mark.sim, pytest.mark.long]
 
 HOST_SCRIPT = r'''
 import os, random, sys

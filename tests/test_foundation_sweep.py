@@ -24,6 +24,8 @@ from sim.bench import bench_switch
 from sim.bench import sweep as sw
 from sim.progress import Stages
 
+pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
+
 
 # Tasks of these tests (module level: the pool's workers find them by name, Ray gets them by value) ---------
 

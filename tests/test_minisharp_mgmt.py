@@ -15,7 +15,7 @@ from sim.verilated import available
 from software.minisharp import packets as P
 from tests.harness.minisharp import HOST, SW, check_results, port_macs, rand_value, verilated_core
 
-pytestmark = pytest.mark.skipif(not available(), reason="no Verilated models on this machine")
+pytestmark = [pytest.mark.skipif(not available(), reason="no Verilated models on this machine"), pytest.mark.long]
 
 BOARD = 0x10E2D5000000           # the management stack's MAC
 ADMIN = 0x020000000A01           # a host allowed to manage the board

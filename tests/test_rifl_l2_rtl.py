@@ -17,6 +17,8 @@ from cores.rifl.link_bench import RIFLLinkBench
 from software.rifl import reference as ref
 from tests.harness.rifl import collect_packets, send_beats, unit_beats
 
+pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
+
 
 def back_to_back(F, dw):
     """Segmenter -> reassembler, no link between them."""

@@ -15,6 +15,8 @@ from software.sparsr.frames import (encode_rows, frame, read_frame, dma_frame, s
 from software.sparsr.reference import CardModel
 from sim.verilated.sparsr import VerilatedReceiver, WAIT, Probe
 
+pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
+
 WROWS, XROWS = 8, 4096
 
 

@@ -11,6 +11,8 @@ from cores.switch.common import downstream_channel
 from cores.switch.switch import RIFLSwitch
 from tests.harness.streams import collect, packets
 
+pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
+
 W = 512                  # 4 beats a cell and one iSLIP iteration: keeps the Migen simulation short
 N = 4
 K = 1

@@ -13,6 +13,8 @@ import pytest
 
 from tests.harness.verilog import backward_part_selects
 
+pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
+
 
 @pytest.fixture(scope="module")
 def sim():
