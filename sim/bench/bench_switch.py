@@ -299,9 +299,11 @@ def ecp5_scheduler(n, k, pipelined=False):
 
 
 def ecp5_network(n, width):
-    """The ECP5 runs' factory of the Batcher-Banyan network: (module, ios)."""
+    """The ECP5 runs' factory of the Batcher-Banyan network: (module, ios, overrides: its delay block RAMs as
+    DP16KD tiles)."""
+    from cores.lib.block_ram import ecp5_special_overrides
     m = BatcherBanyan(n, width)
-    return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions]
+    return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions], ecp5_special_overrides
 
 
 ECP5_SCHEDULERS = [(8, "LFE5U-25F", 80, False), (16, "LFE5U-25F", 80, False), (16, "LFE5U-25F", 80, True),
