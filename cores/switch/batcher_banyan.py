@@ -17,7 +17,8 @@ class BatcherBanyan(LiteXModule):
     monotone; the omega banyan (log2 N stages of N/2 2x2 elements, routing on destination bits MSB first)
     then routes them without contention whenever the destinations are distinct (what a matching gives).
     Any 2x2 element that sees two beats wanting the same output counts one event in `collisions` and
-    drops the lower beat, so a zero counter proves that no beat was lost. With `pipeline=True` every
+    drops the lower beat, so a zero counter proves that no beat was lost (the events are registered, then
+    their sum, so a beat's events are counted at most one cycle after the beat leaves). With `pipeline=True` every
     stage is registered, throughput one beat per port per cycle; with `pipeline=False` the network is
     combinational (latency 0).
     The network routes only each beat's (source port, destination, idle) lane, 2 log2 N + 1 bits. With
@@ -125,10 +126,11 @@ class BatcherBanyan(LiteXModule):
                 self.comb += [self.out_valid[j].eq(~lanes[j][lw - 1]), self.out_data[j].eq(source[lanes[j][:w]])]
         else:
             self._output_multiplexers(lanes, lw)
-        if events:
-            hits = Signal(max(1, len(events).bit_length()))
-            self.comb += hits.eq(sum(events))
-            self.sync += If(hits != 0, self.collisions.eq(self.collisions + hits))
+        # The count is off the data path: events registered, their sum registered, then added (2 cycles late).
+        events_r = Signal(len(events))
+        hits = Signal(len(events).bit_length())
+        self.sync += [events_r.eq(Cat(*events)), hits.eq(sum(events_r[k] for k in range(len(events)))),
+                      If(hits != 0, self.collisions.eq(self.collisions + hits))]
 
     def _output_multiplexers(self, lanes, lw):
         """The data of each input in a block RAM read `lane_latency` cycles after the write, then each
