@@ -150,12 +150,14 @@ class BatcherBanyan(LiteXModule):
         for j in range(n):
             sel, valid, level = lanes[j][:w], ~lanes[j][lw - 1], delayed
             for s in range(self.mux_stages):
-                regs = [Signal(self.data_width, name=f"mux{j}_{s}_{g}") for g in range(-(-len(level) // 4))]
+                # no reset: valid says when the data count, and the reset net stays off these registers
+                regs = [Signal(self.data_width, reset_less=True, name=f"mux{j}_{s}_{g}")
+                        for g in range(-(-len(level) // 4))]
                 self.sync += [r.eq(Array(level[4 * g:4 * g + 4])[sel[:2]]) for g, r in enumerate(regs)]
                 nvalid = Signal(name=f"mux{j}_{s}_valid")
                 self.sync += nvalid.eq(valid)
                 if len(sel) > 2:
-                    rest = Signal(len(sel) - 2, name=f"mux{j}_{s}_sel")
+                    rest = Signal(len(sel) - 2, reset_less=True, name=f"mux{j}_{s}_sel")
                     self.sync += rest.eq(sel[2:])
                     sel = rest
                 valid, level = nvalid, regs
