@@ -24,6 +24,8 @@ class BlockRAM(LiteXModule):
     `re`: an enable of both read registers (None: always), e.g. the clock enable of a CEInserter around
     the user, which does not reach them (they are a special).
     """
+    LATENCY = 2     # cycles from a read address to its data
+
     def __init__(self, width, depth, re=None):
         if width < 1 or depth < 2:
             raise ValueError(f"BlockRAM needs width >= 1 and depth >= 2, got {width} x {depth}")

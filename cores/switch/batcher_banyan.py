@@ -3,6 +3,7 @@ from migen import Array, Signal, Cat, Constant, Mux, If
 
 from litex.gen import LiteXModule
 
+from cores.lib.block_ram import BlockRAM
 from cores.lib.logic import index_bits
 from cores.switch.common import check_ports
 
@@ -16,12 +17,18 @@ class BatcherBanyan(LiteXModule):
     monotone; the omega banyan (log2 N stages of N/2 2x2 elements, routing on destination bits MSB first)
     then routes them without contention whenever the destinations are distinct (what a matching gives).
     Any 2x2 element that sees two beats wanting the same output counts one event in `collisions` and
-    drops the lower beat, so a zero counter proves that no beat was lost. With `pipeline=True` every
-    stage is registered: latency `self.latency` = number of stages cycles, throughput one beat per port
-    per cycle; with `pipeline=False` the network is combinational (latency 0).
-    The network routes only each beat's (source port, destination, idle) lane, 2 log2 N + 1 bits; the
-    data wait in a delay line of latency - 1 registers per input and reach output j through a registered
-    N:1 multiplexer set by the source port the network delivered there (in the cycle of the last stage).
+    drops the lower beat, so a zero counter proves that no beat was lost (the events are registered, then
+    their sum, so a beat's events are counted at most one cycle after the beat leaves). With `pipeline=True` every
+    stage is registered, throughput one beat per port per cycle; with `pipeline=False` the network is
+    combinational (latency 0).
+    The network routes only each beat's (source port, destination, idle) lane, 2 log2 N + 1 bits. With
+    `pipeline=True` the data wait in one block RAM per input (written every cycle at a cycle counter, read
+    `self.lane_latency` cycles later: no flip-flops for the delay) and reach output j through its N:1
+    multiplexer, a tree of ceil(log2 N / 2) registered 4:1 (the last 2:1 when log2 N is odd) stages set by the
+    source port the network delivered there, the remaining select bits and valid registered alongside.
+    Latency `self.latency` = lane_latency + mux_stages cycles, where lane_latency = sorter + banyan stages
+    (at least 3, the block RAM's write-to-read delay: N = 2 delays its lanes by one more register).
+    Under ECP5 the block RAMs become DP16KD tiles with `cores.lib.block_ram.ecp5_special_overrides`.
     """
     def __init__(self, n, data_width, pipeline=True):
         check_ports(n)
@@ -32,7 +39,9 @@ class BatcherBanyan(LiteXModule):
         w = index_bits(n)
         m = w if n > 1 else 0
         sorter_stages = m * (m + 1) // 2
-        self.latency = (sorter_stages + m) if pipeline else 0
+        self.lane_latency = max(sorter_stages + m, BlockRAM.LATENCY + 1) if pipeline else 0
+        self.mux_stages = -(-m // 2) if pipeline else 0
+        self.latency = self.lane_latency + self.mux_stages
         self.in_valid = [Signal(name=f"in_valid{i}") for i in range(n)]
         self.in_dst = [Signal(w, name=f"in_dst{i}") for i in range(n)]
         self.in_data = [Signal(data_width, name=f"in_data{i}") for i in range(n)]
@@ -44,9 +53,7 @@ class BatcherBanyan(LiteXModule):
 
         # A lane packs Cat(src, dst, idle): the sort key (dst, idle) sits in the top bits, idle lanes last.
         # The data do not cross the network: `src` selects them at the outputs.
-        data_width_net = data_width
-        data_width = w
-        lw = data_width + w + 1
+        lw = w + w + 1
         stage_count = [0]
 
         def new_stage(values):
@@ -67,7 +74,7 @@ class BatcherBanyan(LiteXModule):
             lanes.append(lane)
 
         def key(lane):
-            return lane[data_width:]
+            return lane[w:]
 
         # Bitonic sorter.
         size = 2
@@ -87,17 +94,8 @@ class BatcherBanyan(LiteXModule):
                 stride //= 2
             size *= 2
 
-        # The data, delayed to reach the output multiplexers in the cycle of the last stage's decision.
-        delayed = list(self.in_data)
-        for k in range(max(0, self.latency - 1)):
-            regs = [Signal(data_width_net, name=f"d{k + 1}_data{i}") for i in range(n)]
-            self.sync += [r.eq(d) for r, d in zip(regs, delayed)]
-            delayed = regs
-        source = Array(delayed)
-
         # Omega banyan: perfect shuffle, then 2x2 elements routing on destination bit (m-1-s).
         events = []
-        final = lanes
         for s in range(m):
             shuffled = [None] * n
             for p in range(n):
@@ -106,7 +104,7 @@ class BatcherBanyan(LiteXModule):
             for q in range(0, n, 2):
                 a, c = shuffled[q], shuffled[q + 1]
                 a_v, c_v = ~a[lw - 1], ~c[lw - 1]
-                a_bit, c_bit = a[data_width + m - 1 - s], c[data_width + m - 1 - s]
+                a_bit, c_bit = a[w + m - 1 - s], c[w + m - 1 - s]
                 a_up, a_dn = Signal(name=f"b{s}_{q}_a_up"), Signal(name=f"b{s}_{q}_a_dn")
                 c_up, c_dn = Signal(name=f"b{s}_{q}_c_up"), Signal(name=f"b{s}_{q}_c_dn")
                 hit = Signal(name=f"b{s}_{q}_collision")
@@ -118,20 +116,49 @@ class BatcherBanyan(LiteXModule):
                 events.append(hit)
                 values[q] = Mux(a_up, a, Mux(c_up, c, idle))
                 values[q + 1] = Mux(a_dn, a, Mux(c_dn, c, idle))
-            final = values
             lanes = new_stage(values)
+        for _ in range(self.lane_latency - stage_count[0]):
+            lanes = new_stage(lanes)
 
-        # Output j: the data of the source port the last stage delivers there (before that stage's
-        # registers), registered with it.
+        if not pipeline:
+            source = Array(self.in_data)
+            for j in range(n):
+                self.comb += [self.out_valid[j].eq(~lanes[j][lw - 1]), self.out_data[j].eq(source[lanes[j][:w]])]
+        else:
+            self._output_multiplexers(lanes, lw)
+        # The count is off the data path: events registered, their sum registered, then added (2 cycles late).
+        events_r = Signal(len(events))
+        hits = Signal(len(events).bit_length())
+        self.sync += [events_r.eq(Cat(*events)), hits.eq(sum(events_r[k] for k in range(len(events)))),
+                      If(hits != 0, self.collisions.eq(self.collisions + hits))]
+
+    def _output_multiplexers(self, lanes, lw):
+        """The data of each input in a block RAM read `lane_latency` cycles after the write, then each
+        output's registered 4:1 tree, selected by the source field of the last stage's lane."""
+        n, w = self.n, index_bits(self.n)
+        lag = self.lane_latency - BlockRAM.LATENCY       # cycles between a word's write and its read address
+        depth = 1 << lag.bit_length()                    # > lag: a word is read before it is overwritten
+        cycle = Signal(max=depth)
+        self.sync += cycle.eq(cycle + 1)
+        delayed = []
+        for i in range(n):
+            ram = BlockRAM(self.data_width, depth)
+            setattr(self, f"delay{i}", ram)
+            self.comb += [ram.we.eq(1), ram.adr_w.eq(cycle), ram.dat_w.eq(self.in_data[i]),
+                          ram.adr_r.eq(cycle - lag)]
+            delayed.append(ram.dat_r)
         for j in range(n):
-            sel = Signal(max(1, w), name=f"out_src{j}")
-            self.comb += sel.eq(final[j][:w] if n > 1 else 0)
-            self.comb += self.out_valid[j].eq(~lanes[j][lw - 1])
-            if pipeline and self.latency:
-                self.sync += self.out_data[j].eq(source[sel])
-            else:
-                self.comb += self.out_data[j].eq(source[sel])
-        if events:
-            hits = Signal(max(1, len(events).bit_length()))
-            self.comb += hits.eq(sum(events))
-            self.sync += If(hits != 0, self.collisions.eq(self.collisions + hits))
+            sel, valid, level = lanes[j][:w], ~lanes[j][lw - 1], delayed
+            for s in range(self.mux_stages):
+                # no reset: valid says when the data count, and the reset net stays off these registers
+                regs = [Signal(self.data_width, reset_less=True, name=f"mux{j}_{s}_{g}")
+                        for g in range(-(-len(level) // 4))]
+                self.sync += [r.eq(Array(level[4 * g:4 * g + 4])[sel[:2]]) for g, r in enumerate(regs)]
+                nvalid = Signal(name=f"mux{j}_{s}_valid")
+                self.sync += nvalid.eq(valid)
+                if len(sel) > 2:
+                    rest = Signal(len(sel) - 2, reset_less=True, name=f"mux{j}_{s}_sel")
+                    self.sync += rest.eq(sel[2:])
+                    sel = rest
+                valid, level = nvalid, regs
+            self.comb += [self.out_data[j].eq(level[0]), self.out_valid[j].eq(valid)]

@@ -82,9 +82,10 @@ class RIFLSwitch(LiteXModule):
         self.collisions = net.collisions
         # Credit loop: from the cell time of a decision to its credit coming back, the cell is read in the
         # next cell time (+1 memory), crosses the network, the FIFO (+1), leaves (beats - 1) and the
-        # credit register (+1): 2 * beats + latency + 2 cycles, i.e. that many cell times in flight.
+        # credit register (+1): 2 * beats + latency + 2 cycles. A credit back in the cycle a cell time starts
+        # counts only at the next start, so the loop holds floor(cycles / cell time) + 1 cells.
         if out_cells is None:
-            out_cells = -(-(2 * cell_cycles + net.latency + 2) // cell_cycles)
+            out_cells = (2 * cell_cycles + net.latency + 2) // cell_cycles + 1
         self.out_cells = out_cells
 
         # Cell-time counter; scheduling and transfers start at count 0.

@@ -299,18 +299,20 @@ def ecp5_scheduler(n, k, pipelined=False):
 
 
 def ecp5_network(n, width):
-    """The ECP5 runs' factory of the Batcher-Banyan network: (module, ios)."""
+    """The ECP5 runs' factory of the Batcher-Banyan network: (module, ios, overrides: its delay block RAMs as
+    DP16KD tiles)."""
+    from cores.lib.block_ram import ecp5_special_overrides
     m = BatcherBanyan(n, width)
-    return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions]
+    return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions], ecp5_special_overrides
 
 
 ECP5_SCHEDULERS = [(8, "LFE5U-25F", 80, False), (16, "LFE5U-25F", 80, False), (16, "LFE5U-25F", 80, True),
                    (32, "LFE5U-85F", 40, False), (32, "LFE5U-85F", 60, True)]
 ECP5_NETWORKS = [(8, 80), (16, 60)]
 PNR_MINUTES = 25
-# The N = 16 network (~29k LUT4, ~30k FF) places in ~20 minutes but does not route: nextpnr's router1 still had
-# ~90k overused wires after 15 minutes, router2 plateaued at ~7k after 15 iterations (40 minutes); the table
-# then gives the post-placement Fmax estimate. The budget covers placement on a loaded machine.
+# The N = 16 network (~30k LUT4, ~11k FF, 64 DP16KD) places in ~11 minutes but does not route: nextpnr's router1
+# still had 78k of 116k arcs left after 12 minutes (docs/switch.md); the table then gives the post-placement
+# Fmax estimate. The budget covers placement on a loaded machine.
 NETWORK_PNR_MINUTES = 40
 
 

@@ -4,7 +4,7 @@ from cores.lib.logic import index_bits
 from cores.switch.batcher_banyan import BatcherBanyan
 from sim.formal import Mutation, Property
 
-DATA_WIDTH = 4      # the data only ride a delay line and a multiplexer: 4 bits show any misdelivery
+DATA_WIDTH = 4      # the data only ride a block RAM and a multiplexer: 4 bits show any misdelivery
 
 
 def _network(n):
@@ -64,7 +64,7 @@ PROPERTIES = [
         f"ever sees a collision.",
         _network(n), _check(n),
         Mutation("the first sorter stage compares ports 0 and 1 the wrong way round",
-                 r"^(\s*s1_lane[01] <= \(\(in_lane0\[\d+:\d+\] )>( in_lane1)", r"\1<\2", count=2),
+                 r"^(\s*\w*s1_lane[01] <= \(\(\w*in_lane0\[\d+:\d+\] )>( \w*in_lane1)", r"\1<\2", count=2),
         mode="prove", depth=BatcherBanyan(n, DATA_WIDTH).latency + 2, slow=n > 4)
     for n in (4, 8)
 ]
