@@ -2,6 +2,8 @@ import os
 import signal
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
@@ -28,6 +30,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
+@pytest.hookimpl(optionalhook=True)                 # defined by xdist (absent under -p no:xdist)
 def pytest_xdist_make_scheduler(config, log):
     """`make test`'s workers take whole test files, in the order of the files' first tests (see above).
 
