@@ -119,8 +119,9 @@ class FrameBanks(LiteXModule):
     """Two frame buffers of FRAME_WORDS words (one block RAM, ping-pong), each with a job and a slot table
     of MAX_SLOTS entries (`slot_layout(row_bits)`).
 
-    Fill side (the parser), bank `wbank`: `writable` (the bank is free), `wr` (the buffer's write port,
-    address Cat(word, wbank)), `slot_we`/`slot_index`/`slot_w` (write a slot table entry), `accept` (with
+    Fill side (the parser), bank `wbank`: `fill_bank`, the bank the words go to (`wbank`, or the other one
+    in the cycle that accepts `wbank`), `writable` (`fill_bank` is free), `wr` (the buffer's write port,
+    address Cat(word, fill_bank)), `slot_we`/`slot_index`/`slot_w` (write a slot table entry), `accept` (with
     `job_w`: the bank becomes busy and the fill side moves to the other bank).
     Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port), `job`, `slot`
     (the entry `slot_rindex`, combinational), `release` (the bank is free again, the drain side moves on).
@@ -129,6 +130,7 @@ class FrameBanks(LiteXModule):
     def __init__(self, row_bits):
         layout = slot_layout(row_bits)
         self.wbank, self.ebank = Signal(name="wbank"), Signal(name="ebank")
+        self.fill_bank = Signal(name="fill_bank")
         self.writable, self.pending, self.empty = Signal(name="writable"), Signal(name="pending"), Signal(name="empty")
         self.slot_we, self.slot_index, self.slot_w = Signal(), Signal(2), Record(layout)
         self.accept, self.job_w = Signal(name="accept"), Record(JOB_LAYOUT)
@@ -145,7 +147,8 @@ class FrameBanks(LiteXModule):
         jobs = {n: Array(Signal(w) for _ in range(2)) for n, w in JOB_LAYOUT}
         tix_e = Signal(3)
         self.comb += [
-            self.writable.eq(~busy[self.wbank]),
+            self.fill_bank.eq(self.wbank ^ self.accept),
+            self.writable.eq(~busy[self.fill_bank]),
             self.pending.eq(busy[self.ebank]),
             self.empty.eq(~busy[0] & ~busy[1]),
             tix_e.eq(Cat(self.slot_rindex, self.ebank)),
@@ -228,7 +231,8 @@ class TagCheck(LiteXModule):
     """A word read as a slot tag (combinational): its `kind`, `count`, `offset`; `end`, the frame index of
     the slot's last word when the tag is at frame index `index`; `bad`: the tag breaks a REASON_TAG rule
     (kind 11, lane width, reserved bits, raw count 0 or past the row's end, LIL count or offset, the slot
-    runs past the frame)."""
+    runs past the frame). The overrun compares the slot's words with the room left after `index` (a
+    function of the register `index` alone), so `bad` does not wait for the adder of `end`."""
     def __init__(self):
         self.word, self.index = Signal(32), Signal(8)
         self.kind, self.count, self.offset = Signal(2), Signal(9), Signal(8)
@@ -242,7 +246,9 @@ class TagCheck(LiteXModule):
         k_res = Signal()
         k_w = Signal(10)
         k_nw = Signal(10)
+        room = Signal(8)         # words after the slot's header up to the frame's end (index < FRAME_WORDS - 1)
         self.comb += [
+            room.eq(FRAME_WORDS - 2 - self.index),
             self.kind.eq(k_kind), self.count.eq(k_cnt), self.offset.eq(k_off),
             k_res.eq((word & TAG.reserved_mask()) != 0),
             k_w.eq(_lil_words(k_cnt)),
@@ -251,7 +257,7 @@ class TagCheck(LiteXModule):
             self.bad.eq((k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | k_res |
                         ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
                         ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
-                        (self.end > FRAME_WORDS - 1)),
+                        (self.index == FRAME_WORDS - 1) | (k_nw > room)),
         ]
 
 
@@ -260,11 +266,17 @@ class SparsrParser(LiteXModule):
 
     Parameters: `banks` (FrameBanks), `wmem_rows`, `xmem_rows` (for the row and range checks).
     `sink`: words, `last` on each frame's last word; ready while the bank being filled is free (the rest
-    of a frame found too long is taken and dropped at any time) and `hold` is low. On the frame's last word
-    (latency 0):
+    of a frame found too long is taken and dropped at any time) and `hold` is low. One cycle after the
+    frame's last word (the verdict; the next frame's first word may be taken in that cycle, into the bank
+    the verdict leaves free):
     `accept` (the bank goes to the executor with its job and slot table; `rows_refused` counts its slots
     whose row is past the end of the memory) or `refuse` with `reason` (the first rule the frame broke).
-    `idle`: no frame partly received or being dropped. One word per cycle.
+    `idle`: no frame partly received, being dropped or waiting for its verdict. One word per cycle.
+
+    Pipeline: the rules each word breaks are registered in its cycle (`errs`) and the first of them goes
+    into `reason` the cycle after, so the verdict reads registers only. The command word's raw-piece
+    continuity is checked with the LEN word (the registered command against the row in progress the
+    previous verdict left; the LEN word breaks no rule of its own, so the first rule broken is the same).
     """
     def __init__(self, banks, wmem_rows, xmem_rows):
         self.sink = stream.Endpoint(WORD_LAYOUT)
@@ -297,16 +309,18 @@ class SparsrParser(LiteXModule):
         p_valid, p_row, p_off, p_x = Signal(), Signal(32), Signal(9), Signal()
         q_valid, q_row, q_off, q_x = Signal(), Signal(32), Signal(9), Signal()
 
+        is_w, is_x = Signal(), Signal()
+        is_write, is_read, is_dma, is_status = Signal(), Signal(), Signal(), Signal()
         fire = Signal()
+        v_done = Signal()        # the verdict cycle: one cycle after a frame's last word (or its length error)
         self.comb += [
-            sink.ready.eq(~self.hold & (discard | banks.writable)),
+            # (no word in the verdict cycle of a status frame: an accepted one sets `hold`)
+            sink.ready.eq(~self.hold & ~(v_done & is_status) & (discard | banks.writable)),
             fire.eq(sink.valid & sink.ready),
-            banks.wr.adr.eq(Cat(idx, banks.wbank)),
+            banks.wr.adr.eq(Cat(idx, banks.fill_bank)),
             banks.wr.dat_w.eq(word),
             banks.wr.we.eq(fire & ~discard),
         ]
-        is_w, is_x = Signal(), Signal()
-        is_write, is_read, is_dma, is_status = Signal(), Signal(), Signal(), Signal()
         self.comb += [
             is_w.eq(cmd == CMD_WRITE_WMEM), is_x.eq(cmd == CMD_WRITE_XMEM), is_write.eq(is_w | is_x),
             is_read.eq(cmd == CMD_READ_WMEM), is_dma.eq(cmd == CMD_DMA_XMEM_WMEM), is_status.eq(cmd == CMD_STATUS),
@@ -355,7 +369,7 @@ class SparsrParser(LiteXModule):
         known_cmd, cont_ok = Signal(), Signal()
         self.comb += [
             known_cmd.eq((word >= CMD_WRITE_WMEM) & (word <= CMD_STATUS)),
-            cont_ok.eq(Mux(p_x, word == CMD_WRITE_XMEM, word == CMD_WRITE_WMEM) | (word == CMD_STATUS)),
+            cont_ok.eq(Mux(p_x, is_x, is_w) | is_status),
         ]
         exp_len = Signal(32)
         self.comb += Case(cmd, {**{c: exp_len.eq(n) for c, n in CMD_PARAMS.items()}, "default": exp_len.eq(0)})
@@ -366,7 +380,7 @@ class SparsrParser(LiteXModule):
         self.comb += hdr_word.eq(fire & ~discard & (idx < HEADER_WORDS))
         errors = [
             (hdr_word & (idx == 0) & ~known_cmd, REASON_CMD),
-            (hdr_word & (idx == 0) & p_valid & ~cont_ok, REASON_PIECE),
+            (hdr_word & (idx == 1) & p_valid & ~cont_ok, REASON_PIECE),
             (hdr_word & (idx == 2) & ~is_write & ((hlen != exp_len) | (word != 0)), REASON_CMD),
             (at_tag & (k_kind != KIND_END) & tag.bad, REASON_TAG),
             (at_tag & (k_kind != KIND_END) & (nslots == MAX_SLOTS), REASON_HEADER),
@@ -376,55 +390,62 @@ class SparsrParser(LiteXModule):
             (list_end & ((end_nslots != haddr) | (end_nslots == 0) |
                          Mux(end_tag, idx != hlen_end, hlen != PAYLOAD_WORDS)), REASON_HEADER),
         ]
-        err_sigs = []
-        for cond, _ in errors:
-            e = Signal()
-            self.comb += e.eq(cond)
-            err_sigs.append(e)
-        err_now = Signal()
+        errs = Signal(len(errors))      # the rules the previous word broke
+        self.sync += errs.eq(Cat(*[cond for cond, _ in errors]))
+        err_prev = Signal()
         err_code = Signal(REASON_BITS)
-        self.comb += err_now.eq(reduce(or_, err_sigs))
+        self.comb += err_prev.eq(errs != 0)
         sel = err_code.eq(0)
-        for e, (_, r) in reversed(list(zip(err_sigs, errors))):
-            sel = If(e, err_code.eq(r)).Else(sel)
+        for i, (_, r) in reversed(list(enumerate(errors))):
+            sel = If(errs[i], err_code.eq(r)).Else(sel)
         self.comb += sel
         # Command parameters (registered by the last word, so only registers are used here).
         p0, p1, p2 = params
         cmd_ok = Signal()
+        cmd_ok_r = Signal()
         self.comb += cmd_ok.eq(
             is_write |
             (is_read & (p0 < R) & (p1 != 0) & (_wide(p0, 1) + p1 <= R)) |
             (is_dma & (p0 < X) & (p1 < R) & (p2 != 0) & (_wide(p0, 1) + p2 <= X) &
              (_wide(p1, 1) + p2 <= R)) |
             is_status)
+        self.sync += cmd_ok_r.eq(cmd_ok)
         frame_end = Signal()
-        final_reason = Signal(REASON_BITS)
-        accept = Signal()
-        len_bad_early = Signal()
-        len_bad_late = Signal()
-        refuse = Signal()
+        len_bad = Signal()
         frame_done = Signal()
         self.comb += [
             frame_end.eq(fire & ~discard & (idx == FRAME_WORDS - 1) & sink.last),
-            len_bad_early.eq(fire & ~discard & sink.last & (idx != FRAME_WORDS - 1)),
-            len_bad_late.eq(fire & ~discard & ~sink.last & (idx == FRAME_WORDS - 1)),
-            final_reason.eq(Mux(reason != 0, reason, Mux(err_now, err_code, Mux(cmd_ok, 0, REASON_CMD)))),
-            accept.eq(frame_end & (final_reason == 0)),
-            refuse.eq((frame_end & (final_reason != 0)) | len_bad_early | len_bad_late),
-            frame_done.eq(frame_end | len_bad_early | len_bad_late),     # accept | refuse, without the verdict
+            len_bad.eq(fire & ~discard & (sink.last != (idx == FRAME_WORDS - 1))),
+            frame_done.eq(frame_end | len_bad),
+        ]
+        # The verdict, one cycle after the frame's last word: `reason` holds the first rule broken up to the
+        # word before the last, `errs` the last word's.
+        v_len = Signal()
+        v_ns = Signal(3)
+        v_oor = Signal(3)
+        final_reason = Signal(REASON_BITS)
+        accept = Signal()
+        refuse = Signal()
+        self.comb += [
+            final_reason.eq(Mux(reason != 0, reason, Mux(err_prev, err_code, Mux(cmd_ok_r, 0, REASON_CMD)))),
+            accept.eq(v_done & ~v_len & (final_reason == 0)),
+            refuse.eq(v_done & ~accept),
         ]
         refuse_code = Signal(REASON_BITS)
-        self.comb += refuse_code.eq(Mux(len_bad_early | len_bad_late, REASON_LENGTH, final_reason))
+        self.comb += refuse_code.eq(Mux(v_len, REASON_LENGTH, final_reason))
         job_kind = Signal(3)
         self.comb += job_kind.eq(Mux(is_w, JOB_WRITE_W, Mux(is_x, JOB_WRITE_X, Mux(is_read, JOB_READ,
                                      Mux(is_dma, JOB_DMA, JOB_STATUS)))))
         new_off = Signal(9)
         self.comb += new_off.eq(s_off + s_cnt)
         self.sync += [
+            v_done.eq(frame_done), v_len.eq(len_bad),
+            If(frame_done, v_ns.eq(end_nslots), v_oor.eq(n_oor + (at_row & row_oor))),
+            If(err_prev & (reason == 0), reason.eq(err_code)),
+            If(v_done, reason.eq(0)),
             If(fire & discard & sink.last, discard.eq(0)),
             If(fire & ~discard,
                 idx.eq(idx + 1),
-                If(err_now & (reason == 0), reason.eq(err_code)),
                 If(idx == 0, cmd.eq(word)),
                 If(idx == 1, hlen.eq(word), hlen_end.eq(_wide(word, 1) + HEADER_WORDS)),
                 If(idx == 2, haddr.eq(word)),
@@ -461,8 +482,8 @@ class SparsrParser(LiteXModule):
                 q_valid.eq(p_valid), q_row.eq(p_row), q_off.eq(p_off), q_x.eq(p_x),
             ),
             If(frame_done,
-                idx.eq(0), reason.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
-                If(len_bad_late, discard.eq(1)),
+                idx.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
+                If(~sink.last, discard.eq(1)),
             ),
         ]
         # Into the bank: each slot's table entry (at its row word), the job of an accepted frame.
@@ -472,12 +493,12 @@ class SparsrParser(LiteXModule):
             slot.raw.eq(s_raw), slot.row.eq(word), slot.off.eq(s_off), slot.cnt.eq(s_cnt),
             slot.start.eq(idx - 1), slot.fin.eq(new_off == ROW_WORDS), slot.inr.eq(row_inr),
             banks.accept.eq(accept),
-            banks.job_w.kind.eq(job_kind), banks.job_w.ns.eq(end_nslots),
+            banks.job_w.kind.eq(job_kind), banks.job_w.ns.eq(v_ns),
             banks.job_w.p0.eq(p0), banks.job_w.p1.eq(p1), banks.job_w.p2.eq(p2),
             self.accept.eq(accept), self.refuse.eq(refuse), self.reason.eq(refuse_code),
             self.accept_status.eq(accept & is_status),
-            self.rows_refused.eq(n_oor + (at_row & row_oor)),
-            self.idle.eq((idx == 0) & ~discard),
+            self.rows_refused.eq(v_oor),
+            self.idle.eq((idx == 0) & ~discard & ~v_done),
         ]
 
 
@@ -598,6 +619,18 @@ class SparsrExecutor(LiteXModule):
             move_word.eq(Mux(src_x, xmem.rd.dat_r, banks.rd.dat_r)),
             raw_lane.eq(x_off + o[:8]),
         ]
+        # Data stage: MOVE registers the word it reads (block RAM output -> register) with what to do with it,
+        # and the word is written (or fed to the LIL decoder) in the next cycle. The slot's control (row map,
+        # spare row, form, counters) stays in MOVE; the last word's write follows in the next slot's W_SLOT
+        # (or D_NEXT), a cycle without writes of its own.
+        m_we_w, m_we_x, m_lil, m_last = Signal(), Signal(), Signal(), Signal()
+        m_adr = Signal(8 + max(pwb, pxb))
+        d_we_w, d_we_x, d_lil, d_last = (Signal(name=n) for n in ("d_we_w", "d_we_x", "d_lil", "d_last"))
+        d_adr, d_word = Signal(8 + max(pwb, pxb)), Signal(32)
+        self.sync += [
+            d_we_w.eq(m_we_w), d_we_x.eq(m_we_x), d_lil.eq(m_lil), d_last.eq(m_last),
+            d_adr.eq(m_adr), d_word.eq(move_word),
+        ]
 
         # Answers: one word a cycle; words from WMEM are read one cycle before they enter the FIFO.
         self.answer = answer = AnswerPath(fifo_depth)
@@ -624,7 +657,12 @@ class SparsrExecutor(LiteXModule):
 
         # LIL slots and LIL rows from XMEM into WMEM physical row `phys`.
         self.lil = lil = LILWriter(wmem)
-        self.comb += lil.phys.eq(phys)
+        self.comb += [
+            lil.phys.eq(phys),
+            lil.word_valid.eq(d_lil), lil.word.eq(d_word), lil.last.eq(d_last),
+            If(d_we_w, wmem.wr.adr.eq(d_adr[:8 + pwb]), wmem.wr.dat_w.eq(d_word), wmem.wr.we.eq(1)),
+            If(d_we_x, xmem.wr.adr.eq(d_adr[:8 + pxb]), xmem.wr.dat_w.eq(d_word), xmem.wr.we.eq(1)),
+        ]
 
         # XMEM in block RAM or DRAM: a slot waits for room (x_room), a DMA row until it is there (d_ready; its
         # physical row d_phys and form d_form), d_start starts a DMA job, d_done ends a DMA row.
@@ -673,7 +711,8 @@ class SparsrExecutor(LiteXModule):
                 If(x_tox,
                     xmem.form.adr.eq(xmem.phys), xmem.form.dat_w.eq(0), xmem.form.we.eq(1),
                 ).Else(
-                    wmem.mask_wr.adr.eq(wmem.phys), wmem.mask_wr.dat_w.eq(0), wmem.mask_wr.we.eq(1),
+                    # an empty lane mask, through the LIL writer (behind the previous slot's mask)
+                    NextValue(phys, wmem.phys), lil.start.eq(1), lil.count.eq(0), m_last.eq(1),
                 ),
                 self.slot_stored.eq(1),
                 NextValue(si, si + 1), NextState("W_SLOT"),
@@ -693,19 +732,10 @@ class SparsrExecutor(LiteXModule):
             If(issue_left != 0, NextValue(rd_ptr, rd_ptr + 1), NextValue(issue_left, issue_left - 1)),
             NextValue(proc_left, proc_left - 1),
             NextValue(o, o + 1),
-            If(x_raw,
-                If(x_tox,
-                    xmem.wr.adr.eq(Cat(raw_lane, phys[:pxb])), xmem.wr.dat_w.eq(move_word), xmem.wr.we.eq(1),
-                ).Else(
-                    wmem.wr.adr.eq(Cat(raw_lane, phys[:pwb])), wmem.wr.dat_w.eq(move_word), wmem.wr.we.eq(1),
-                )
-            ).Elif(x_tox,
-                xmem.wr.adr.eq(Cat(o[:8], phys[:pxb])), xmem.wr.dat_w.eq(move_word), xmem.wr.we.eq(1),
-            ).Else(
-                lil.word_valid.eq(1), lil.word.eq(move_word),
-            ),
+            m_adr.eq(Cat(Mux(x_raw, raw_lane, o[:8]), phys)),
+            m_we_x.eq(x_tox), m_we_w.eq(~x_tox & x_raw), m_lil.eq(~x_tox & ~x_raw),
             If(proc_left == 1,
-                lil.last.eq(~x_raw & ~x_tox),
+                m_last.eq(~x_raw & ~x_tox),
                 If(x_raw,
                     If(x_fin,
                         If(x_tox,

@@ -42,21 +42,31 @@ reg [2:0] f_open = 0;
 always @(posedge clk) f_open <= f_open + framebanks_accept - framebanks_release;
 wire f_row_write = wmem_memory_we || wmem_we || wmem_map_we || xmem_memory_we || xmem_we || xmem_map_we;
 wire f_executing = state != 0;
+// f_commit: the executor commits (or runs a command of) a bank the parser accepted and has not released, or
+// did so one or two cycles ago (its data stage writes a word the cycle after MOVE read it, the LIL writer
+// the cycle after that).
+reg f_commit_d1 = 0, f_commit_d2 = 0;
+always @(posedge clk) begin
+    f_commit_d1 <= f_executing && framebanks_pending;
+    f_commit_d2 <= f_commit_d1;
+end
+wire f_commit = (f_executing && framebanks_pending) || f_commit_d1 || f_commit_d2;
 always @(*) if (!init) begin
     // A frame's last word either accepts or refuses it, and only an accepted frame becomes a bank.
     assert(!(sparsrparser_accept && sparsrparser_refuse));
     assert(framebanks_accept == sparsrparser_accept);
-    // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while the executor commits
-    // (or runs a command of) a bank that the parser accepted and has not been released.
-    if (f_row_write) assert(f_executing && framebanks_pending);
+    // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while (or up to two cycles
+    // after) the executor commits (or runs a command of) a bank that the parser accepted and had not released.
+    if (f_row_write) assert(f_commit);
     // A row map switches (a raw row is stored) only in the cycle that commits the last word of a raw slot
     // that finishes its row.
     if (wmem_map_we || xmem_map_we) assert(sparsrexecutor_x_raw && sparsrexecutor_x_fin);
-    // Lemmas: the open frames are the busy banks; the executor leaves IDLE only for a busy bank, and the
-    // LIL writer's registered entries and lane mask belong to the slot being committed.
+    // Lemmas: the open frames are the busy banks; the executor leaves IDLE only for a busy bank; the data
+    // stage's word and the LIL writer's registered entries and lane mask belong to a slot being committed.
     assert(f_open == framebanks_busy0 + framebanks_busy1);
     if (f_executing) assert(framebanks_pending);
-    if (sparsrexecutor_lilwriter_e_valid || sparsrexecutor_lilwriter_e_fin) assert(f_executing);
+    if (sparsrexecutor_d_we_w || sparsrexecutor_d_we_x || sparsrexecutor_d_lil || sparsrexecutor_d_last) assert(f_commit_d1);
+    if (sparsrexecutor_lilwriter_e_valid || sparsrexecutor_lilwriter_e_fin) assert(f_commit_d2);
 end
 """
 
@@ -90,6 +100,6 @@ PROPERTIES = [
         Mutation("input words enter the DRAM write FIFO",
                  r"^assign dramxmem_wfifo_sink_valid = dramxmem_wr_we;",
                  "assign dramxmem_wfifo_sink_valid = dramxmem_wr_we | sink_valid;",
-                 assertion="assert(f_executing && framebanks_pending)"),
+                 assertion="assert(f_commit)"),
         mode="prove", depth=4),
 ]
