@@ -25,6 +25,7 @@ from migen.genlib.record import Record
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from cores.lib.block_ram import BlockRAM
 from cores.lib.counters import add_counters, add_counter_csrs
 from cores.lib.logic import index_bits
 from cores.sparsr.common import (
@@ -43,6 +44,18 @@ def _wide(value, extra):
     operand or target (Migen's simulator at unbounded width), so a sum or shift that can outgrow both must
     widen an operand; otherwise it wraps in the gateware only."""
     return Cat(value, C(0, extra))
+
+
+def _word_ram(depth):
+    """A 32-bit `BlockRAM` of `depth` words (read data two cycles after the address: on ECP5 the DP16KD's
+    output register, 0.9 ns after the clock instead of 5.8) and its port records `wr` (adr, dat_w, we), `rd`
+    (adr, dat_r). A read that meets a write to its address returns an undefined word (never used here)."""
+    ram = BlockRAM(32, depth)
+    wr = Record([("adr", len(ram.adr_w)), ("dat_w", 32), ("we", 1)])
+    rd = Record([("adr", len(ram.adr_r)), ("dat_r", 32)])
+    wiring = [ram.adr_w.eq(wr.adr), ram.dat_w.eq(wr.dat_w), ram.we.eq(wr.we),
+              ram.adr_r.eq(rd.adr), rd.dat_r.eq(ram.dat_r)]
+    return ram, wr, rd, wiring
 
 
 def _entry_bytes(count):
@@ -123,7 +136,8 @@ class FrameBanks(LiteXModule):
     in the cycle that accepts `wbank`), `writable` (`fill_bank` is free), `wr` (the buffer's write port,
     address Cat(word, fill_bank)), `slot_we`/`slot_index`/`slot_w` (write a slot table entry), `accept` (with
     `job_w`: the bank becomes busy and the fill side moves to the other bank).
-    Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port), `job`, `slot`
+    Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port: data two cycles after
+    the address), `job`, `slot`
     (the entry `slot_rindex`, combinational), `release` (the bank is free again, the drain side moves on).
     `empty`: neither bank is busy.
     """
@@ -136,9 +150,8 @@ class FrameBanks(LiteXModule):
         self.accept, self.job_w = Signal(name="accept"), Record(JOB_LAYOUT)
         self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(JOB_LAYOUT)
         self.release = Signal()
-        fbuf = Memory(32, 2 * FRAME_WORDS, name="sparsr_fbuf")
-        self.wr, self.rd = fbuf.get_port(write_capable=True), fbuf.get_port()
-        self.specials += fbuf, self.wr, self.rd
+        self.fbuf, self.wr, self.rd, wiring = _word_ram(2 * FRAME_WORDS)
+        self.comb += wiring
 
         # # #
 
@@ -172,7 +185,7 @@ class FrameBanks(LiteXModule):
 class RowMemory(LiteXModule):
     """`rows` rows of ROW_WORDS words in rows + 1 physical rows (one spare) behind a row map.
 
-    `wr`, `rd`: ports of the words (address Cat(word, physical row)). `row` (row_bits, input): a row number;
+    `wr`, `rd`: ports of the words (address Cat(word, physical row); read data two cycles after the address). `row` (row_bits, input): a row number;
     `phys`: the physical row holding it (combinational). `map`: the row map's port at `row`; it holds
     physical row XOR row number, so its all-zero reset state is the identity map (no initialisation).
     `free`: the spare physical row (`rows` at reset); the executor swaps it with a row's physical row when
@@ -184,11 +197,11 @@ class RowMemory(LiteXModule):
         self.row = Signal(row_bits)
         self.phys = Signal(pb)
         self.free = Signal(pb, reset=rows)
-        values = Memory(32, (rows + 1) * ROW_WORDS, name=f"sparsr_{name}mem")
-        self.wr, self.rd = values.get_port(write_capable=True), values.get_port()
+        self.values, self.wr, self.rd, wiring = _word_ram((rows + 1) * ROW_WORDS)
+        self.comb += wiring
         row_map = Memory(pb, max(rows, 2), name=f"sparsr_{name}map")     # (a 1-entry memory has no address)
         self.map = row_map.get_port(write_capable=True, async_read=True)
-        self.specials += values, self.wr, self.rd, row_map, self.map
+        self.specials += row_map, self.map
 
         # # #
 
@@ -508,8 +521,8 @@ class AnswerPath(LiteXModule):
     """Answer words into a FIFO of `fifo_depth` words, out on `source`.
 
     `push` (one word a cycle, only while `can_push`) with `last`, and `word`, or with `from_wmem` the word
-    the WMEM read port delivers the next cycle (`wmem_data`), 0 unless its lane is set (`wmem_lane_set`,
-    sampled with `push`). Latency: a word enters the FIFO the cycle after `push`.
+    the WMEM read port delivers two cycles later (`wmem_data`), 0 unless its lane is set (`wmem_lane_set`,
+    sampled with `push`). Latency: a word enters the FIFO two cycles after `push`.
     """
     def __init__(self, fifo_depth):
         self.push, self.from_wmem, self.last = Signal(), Signal(), Signal()
@@ -521,18 +534,20 @@ class AnswerPath(LiteXModule):
         # # #
 
         self.fifo = fifo = stream.SyncFIFO(WORD_LAYOUT, fifo_depth, buffered=False)
-        it_valid, it_mem, it_last, it_bit = Signal(), Signal(), Signal(), Signal()
-        it_word = Signal(32)
+        # two stages of words on their way (the read of a WMEM word)
+        stages = [Record([("valid", 1), ("mem", 1), ("last", 1), ("bit", 1), ("word", 32)]) for _ in range(2)]
+        first, second = stages
         self.comb += [
             fifo.source.connect(self.source),
-            self.can_push.eq(_wide(fifo.level, 1) + it_valid < fifo_depth),
-            fifo.sink.valid.eq(it_valid),
-            fifo.sink.data.eq(Mux(it_mem, Mux(it_bit, self.wmem_data, 0), it_word)),
-            fifo.sink.last.eq(it_last),
+            self.can_push.eq(_wide(fifo.level, 2) + first.valid + second.valid < fifo_depth),
+            fifo.sink.valid.eq(second.valid),
+            fifo.sink.data.eq(Mux(second.mem, Mux(second.bit, self.wmem_data, 0), second.word)),
+            fifo.sink.last.eq(second.last),
         ]
         self.sync += [
-            it_valid.eq(self.push), it_mem.eq(self.from_wmem), it_word.eq(self.word), it_last.eq(self.last),
-            it_bit.eq(self.wmem_lane_set),
+            first.valid.eq(self.push), first.mem.eq(self.from_wmem), first.word.eq(self.word),
+            first.last.eq(self.last), first.bit.eq(self.wmem_lane_set),
+            second.eq(first),
         ]
 
 
@@ -619,17 +634,17 @@ class SparsrExecutor(LiteXModule):
             move_word.eq(Mux(src_x, xmem.rd.dat_r, banks.rd.dat_r)),
             raw_lane.eq(x_off + o[:8]),
         ]
-        # Data stage: MOVE registers the word it reads (block RAM output -> register) with what to do with it,
-        # and the word is written (or fed to the LIL decoder) in the next cycle. The slot's control (row map,
-        # spare row, form, counters) stays in MOVE; the last word's write follows in the next slot's W_SLOT
-        # (or D_NEXT), a cycle without writes of its own.
+        # Data stage: the frame buffer and XMEM deliver a word two cycles after its address (the block RAM's
+        # output register), one cycle after the MOVE cycle that accounts for it; MOVE registers what to do
+        # with the word, which is written (or fed to the LIL decoder) in that next cycle. The slot's control
+        # (row map, spare row, form, counters) stays in MOVE; the last word's write follows in the next slot's
+        # W_SLOT (or D_NEXT), a cycle without writes of its own.
         m_we_w, m_we_x, m_lil, m_last = Signal(), Signal(), Signal(), Signal()
         m_adr = Signal(8 + max(pwb, pxb))
         d_we_w, d_we_x, d_lil, d_last = (Signal(name=n) for n in ("d_we_w", "d_we_x", "d_lil", "d_last"))
-        d_adr, d_word = Signal(8 + max(pwb, pxb)), Signal(32)
+        d_adr = Signal(8 + max(pwb, pxb))
         self.sync += [
-            d_we_w.eq(m_we_w), d_we_x.eq(m_we_x), d_lil.eq(m_lil), d_last.eq(m_last),
-            d_adr.eq(m_adr), d_word.eq(move_word),
+            d_we_w.eq(m_we_w), d_we_x.eq(m_we_x), d_lil.eq(m_lil), d_last.eq(m_last), d_adr.eq(m_adr),
         ]
 
         # Answers: one word a cycle; words from WMEM are read one cycle before they enter the FIFO.
@@ -659,9 +674,9 @@ class SparsrExecutor(LiteXModule):
         self.lil = lil = LILWriter(wmem)
         self.comb += [
             lil.phys.eq(phys),
-            lil.word_valid.eq(d_lil), lil.word.eq(d_word), lil.last.eq(d_last),
-            If(d_we_w, wmem.wr.adr.eq(d_adr[:8 + pwb]), wmem.wr.dat_w.eq(d_word), wmem.wr.we.eq(1)),
-            If(d_we_x, xmem.wr.adr.eq(d_adr[:8 + pxb]), xmem.wr.dat_w.eq(d_word), xmem.wr.we.eq(1)),
+            lil.word_valid.eq(d_lil), lil.word.eq(move_word), lil.last.eq(d_last),
+            If(d_we_w, wmem.wr.adr.eq(d_adr[:8 + pwb]), wmem.wr.dat_w.eq(move_word), wmem.wr.we.eq(1)),
+            If(d_we_x, xmem.wr.adr.eq(d_adr[:8 + pxb]), xmem.wr.dat_w.eq(move_word), xmem.wr.we.eq(1)),
         ]
 
         # XMEM in block RAM or DRAM: a slot waits for room (x_room), a DMA row until it is there (d_ready; its

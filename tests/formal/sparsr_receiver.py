@@ -40,7 +40,7 @@ CHECK = """
 // f_open: the frames the parser accepted minus the banks the executor released.
 reg [2:0] f_open = 0;
 always @(posedge clk) f_open <= f_open + framebanks_accept - framebanks_release;
-wire f_row_write = wmem_memory_we || wmem_we || wmem_map_we || xmem_memory_we || xmem_we || xmem_map_we;
+wire f_row_write = wmem_word_ram_we || wmem_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we;
 wire f_executing = state != 0;
 // f_commit: the executor commits (or runs a command of) a bank the parser accepted and has not released, or
 // did so one or two cycles ago (its data stage writes a word the cycle after MOVE read it, the LIL writer
@@ -73,8 +73,8 @@ end
 # With XMEM in DRAM (Migen names the WMEM memories without a prefix then, the executor's state with one): the DRAM write FIFO's input and the
 # row entries (map and form) are the XMEM writes.
 CHECK_DRAM = (CHECK
-              .replace("wmem_memory_we || wmem_we || wmem_map_we || xmem_memory_we || xmem_we || xmem_map_we",
-                       "memory_we || we || map_we || dramxmem_wfifo_sink_valid || dramxmem_ent_a_we")
+              .replace("wmem_word_ram_we || wmem_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we",
+                       "word_ram_we || we || map_we || dramxmem_wfifo_sink_valid || dramxmem_ent_a_we")
               .replace("if (wmem_map_we || xmem_map_we)", "if (map_we || dramxmem_map_we)")
               .replace("f_executing = state != 0", "f_executing = sparsrexecutor_state != 0"))
 
