@@ -47,15 +47,17 @@ def _wide(value, extra):
 
 
 def _word_ram(depth):
-    """A 32-bit `BlockRAM` of `depth` words (read data two cycles after the address: on ECP5 the DP16KD's
-    output register, 0.9 ns after the clock instead of 5.8) and its port records `wr` (adr, dat_w, we), `rd`
-    (adr, dat_r). A read that meets a write to its address returns an undefined word (never used here)."""
+    """A 32-bit `BlockRAM` of `depth` words and its port records `wr` (adr, dat_w, we), `rd` (adr, dat_r), with
+    registers on both sides of the block RAM (timing: its tiles sit apart, its clock-to-out is 5.8 ns on ECP5
+    without the output register): a write lands in the RAM one cycle after `wr.we`, read data comes two cycles
+    after the address (on ECP5 from the DP16KD's output register, 0.9 ns after the clock). A read that meets
+    a write to its address returns an undefined word (never used here). Returns the RAM, `wr`, `rd`, the
+    write registers (sync) and the read wiring (comb)."""
     ram = BlockRAM(32, depth)
     wr = Record([("adr", len(ram.adr_w)), ("dat_w", 32), ("we", 1)])
     rd = Record([("adr", len(ram.adr_r)), ("dat_r", 32)])
-    wiring = [ram.adr_w.eq(wr.adr), ram.dat_w.eq(wr.dat_w), ram.we.eq(wr.we),
-              ram.adr_r.eq(rd.adr), rd.dat_r.eq(ram.dat_r)]
-    return ram, wr, rd, wiring
+    return ram, wr, rd, [ram.adr_w.eq(wr.adr), ram.dat_w.eq(wr.dat_w), ram.we.eq(wr.we)], [
+        ram.adr_r.eq(rd.adr), rd.dat_r.eq(ram.dat_r)]
 
 
 def _entry_bytes(count):
@@ -150,8 +152,9 @@ class FrameBanks(LiteXModule):
         self.accept, self.job_w = Signal(name="accept"), Record(JOB_LAYOUT)
         self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(JOB_LAYOUT)
         self.release = Signal()
-        self.fbuf, self.wr, self.rd, wiring = _word_ram(2 * FRAME_WORDS)
-        self.comb += wiring
+        self.fbuf, self.wr, self.rd, write, read = _word_ram(2 * FRAME_WORDS)
+        self.sync += write
+        self.comb += read
 
         # # #
 
@@ -185,7 +188,8 @@ class FrameBanks(LiteXModule):
 class RowMemory(LiteXModule):
     """`rows` rows of ROW_WORDS words in rows + 1 physical rows (one spare) behind a row map.
 
-    `wr`, `rd`: ports of the words (address Cat(word, physical row); read data two cycles after the address). `row` (row_bits, input): a row number;
+    `wr`, `rd`: ports of the words (address Cat(word, physical row); a write lands the cycle after `wr.we`,
+    read data comes two cycles after the address). `row` (row_bits, input): a row number;
     `phys`: the physical row holding it (combinational). `map`: the row map's port at `row`; it holds
     physical row XOR row number, so its all-zero reset state is the identity map (no initialisation).
     `free`: the spare physical row (`rows` at reset); the executor swaps it with a row's physical row when
@@ -197,8 +201,9 @@ class RowMemory(LiteXModule):
         self.row = Signal(row_bits)
         self.phys = Signal(pb)
         self.free = Signal(pb, reset=rows)
-        self.values, self.wr, self.rd, wiring = _word_ram((rows + 1) * ROW_WORDS)
-        self.comb += wiring
+        self.values, self.wr, self.rd, write, read = _word_ram((rows + 1) * ROW_WORDS)
+        self.sync += write
+        self.comb += read
         row_map = Memory(pb, max(rows, 2), name=f"sparsr_{name}map")     # (a 1-entry memory has no address)
         self.map = row_map.get_port(write_capable=True, async_read=True)
         self.specials += row_map, self.map
@@ -556,10 +561,13 @@ class LILWriter(LiteXModule):
     row's lane mask (the lanes written, so every other lane reads as 0).
 
     `start` (with `count`, the entries) begins a slot; each `word_valid` cycle takes one payload `word`
-    (through the `LILDecoder`); `last` goes with the slot's last word. The decoded entries are registered
-    and written one cycle later (timing); the lane mask is written in the cycle after the last word, always
-    a W_SLOT or D_NEXT cycle of the executor, which uses neither WMEM write port, so the stage costs no
-    cycle. The executor's own writes to `wmem` in the same cycle take precedence.
+    (through the `LILDecoder`); `last` goes with the slot's last word (or alone: an empty row). The decoded
+    entries are registered and written one cycle later (timing), their lanes registered as two one-hot
+    nibbles and gathered into the slot's lane mask in the same cycle (one LUT a lane); the mask is written
+    (and cleared) the cycle after the last entry, two cycles after `last`: in the executor's next W_PREP,
+    MOVE or D_FORM, none of which writes a lane mask itself (a raw row's mask is written at the end of a
+    raw slot, which never directly follows a LIL slot of the same frame; an empty LIL row's mask goes
+    through this writer). The executor's own writes to `wmem` in the same cycle take precedence.
     """
     def __init__(self, wmem):
         self.start, self.count = Signal(), Signal(9)
@@ -572,22 +580,22 @@ class LILWriter(LiteXModule):
         self.decoder = dec = LILDecoder()
         mask_acc = Signal(ROW_LANES)
         e_valid, e_fin = Signal(name="e_valid"), Signal(name="e_fin")
+        f_fin, f_phys = Signal(name="f_fin"), Signal(wmem.phys_bits)     # (phys may change with the write)
         e_lane, e_value = Signal(8, name="e_lane"), Signal(32, name="e_value")
-        e_bit = Signal(ROW_LANES)
+        e_hi, e_lo = Signal(16), Signal(16)      # the entry's lane as one-hot nibbles (e_hi: 0 without entry)
         self.comb += [
             dec.start.eq(self.start), dec.count.eq(self.count),
             dec.word_valid.eq(self.word_valid), dec.word.eq(self.word),
         ]
         self.sync += [
             e_valid.eq(dec.entry_valid), e_lane.eq(dec.lane), e_value.eq(dec.value), e_fin.eq(self.last),
-            If(e_valid, mask_acc.eq(mask_acc | e_bit)),
-            If(self.start, mask_acc.eq(0)),
+            e_hi.eq(Mux(dec.entry_valid, C(1, 16) << dec.lane[4:], 0)), e_lo.eq(C(1, 16) << dec.lane[:4]),
+            f_fin.eq(e_fin), f_phys.eq(self.phys),
+            [mask_acc[i].eq(~f_fin & (mask_acc[i] | (e_hi[i >> 4] & e_lo[i & 15]))) for i in range(ROW_LANES)],
         ]
         self.comb += [
-            e_bit.eq(Mux(e_valid, C(1, ROW_LANES) << e_lane, 0)),
             If(e_valid, wmem.wr.adr.eq(Cat(e_lane, self.phys)), wmem.wr.dat_w.eq(e_value), wmem.wr.we.eq(1)),
-            If(e_fin, wmem.mask_wr.adr.eq(self.phys), wmem.mask_wr.dat_w.eq(mask_acc | e_bit),
-               wmem.mask_wr.we.eq(1)),
+            If(f_fin, wmem.mask_wr.adr.eq(f_phys), wmem.mask_wr.dat_w.eq(mask_acc), wmem.mask_wr.we.eq(1)),
         ]
 
 
@@ -648,13 +656,16 @@ class SparsrExecutor(LiteXModule):
         ]
 
         # Answers: one word a cycle; words from WMEM are read one cycle before they enter the FIFO.
+        # The lane mask of the row being read, from lane `ro` on: loaded in R_ROW when the row starts (ro = 0),
+        # shifted by each word read (no 256-way select after the mask memory).
+        lanes_set = Signal(ROW_LANES)
         self.answer = answer = AnswerPath(fifo_depth)
         fw = Signal(9)               # words of the answer frame pushed so far
         self.comb += [
             answer.source.connect(self.source),
             answer.last.eq(fw == FRAME_WORDS - 1),
             answer.wmem_data.eq(wmem.rd.dat_r),
-            answer.wmem_lane_set.eq((wmem.mask_rd.dat_r >> wmem.rd.adr[:8])[0]),
+            answer.wmem_lane_set.eq(lanes_set[0]),
         ]
         self.sync += If(answer.push, fw.eq(fw + 1))
 
@@ -831,13 +842,14 @@ class SparsrExecutor(LiteXModule):
             )
         )
         fsm.act("R_ROW",
+            If(ro == 0, NextValue(lanes_set, wmem.mask_rd.dat_r)),
             If(answer.can_push,
                 answer.push.eq(1), answer.word.eq(trow_w), NextValue(dleft, pc), NextState("R_DATA"),
             )
         )
         fsm.act("R_DATA",
             If(answer.can_push,
-                answer.push.eq(1), answer.from_wmem.eq(1),
+                answer.push.eq(1), answer.from_wmem.eq(1), NextValue(lanes_set, lanes_set[1:]),
                 NextValue(ro, ro + 1), NextValue(dleft, dleft - 1),
                 If(dleft == 1,
                     If(ro == ROW_WORDS - 1, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),

@@ -43,19 +43,21 @@ always @(posedge clk) f_open <= f_open + framebanks_accept - framebanks_release;
 wire f_row_write = wmem_word_ram_we || wmem_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we;
 wire f_executing = state != 0;
 // f_commit: the executor commits (or runs a command of) a bank the parser accepted and has not released, or
-// did so one or two cycles ago (its data stage writes a word the cycle after MOVE read it, the LIL writer
-// the cycle after that).
-reg f_commit_d1 = 0, f_commit_d2 = 0;
+// did so up to three cycles ago (its data stage handles a word the cycle after MOVE read it, the LIL writer
+// registers the entries the cycle after that and writes the lane mask one cycle later; the word memories
+// register their writes).
+reg f_commit_d1 = 0, f_commit_d2 = 0, f_commit_d3 = 0;
 always @(posedge clk) begin
     f_commit_d1 <= f_executing && framebanks_pending;
     f_commit_d2 <= f_commit_d1;
+    f_commit_d3 <= f_commit_d2;
 end
-wire f_commit = (f_executing && framebanks_pending) || f_commit_d1 || f_commit_d2;
+wire f_commit = (f_executing && framebanks_pending) || f_commit_d1 || f_commit_d2 || f_commit_d3;
 always @(*) if (!init) begin
     // A frame's last word either accepts or refuses it, and only an accepted frame becomes a bank.
     assert(!(sparsrparser_accept && sparsrparser_refuse));
     assert(framebanks_accept == sparsrparser_accept);
-    // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while (or up to two cycles
+    // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while (or up to three cycles
     // after) the executor commits (or runs a command of) a bank that the parser accepted and had not released.
     if (f_row_write) assert(f_commit);
     // A row map switches (a raw row is stored) only in the cycle that commits the last word of a raw slot
@@ -67,6 +69,7 @@ always @(*) if (!init) begin
     if (f_executing) assert(framebanks_pending);
     if (sparsrexecutor_d_we_w || sparsrexecutor_d_we_x || sparsrexecutor_d_lil || sparsrexecutor_d_last) assert(f_commit_d1);
     if (sparsrexecutor_lilwriter_e_valid || sparsrexecutor_lilwriter_e_fin) assert(f_commit_d2);
+    if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d3);
 end
 """
 
