@@ -214,16 +214,20 @@ class RowMemory(LiteXModule):
 
 
 class WMEM(RowMemory):
-    """WMEM: a RowMemory with a lane mask of ROW_LANES bits per physical row (`mask_wr`, `mask_rd`; the read
-    port shows the mask of `phys`). A lane whose mask bit is 0 reads as 0."""
+    """WMEM: a RowMemory with a lane mask of ROW_LANES bits per physical row (`mask_wr` (adr, dat_w, we): a
+    write lands one cycle later, through registers in front of the LUT RAM's many write ports; `mask_rd`:
+    the mask of `phys`, one cycle after it). A lane whose mask bit is 0 reads as 0."""
     def __init__(self, rows, row_bits):
         RowMemory.__init__(self, rows, row_bits, "w")
         mask = Memory(ROW_LANES, rows + 1, name="sparsr_wmask")
-        self.mask_wr, self.mask_rd = mask.get_port(write_capable=True), mask.get_port()
-        self.specials += mask, self.mask_wr, self.mask_rd
+        mask_w, self.mask_rd = mask.get_port(write_capable=True), mask.get_port()
+        self.specials += mask, mask_w, self.mask_rd
+        self.mask_wr = Record([("adr", len(mask_w.adr)), ("dat_w", ROW_LANES), ("we", 1)])
 
         # # #
 
+        self.sync += [mask_w.adr.eq(self.mask_wr.adr), mask_w.dat_w.eq(self.mask_wr.dat_w),
+                      mask_w.we.eq(self.mask_wr.we)]
         self.comb += self.mask_rd.adr.eq(self.phys)
 
 
