@@ -531,7 +531,9 @@ class AnswerPath(LiteXModule):
 
     `push` (one word a cycle, only while `can_push`) with `last`, and `word`, or with `from_wmem` the word
     the WMEM read port delivers two cycles later (`wmem_data`), 0 unless its lane is set (`wmem_lane_set`,
-    sampled with `push`). Latency: a word enters the FIFO two cycles after `push`.
+    sampled with `push`). Latency: a word enters the FIFO two cycles after `push`. `can_push` is a register
+    that leaves out the word the FIFO gives away in its cycle: with `fifo_depth` >= 5 a source that takes a
+    word every cycle still gets one every cycle.
     """
     def __init__(self, fifo_depth):
         self.push, self.from_wmem, self.last = Signal(), Signal(), Signal()
@@ -548,7 +550,6 @@ class AnswerPath(LiteXModule):
         first, second = stages
         self.comb += [
             fifo.source.connect(self.source),
-            self.can_push.eq(_wide(fifo.level, 2) + first.valid + second.valid < fifo_depth),
             fifo.sink.valid.eq(second.valid),
             fifo.sink.data.eq(Mux(second.mem, Mux(second.bit, self.wmem_data, 0), second.word)),
             fifo.sink.last.eq(second.last),
@@ -557,6 +558,9 @@ class AnswerPath(LiteXModule):
             first.valid.eq(self.push), first.mem.eq(self.from_wmem), first.word.eq(self.word),
             first.last.eq(self.last), first.bit.eq(self.wmem_lane_set),
             second.eq(first),
+            # registered: room for one more word with the words in flight and the one pushed now (not
+            # counting a word leaving now), so the executor's decisions start from a register
+            self.can_push.eq(_wide(fifo.level, 2) + first.valid + second.valid + self.push < fifo_depth),
         ]
 
 
