@@ -135,7 +135,9 @@ class FrameBanks(LiteXModule):
     of MAX_SLOTS entries (`slot_layout(row_bits)`).
 
     Fill side (the parser), bank `wbank`: `fill_bank`, the bank the words go to (`wbank`, or the other one
-    in the cycle that accepts `wbank`), `writable` (`fill_bank` is free), `wr` (the buffer's write port,
+    in the cycle that accepts `wbank`), `writable` (the bank is free; in a cycle where `deciding` (input)
+    says `accept` may come, the other bank: `wbank` itself is never busy, so this holds whatever the
+    decision, and `accept` does not reach `writable`), `wr` (the buffer's write port,
     address Cat(word, fill_bank)), `slot_we`/`slot_index`/`slot_w` (write a slot table entry), `accept` (with
     `job_w`: the bank becomes busy and the fill side moves to the other bank).
     Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port: data two cycles after
@@ -147,6 +149,7 @@ class FrameBanks(LiteXModule):
         layout = slot_layout(row_bits)
         self.wbank, self.ebank = Signal(name="wbank"), Signal(name="ebank")
         self.fill_bank = Signal(name="fill_bank")
+        self.deciding = Signal()
         self.writable, self.pending, self.empty = Signal(name="writable"), Signal(name="pending"), Signal(name="empty")
         self.slot_we, self.slot_index, self.slot_w = Signal(), Signal(2), Record(layout)
         self.accept, self.job_w = Signal(name="accept"), Record(JOB_LAYOUT)
@@ -164,7 +167,7 @@ class FrameBanks(LiteXModule):
         tix_e = Signal(3)
         self.comb += [
             self.fill_bank.eq(self.wbank ^ self.accept),
-            self.writable.eq(~busy[self.fill_bank]),
+            self.writable.eq(~busy[self.wbank ^ self.deciding]),
             self.pending.eq(busy[self.ebank]),
             self.empty.eq(~busy[0] & ~busy[1]),
             tix_e.eq(Cat(self.slot_rindex, self.ebank)),
@@ -315,7 +318,6 @@ class SparsrParser(LiteXModule):
         word = sink.data
         idx = Signal(8)
         discard = Signal()
-        cmd = Signal(32)
         hlen = Signal(32)
         hlen_end = Signal(33)    # HEADER_WORDS + LEN: the index of a kind-00 tag that agrees with LEN
         haddr = Signal(32)
@@ -340,13 +342,12 @@ class SparsrParser(LiteXModule):
             sink.ready.eq(~self.hold & ~(v_done & is_status) & (discard | banks.writable)),
             fire.eq(sink.valid & sink.ready),
             banks.wr.adr.eq(Cat(idx, banks.fill_bank)),
+            banks.deciding.eq(v_done),
             banks.wr.dat_w.eq(word),
             banks.wr.we.eq(fire & ~discard),
         ]
-        self.comb += [
-            is_w.eq(cmd == CMD_WRITE_WMEM), is_x.eq(cmd == CMD_WRITE_XMEM), is_write.eq(is_w | is_x),
-            is_read.eq(cmd == CMD_READ_WMEM), is_dma.eq(cmd == CMD_DMA_XMEM_WMEM), is_status.eq(cmd == CMD_STATUS),
-        ]
+        # The command, decoded from the CMD word into registers.
+        self.comb += is_write.eq(is_w | is_x)
         # The current word as if it were a tag.
         self.tag = tag = TagCheck()
         self.comb += [tag.word.eq(word), tag.index.eq(idx)]
@@ -359,11 +360,9 @@ class SparsrParser(LiteXModule):
             at_row.eq(body & (ps == PS_ROW)),
             at_pay.eq(body & (ps == PS_PAY)),
         ]
-        n_rows_target = Signal(32)
         row_inr, row_oor = Signal(), Signal()
         self.comb += [
-            n_rows_target.eq(Mux(is_x, X, R)),
-            row_inr.eq(word < n_rows_target),
+            row_inr.eq(Mux(is_x, word < X, word < R)),       # (two compares with constants)
             row_oor.eq(~row_inr),
         ]
         # LIL checks on a payload word.
@@ -393,8 +392,9 @@ class SparsrParser(LiteXModule):
             known_cmd.eq((word >= CMD_WRITE_WMEM) & (word <= CMD_STATUS)),
             cont_ok.eq(Mux(p_x, is_x, is_w) | is_status),
         ]
-        exp_len = Signal(32)
-        self.comb += Case(cmd, {**{c: exp_len.eq(n) for c, n in CMD_PARAMS.items()}, "default": exp_len.eq(0)})
+        exp_len = Signal(2)
+        self.comb += exp_len.eq(Mux(is_read, CMD_PARAMS[CMD_READ_WMEM], Mux(is_dma, CMD_PARAMS[CMD_DMA_XMEM_WMEM],
+                                                                          CMD_PARAMS[CMD_STATUS])))
         piece_bad = Signal()
         self.comb += piece_bad.eq(Mux(q_valid, (nslots != 0) | (k_kind != KIND_RAW) | (k_off != q_off),
                                       (k_kind == KIND_RAW) & (k_off != 0)))
@@ -468,7 +468,10 @@ class SparsrParser(LiteXModule):
             If(fire & discard & sink.last, discard.eq(0)),
             If(fire & ~discard,
                 idx.eq(idx + 1),
-                If(idx == 0, cmd.eq(word)),
+                If(idx == 0,
+                    is_w.eq(word == CMD_WRITE_WMEM), is_x.eq(word == CMD_WRITE_XMEM), is_read.eq(word == CMD_READ_WMEM),
+                    is_dma.eq(word == CMD_DMA_XMEM_WMEM), is_status.eq(word == CMD_STATUS),
+                ),
                 If(idx == 1, hlen.eq(word), hlen_end.eq(_wide(word, 1) + HEADER_WORDS)),
                 If(idx == 2, haddr.eq(word)),
                 [If(idx == HEADER_WORDS + i, params[i].eq(word)) for i in range(3)],
@@ -921,7 +924,7 @@ class SparsrReceiver(LiteXModule):
     cycles while the next one streams in); a read or DMA command holds the input only while it runs. With
     XMEM in DRAM, write frames into XMEM take words as fast as the DRAM takes them once its write FIFO is
     full, and a DMA row costs its fetch from DRAM (docs/sparsr.md, "XMEM in DRAM").
-    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 256 cycles after
+    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 260 cycles after
     its last word.
     """
     def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=False, xmem=XMEM_BRAM, dram_port=None,
