@@ -32,7 +32,7 @@ from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, MAX_SLOTS, ROW_WORDS, ROW_LANES, LIL_ENTRY_BYTES,
     TAG, KIND_END, KIND_RAW, KIND_LIL, LANE_WIDTH_CODE, LIL_MAX_ENTRIES, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
     CMD_READ_WMEM, CMD_DMA_XMEM_WMEM, CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS,
-    MAX_PIECE_WORDS, REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER,
+    MAX_PIECE_WORDS, SLOT_HEADER_WORDS, REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER,
     REASON_BITS, COUNTERS, STATUS_COUNTERS, MAX_ROWS, XMEM_BRAM, XMEM_DRAM, XMEM_KINDS, DRAM_COUNTERS,
 )
 
@@ -686,10 +686,16 @@ class SparsrExecutor(LiteXModule):
         self.comb += wmem.rd.adr.eq(Cat(ro, wmem.phys))     # only R_DATA uses what it reads
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
         two, second = Signal(), Signal()
-        a_pc1, a_space = Signal(9), Signal(9)
+        # First piece: the rest of the row from `ro`, at most MAX_PIECE_WORDS words, so it ends the row when
+        # ro >= ends_at; the room then left for a second piece (after its 2 header words) is
+        # PAYLOAD_WORDS - 4 - (ROW_WORDS - ro) = ro - 7 words, so a second piece needs ro >= second_at (and
+        # rows left). Compares and subtractions of `ro` with constants only.
+        ends_at = ROW_WORDS - MAX_PIECE_WORDS                           # 5
+        second_at = ROW_WORDS + SLOT_HEADER_WORDS + 1 - (PAYLOAD_WORDS - SLOT_HEADER_WORDS)     # 8
+        a_pc1, a_two = Signal(9), Signal()
         self.comb += [
-            a_pc1.eq(Mux(ROW_WORDS - ro > MAX_PIECE_WORDS, MAX_PIECE_WORDS, ROW_WORDS - ro)),
-            a_space.eq(PAYLOAD_WORDS - 2 - a_pc1),
+            a_pc1.eq(Mux(ro >= ends_at, ROW_WORDS - ro, MAX_PIECE_WORDS)),
+            a_two.eq((ro >= second_at) & (rleft[1:] != 0)),
         ]
 
         # LIL slots and LIL rows from XMEM into WMEM physical row `phys`.
@@ -830,10 +836,10 @@ class SparsrExecutor(LiteXModule):
         # Read WMEM: answer frames of raw pieces.
         fsm.act("R_PLAN",
             NextValue(pc1, a_pc1),
-            NextValue(two, (ro + a_pc1 == ROW_WORDS) & (rleft > 1) & (a_space >= 3)),
-            NextValue(pc2, a_space - 2),
-            NextValue(used, Mux((ro + a_pc1 == ROW_WORDS) & (rleft > 1) & (a_space >= 3),
-                                PAYLOAD_WORDS, a_pc1 + 2)),
+            NextValue(two, a_two),
+            NextValue(pc2, ro - (second_at - 1)),
+            NextValue(used, Mux(a_two, PAYLOAD_WORDS, Mux(ro >= ends_at, ROW_WORDS + SLOT_HEADER_WORDS - ro,
+                                                          PAYLOAD_WORDS))),
             NextValue(fw, 0), NextValue(second, 0),
             NextState("R_HDR"),
         )
