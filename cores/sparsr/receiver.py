@@ -256,8 +256,9 @@ class TagCheck(LiteXModule):
     """A word read as a slot tag (combinational): its `kind`, `count`, `offset`; `end`, the frame index of
     the slot's last word when the tag is at frame index `index`; `bad`: the tag breaks a REASON_TAG rule
     (kind 11, lane width, reserved bits, raw count 0 or past the row's end, LIL count or offset, the slot
-    runs past the frame). The overrun compares the slot's words with the room left after `index` (a
-    function of the register `index` alone), so `bad` does not wait for the adder of `end`."""
+    runs past the frame). The overrun compares the count with the room left after `index`, in words for a
+    raw piece and in entries for a LIL slot (ceil(5 n / 4) <= room exactly when n <= floor(4 room / 5), a
+    table of `index`), so `bad` waits for no adder on the word."""
     def __init__(self):
         self.word, self.index = Signal(32), Signal(8)
         self.kind, self.count, self.offset = Signal(2), Signal(9), Signal(8)
@@ -272,8 +273,11 @@ class TagCheck(LiteXModule):
         k_w = Signal(10)
         k_nw = Signal(10)
         room = Signal(8)         # words after the slot's header up to the frame's end (index < FRAME_WORDS - 1)
+        lil_room = Signal(8)     # LIL entries that fit in them
+        assert LIL_ENTRY_BYTES == 5
         self.comb += [
             room.eq(FRAME_WORDS - 2 - self.index),
+            lil_room.eq(Array(C(4 * max(FRAME_WORDS - 2 - i, 0) // 5, 8) for i in range(FRAME_WORDS))[self.index]),
             self.kind.eq(k_kind), self.count.eq(k_cnt), self.offset.eq(k_off),
             k_res.eq((word & TAG.reserved_mask()) != 0),
             k_w.eq(_lil_words(k_cnt)),
@@ -282,7 +286,7 @@ class TagCheck(LiteXModule):
             self.bad.eq((k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | k_res |
                         ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
                         ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
-                        (self.index == FRAME_WORDS - 1) | (k_nw > room)),
+                        (self.index == FRAME_WORDS - 1) | Mux(k_kind == KIND_LIL, k_cnt > lil_room, k_cnt > room)),
         ]
 
 

@@ -85,8 +85,9 @@ PROPERTIES = [
     Property(
         "sparsr_receiver_refused_frames",
         f"In the Sparsr receiver ({ROWS} WMEM and {ROWS} XMEM rows, any input words and framing, any answer "
-        "back-pressure) no row memory, row map, lane mask or form is written except while the executor "
-        "commits a frame the parser accepted (so a refused frame changes no row), and a row map switches "
+        "back-pressure) no row memory, row map, lane mask or form is written except while (or up to three "
+        "cycles after) the executor commits a frame the parser accepted (so a refused frame changes no row), "
+        "and a row map switches "
         "only at the last word of a raw slot that finishes its row.",
         _receiver, CHECK,
         Mutation("a raw slot switches its row map even when it does not finish the row",
