@@ -72,12 +72,13 @@ class _Pair(Module):
         ]
 
 
-@pytest.mark.parametrize("width,depth", [(40, 512), (355, 1024), (10, 2048), (7, 4096), (3, 128)])
+@pytest.mark.parametrize("width,depth", [(40, 512), (355, 1024), (10, 2048), (7, 4096), (3, 128),
+                                         (32, 4352), (72, 1100), (8, 32768)])
 def test_ecp5_lowering_matches_generic(width, depth):
     rng = random.Random(width * 7919 + depth)
     dut = _Pair(width, depth)
     bits, count = dp16kd_tiles(width, depth)
-    assert len(dut.models) == count == -(-width // bits)
+    assert len(dut.models) == count
     shadow = {}
     checked = [0]
 
@@ -117,8 +118,10 @@ def test_ecp5_tiles_and_parameters():
     assert dp16kd_tiles(32, 512) == (36, 1)
     assert dp16kd_tiles(2840, 128) == (36, 79)
     assert dp16kd_tiles(9, 2048) == (9, 1)
-    with pytest.raises(ValueError):
-        dp16kd_tiles(8, 32768)
+    # deeper than one tile row: rows of tiles behind an output multiplexer, when that takes fewer tiles
+    assert dp16kd_tiles(32, 4352) == (36, 9)            # 9 rows of 512 x 36 (one row of 8192 x 2: 16)
+    assert dp16kd_tiles(32, 4096) == (4, 8)             # a tie keeps one row
+    assert dp16kd_tiles(8, 32768) == (1, 16)
     with pytest.raises(ValueError):
         BlockRAM(8, 1)
     v = str(convert(BlockRAM(355, 1024), name="dut", special_overrides=ecp5_special_overrides))

@@ -41,11 +41,12 @@ class BlockRAM(LiteXModule):
         # without the mark, yosys emulates Verilog's read-during-write rule with a bypass register as wide as
         # the RAM and a multiplexer after it
         mem.attr = {("no_rw_check", 1)}
-        mem.block_ram_read_registers = True     # the ECP5 lowering takes the two registers into the DP16KD
         mem.block_ram_read_enable = re
         wr = mem.get_port(write_capable=True)
         rd = mem.get_port(async_read=True)      # the first register: synthesis takes it as the RAM's own
-        self.specials += mem, wr, rd, _ReadRegisters(rd.dat_r, self.dat_r, re)
+        # the ECP5 lowering takes the two registers into the DP16KD (and their clock domain, renamed with them)
+        mem.block_ram_read_registers = regs = _ReadRegisters(rd.dat_r, self.dat_r, re)
+        self.specials += mem, wr, rd, regs
         self.comb += [wr.we.eq(self.we), wr.adr.eq(self.adr_w), wr.dat_w.eq(self.dat_w), rd.adr.eq(self.adr_r)]
 
 
@@ -81,12 +82,18 @@ class _TwoRegisters(Module):
         self.sync += step if re is None else If(re, *step)
 
 
+def _dp16kd_tiling(width, depth):
+    """(words, data bits) of the DP16KD mode, tiles side by side, tile rows (each `words` deep) of a `width` x
+    `depth` RAM: the fewest primitives, then the fewest tile rows (each row after the first costs an output
+    multiplexer behind the output registers)."""
+    return min(((d, w, -(-width // w), -(-depth // d)) for d, w in _DP16KD_MODES),
+               key=lambda t: (t[2] * t[3], t[3]))
+
+
 def dp16kd_tiles(width, depth):
     """(DP16KD mode data bits, number of primitives) of a `width` x `depth` RAM."""
-    if depth > _DP16KD_MODES[-1][0]:
-        raise ValueError(f"an ECP5 BlockRAM holds at most {_DP16KD_MODES[-1][0]} words, got {depth}")
-    bits = next(w for d, w in _DP16KD_MODES if depth <= d)
-    return bits, -(-width // bits)
+    _, bits, across, rows = _dp16kd_tiling(width, depth)
+    return bits, across * rows
 
 
 def dp16kd_instance(**pins):
@@ -96,47 +103,64 @@ def dp16kd_instance(**pins):
 class _ECP5BlockRAMImpl(Module):
     """DP16KD tiles side by side, port A writing and port B reading in the same aspect ratio (as yosys maps
     them), both output registers on. In the 36-bit mode a word is {DIB, DIA} / {DOB, DOA} and address pins
-    ADA0..3 enable its four 9-bit bytes; in the 18-bit mode ADA0..1 enable two. `primitive` builds one tile
-    from its parameters and pins (tests give a behavioural model)."""
+    ADA0..3 enable its four 9-bit bytes; in the 18-bit mode ADA0..1 enable two. A RAM deeper than one tile
+    row (`_dp16kd_tiling`) has rows of tiles, each written when the address's upper bits select it; the read
+    data is the row that the upper bits of the read address, delayed like the data (two registers enabled by
+    `re`), select, a multiplexer behind the output registers. `primitive` builds one tile from its parameters
+    and pins (tests give a behavioural model)."""
     def __init__(self, mem, primitive=dp16kd_instance):
         wr, = [p for p in mem.ports if p.we is not None]
         rd, = [p for p in mem.ports if p.async_read]
         re = getattr(mem, "block_ram_read_enable", None)
         re = 1 if re is None else re
-        bits, count = dp16kd_tiles(mem.width, mem.depth)
-        lsb = _DP16KD_ADDR_BITS - log2_int(next(d for d, w in _DP16KD_MODES if w == bits))
-        aw = len(wr.adr)
-        # below the word address: byte enables (x36: 4, x18: 2), else zeros
-        ada = [wr.we] * 4 + [0] if bits == 36 else [1, 1, 0, 0] if bits == 18 else [0] * lsb
-        ada = ada + [wr.adr[k] for k in range(aw)] + [0] * (_DP16KD_ADDR_BITS - lsb - aw)
-        adb = [0] * lsb + [rd.adr[k] for k in range(aw)] + [0] * (_DP16KD_ADDR_BITS - lsb - aw)
-        for t in range(count):
-            lo, hi = t * bits, min((t + 1) * bits, mem.width)
-            din = [wr.dat_w[k] for k in range(lo, hi)] + [0] * (36 - (hi - lo))
-            dout = [rd.dat_r[k] for k in range(lo, hi)] + [Signal() for _ in range(36 - (hi - lo))]
-            pins = dict(
-                p_DATA_WIDTH_A=bits, p_DATA_WIDTH_B=bits, p_REGMODE_A="OUTREG", p_REGMODE_B="OUTREG",
-                p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
-                p_CSDECODE_A="0b000", p_CSDECODE_B="0b000", p_GSR="DISABLED",
-                i_CLKA=wr.clock, i_CEA=1, i_OCEA=1, i_WEA=1 if bits == 36 else wr.we, i_RSTA=0,
-                i_CLKB=rd.clock, i_CEB=re, i_OCEB=re, i_WEB=0, i_RSTB=0,
-            )
-            for k in range(3):
-                pins[f"i_CSA{k}"] = pins[f"i_CSB{k}"] = 0
-            for k in range(_DP16KD_ADDR_BITS):
-                pins[f"i_ADA{k}"], pins[f"i_ADB{k}"] = ada[k], adb[k]
-            for k in range(18):
-                pins[f"i_DIA{k}"] = din[k]
-                pins[f"i_DIB{k}"] = din[18 + k] if bits == 36 else 0
-                if bits == 36:
-                    pins[f"o_DOA{k}"], pins[f"o_DOB{k}"] = dout[k], dout[18 + k]
-                elif k < bits:
-                    pins[f"o_DOB{k}"] = dout[k]
-            tile = primitive(**pins)
-            if isinstance(tile, Module):
-                self.submodules += tile
-            else:
-                self.specials += tile
+        words, bits, across, rows = _dp16kd_tiling(mem.width, mem.depth)
+        lsb = _DP16KD_ADDR_BITS - log2_int(words)
+        aw = min(len(wr.adr), log2_int(words))          # address bits inside a tile
+        row_w = Signal(max=max(rows, 2))
+        row_r = [Signal(max=max(rows, 2)) for _ in range(3)]      # the read row, then as the two registers
+        if rows > 1:
+            self.comb += [row_w.eq(wr.adr[aw:]), row_r[0].eq(rd.adr[aw:])]
+            regs = getattr(mem, "block_ram_read_registers", None)
+            sync = getattr(self.sync, regs.clock_domain if isinstance(regs, _ReadRegisters) else rd.clock.cd)
+            sync += If(re, row_r[1].eq(row_r[0]), row_r[2].eq(row_r[1]))
+        douts = []
+        for r in range(rows):
+            we = wr.we & (row_w == r)
+            # below the word address: byte enables (x36: 4, x18: 2), else zeros
+            ada = [we] * 4 + [0] if bits == 36 else [1, 1, 0, 0] if bits == 18 else [0] * lsb
+            ada = ada + [wr.adr[k] for k in range(aw)] + [0] * (_DP16KD_ADDR_BITS - lsb - aw)
+            adb = [0] * lsb + [rd.adr[k] for k in range(aw)] + [0] * (_DP16KD_ADDR_BITS - lsb - aw)
+            dout_row = Signal(mem.width) if rows > 1 else rd.dat_r
+            douts.append(dout_row)
+            for t in range(across):
+                lo, hi = t * bits, min((t + 1) * bits, mem.width)
+                din = [wr.dat_w[k] for k in range(lo, hi)] + [0] * (36 - (hi - lo))
+                dout = [dout_row[k] for k in range(lo, hi)] + [Signal() for _ in range(36 - (hi - lo))]
+                pins = dict(
+                    p_DATA_WIDTH_A=bits, p_DATA_WIDTH_B=bits, p_REGMODE_A="OUTREG", p_REGMODE_B="OUTREG",
+                    p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_RESETMODE="SYNC",
+                    p_ASYNC_RESET_RELEASE="SYNC", p_CSDECODE_A="0b000", p_CSDECODE_B="0b000", p_GSR="DISABLED",
+                    i_CLKA=wr.clock, i_CEA=1, i_OCEA=1, i_WEA=1 if bits == 36 else we, i_RSTA=0,
+                    i_CLKB=rd.clock, i_CEB=re, i_OCEB=re, i_WEB=0, i_RSTB=0,
+                )
+                for k in range(3):
+                    pins[f"i_CSA{k}"] = pins[f"i_CSB{k}"] = 0
+                for k in range(_DP16KD_ADDR_BITS):
+                    pins[f"i_ADA{k}"], pins[f"i_ADB{k}"] = ada[k], adb[k]
+                for k in range(18):
+                    pins[f"i_DIA{k}"] = din[k]
+                    pins[f"i_DIB{k}"] = din[18 + k] if bits == 36 else 0
+                    if bits == 36:
+                        pins[f"o_DOA{k}"], pins[f"o_DOB{k}"] = dout[k], dout[18 + k]
+                    elif k < bits:
+                        pins[f"o_DOB{k}"] = dout[k]
+                tile = primitive(**pins)
+                if isinstance(tile, Module):
+                    self.submodules += tile
+                else:
+                    self.specials += tile
+        if rows > 1:
+            self.comb += rd.dat_r.eq(Array(douts)[row_r[2]])
 
 
 class ECP5Memory:

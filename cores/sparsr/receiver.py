@@ -25,13 +25,14 @@ from migen.genlib.record import Record
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from cores.lib.block_ram import BlockRAM
 from cores.lib.counters import add_counters, add_counter_csrs
 from cores.lib.logic import index_bits
 from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, MAX_SLOTS, ROW_WORDS, ROW_LANES, LIL_ENTRY_BYTES,
     TAG, KIND_END, KIND_RAW, KIND_LIL, LANE_WIDTH_CODE, LIL_MAX_ENTRIES, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
     CMD_READ_WMEM, CMD_DMA_XMEM_WMEM, CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS,
-    MAX_PIECE_WORDS, REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER,
+    MAX_PIECE_WORDS, SLOT_HEADER_WORDS, REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER,
     REASON_BITS, COUNTERS, STATUS_COUNTERS, MAX_ROWS, XMEM_BRAM, XMEM_DRAM, XMEM_KINDS, DRAM_COUNTERS,
 )
 
@@ -43,6 +44,20 @@ def _wide(value, extra):
     operand or target (Migen's simulator at unbounded width), so a sum or shift that can outgrow both must
     widen an operand; otherwise it wraps in the gateware only."""
     return Cat(value, C(0, extra))
+
+
+def _word_ram(depth):
+    """A 32-bit `BlockRAM` of `depth` words and its port records `wr` (adr, dat_w, we), `rd` (adr, dat_r), with
+    registers on both sides of the block RAM (timing: its tiles sit apart, its clock-to-out is 5.8 ns on ECP5
+    without the output register): a write lands in the RAM one cycle after `wr.we`, read data comes two cycles
+    after the address (on ECP5 from the DP16KD's output register, 0.9 ns after the clock). A read that meets
+    a write to its address returns an undefined word (never used here). Returns the RAM, `wr`, `rd`, the
+    write registers (sync) and the read wiring (comb)."""
+    ram = BlockRAM(32, depth)
+    wr = Record([("adr", len(ram.adr_w)), ("dat_w", 32), ("we", 1)])
+    rd = Record([("adr", len(ram.adr_r)), ("dat_r", 32)])
+    return ram, wr, rd, [ram.adr_w.eq(wr.adr), ram.dat_w.eq(wr.dat_w), ram.we.eq(wr.we)], [
+        ram.adr_r.eq(rd.adr), rd.dat_r.eq(ram.dat_r)]
 
 
 def _entry_bytes(count):
@@ -119,24 +134,30 @@ class FrameBanks(LiteXModule):
     """Two frame buffers of FRAME_WORDS words (one block RAM, ping-pong), each with a job and a slot table
     of MAX_SLOTS entries (`slot_layout(row_bits)`).
 
-    Fill side (the parser), bank `wbank`: `writable` (the bank is free), `wr` (the buffer's write port,
-    address Cat(word, wbank)), `slot_we`/`slot_index`/`slot_w` (write a slot table entry), `accept` (with
+    Fill side (the parser), bank `wbank`: `fill_bank`, the bank the words go to (`wbank`, or the other one
+    in the cycle that accepts `wbank`), `writable` (the bank is free; in a cycle where `deciding` (input)
+    says `accept` may come, the other bank: `wbank` itself is never busy, so this holds whatever the
+    decision, and `accept` does not reach `writable`), `wr` (the buffer's write port,
+    address Cat(word, fill_bank)), `slot_we`/`slot_index`/`slot_w` (write a slot table entry), `accept` (with
     `job_w`: the bank becomes busy and the fill side moves to the other bank).
-    Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port), `job`, `slot`
+    Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port: data two cycles after
+    the address), `job`, `slot`
     (the entry `slot_rindex`, combinational), `release` (the bank is free again, the drain side moves on).
     `empty`: neither bank is busy.
     """
     def __init__(self, row_bits):
         layout = slot_layout(row_bits)
         self.wbank, self.ebank = Signal(name="wbank"), Signal(name="ebank")
+        self.fill_bank = Signal(name="fill_bank")
+        self.deciding = Signal()
         self.writable, self.pending, self.empty = Signal(name="writable"), Signal(name="pending"), Signal(name="empty")
         self.slot_we, self.slot_index, self.slot_w = Signal(), Signal(2), Record(layout)
         self.accept, self.job_w = Signal(name="accept"), Record(JOB_LAYOUT)
         self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(JOB_LAYOUT)
         self.release = Signal()
-        fbuf = Memory(32, 2 * FRAME_WORDS, name="sparsr_fbuf")
-        self.wr, self.rd = fbuf.get_port(write_capable=True), fbuf.get_port()
-        self.specials += fbuf, self.wr, self.rd
+        self.fbuf, self.wr, self.rd, write, read = _word_ram(2 * FRAME_WORDS)
+        self.sync += write
+        self.comb += read
 
         # # #
 
@@ -145,7 +166,8 @@ class FrameBanks(LiteXModule):
         jobs = {n: Array(Signal(w) for _ in range(2)) for n, w in JOB_LAYOUT}
         tix_e = Signal(3)
         self.comb += [
-            self.writable.eq(~busy[self.wbank]),
+            self.fill_bank.eq(self.wbank ^ self.accept),
+            self.writable.eq(~busy[self.wbank ^ self.deciding]),
             self.pending.eq(busy[self.ebank]),
             self.empty.eq(~busy[0] & ~busy[1]),
             tix_e.eq(Cat(self.slot_rindex, self.ebank)),
@@ -169,7 +191,8 @@ class FrameBanks(LiteXModule):
 class RowMemory(LiteXModule):
     """`rows` rows of ROW_WORDS words in rows + 1 physical rows (one spare) behind a row map.
 
-    `wr`, `rd`: ports of the words (address Cat(word, physical row)). `row` (row_bits, input): a row number;
+    `wr`, `rd`: ports of the words (address Cat(word, physical row); a write lands the cycle after `wr.we`,
+    read data comes two cycles after the address). `row` (row_bits, input): a row number;
     `phys`: the physical row holding it (combinational). `map`: the row map's port at `row`; it holds
     physical row XOR row number, so its all-zero reset state is the identity map (no initialisation).
     `free`: the spare physical row (`rows` at reset); the executor swaps it with a row's physical row when
@@ -181,11 +204,12 @@ class RowMemory(LiteXModule):
         self.row = Signal(row_bits)
         self.phys = Signal(pb)
         self.free = Signal(pb, reset=rows)
-        values = Memory(32, (rows + 1) * ROW_WORDS, name=f"sparsr_{name}mem")
-        self.wr, self.rd = values.get_port(write_capable=True), values.get_port()
+        self.values, self.wr, self.rd, write, read = _word_ram((rows + 1) * ROW_WORDS)
+        self.sync += write
+        self.comb += read
         row_map = Memory(pb, max(rows, 2), name=f"sparsr_{name}map")     # (a 1-entry memory has no address)
         self.map = row_map.get_port(write_capable=True, async_read=True)
-        self.specials += values, self.wr, self.rd, row_map, self.map
+        self.specials += row_map, self.map
 
         # # #
 
@@ -193,16 +217,20 @@ class RowMemory(LiteXModule):
 
 
 class WMEM(RowMemory):
-    """WMEM: a RowMemory with a lane mask of ROW_LANES bits per physical row (`mask_wr`, `mask_rd`; the read
-    port shows the mask of `phys`). A lane whose mask bit is 0 reads as 0."""
+    """WMEM: a RowMemory with a lane mask of ROW_LANES bits per physical row (`mask_wr` (adr, dat_w, we): a
+    write lands one cycle later, through registers in front of the LUT RAM's many write ports; `mask_rd`:
+    the mask of `phys`, one cycle after it). A lane whose mask bit is 0 reads as 0."""
     def __init__(self, rows, row_bits):
         RowMemory.__init__(self, rows, row_bits, "w")
         mask = Memory(ROW_LANES, rows + 1, name="sparsr_wmask")
-        self.mask_wr, self.mask_rd = mask.get_port(write_capable=True), mask.get_port()
-        self.specials += mask, self.mask_wr, self.mask_rd
+        mask_w, self.mask_rd = mask.get_port(write_capable=True), mask.get_port()
+        self.specials += mask, mask_w, self.mask_rd
+        self.mask_wr = Record([("adr", len(mask_w.adr)), ("dat_w", ROW_LANES), ("we", 1)])
 
         # # #
 
+        self.sync += [mask_w.adr.eq(self.mask_wr.adr), mask_w.dat_w.eq(self.mask_wr.dat_w),
+                      mask_w.we.eq(self.mask_wr.we)]
         self.comb += self.mask_rd.adr.eq(self.phys)
 
 
@@ -228,7 +256,9 @@ class TagCheck(LiteXModule):
     """A word read as a slot tag (combinational): its `kind`, `count`, `offset`; `end`, the frame index of
     the slot's last word when the tag is at frame index `index`; `bad`: the tag breaks a REASON_TAG rule
     (kind 11, lane width, reserved bits, raw count 0 or past the row's end, LIL count or offset, the slot
-    runs past the frame)."""
+    runs past the frame). The overrun compares the count with the room left after `index`, in words for a
+    raw piece and in entries for a LIL slot (ceil(5 n / 4) <= room exactly when n <= floor(4 room / 5), a
+    table of `index`), so `bad` waits for no adder on the word."""
     def __init__(self):
         self.word, self.index = Signal(32), Signal(8)
         self.kind, self.count, self.offset = Signal(2), Signal(9), Signal(8)
@@ -242,7 +272,12 @@ class TagCheck(LiteXModule):
         k_res = Signal()
         k_w = Signal(10)
         k_nw = Signal(10)
+        room = Signal(8)         # words after the slot's header up to the frame's end (index < FRAME_WORDS - 1)
+        lil_room = Signal(8)     # LIL entries that fit in them
+        assert LIL_ENTRY_BYTES == 5
         self.comb += [
+            room.eq(FRAME_WORDS - 2 - self.index),
+            lil_room.eq(Array(C(4 * max(FRAME_WORDS - 2 - i, 0) // 5, 8) for i in range(FRAME_WORDS))[self.index]),
             self.kind.eq(k_kind), self.count.eq(k_cnt), self.offset.eq(k_off),
             k_res.eq((word & TAG.reserved_mask()) != 0),
             k_w.eq(_lil_words(k_cnt)),
@@ -251,7 +286,7 @@ class TagCheck(LiteXModule):
             self.bad.eq((k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | k_res |
                         ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
                         ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
-                        (self.end > FRAME_WORDS - 1)),
+                        (self.index == FRAME_WORDS - 1) | Mux(k_kind == KIND_LIL, k_cnt > lil_room, k_cnt > room)),
         ]
 
 
@@ -260,11 +295,17 @@ class SparsrParser(LiteXModule):
 
     Parameters: `banks` (FrameBanks), `wmem_rows`, `xmem_rows` (for the row and range checks).
     `sink`: words, `last` on each frame's last word; ready while the bank being filled is free (the rest
-    of a frame found too long is taken and dropped at any time) and `hold` is low. On the frame's last word
-    (latency 0):
+    of a frame found too long is taken and dropped at any time) and `hold` is low. One cycle after the
+    frame's last word (the verdict; the next frame's first word may be taken in that cycle, into the bank
+    the verdict leaves free):
     `accept` (the bank goes to the executor with its job and slot table; `rows_refused` counts its slots
     whose row is past the end of the memory) or `refuse` with `reason` (the first rule the frame broke).
-    `idle`: no frame partly received or being dropped. One word per cycle.
+    `idle`: no frame partly received, being dropped or waiting for its verdict. One word per cycle.
+
+    Pipeline: the rules each word breaks are registered in its cycle (`errs`) and the first of them goes
+    into `reason` the cycle after, so the verdict reads registers only. The command word's raw-piece
+    continuity is checked with the LEN word (the registered command against the row in progress the
+    previous verdict left; the LEN word breaks no rule of its own, so the first rule broken is the same).
     """
     def __init__(self, banks, wmem_rows, xmem_rows):
         self.sink = stream.Endpoint(WORD_LAYOUT)
@@ -281,7 +322,6 @@ class SparsrParser(LiteXModule):
         word = sink.data
         idx = Signal(8)
         discard = Signal()
-        cmd = Signal(32)
         hlen = Signal(32)
         hlen_end = Signal(33)    # HEADER_WORDS + LEN: the index of a kind-00 tag that agrees with LEN
         haddr = Signal(32)
@@ -297,20 +337,21 @@ class SparsrParser(LiteXModule):
         p_valid, p_row, p_off, p_x = Signal(), Signal(32), Signal(9), Signal()
         q_valid, q_row, q_off, q_x = Signal(), Signal(32), Signal(9), Signal()
 
+        is_w, is_x = Signal(), Signal()
+        is_write, is_read, is_dma, is_status = Signal(), Signal(), Signal(), Signal()
         fire = Signal()
+        v_done = Signal()        # the verdict cycle: one cycle after a frame's last word (or its length error)
         self.comb += [
-            sink.ready.eq(~self.hold & (discard | banks.writable)),
+            # (no word in the verdict cycle of a status frame: an accepted one sets `hold`)
+            sink.ready.eq(~self.hold & ~(v_done & is_status) & (discard | banks.writable)),
             fire.eq(sink.valid & sink.ready),
-            banks.wr.adr.eq(Cat(idx, banks.wbank)),
+            banks.wr.adr.eq(Cat(idx, banks.fill_bank)),
+            banks.deciding.eq(v_done),
             banks.wr.dat_w.eq(word),
             banks.wr.we.eq(fire & ~discard),
         ]
-        is_w, is_x = Signal(), Signal()
-        is_write, is_read, is_dma, is_status = Signal(), Signal(), Signal(), Signal()
-        self.comb += [
-            is_w.eq(cmd == CMD_WRITE_WMEM), is_x.eq(cmd == CMD_WRITE_XMEM), is_write.eq(is_w | is_x),
-            is_read.eq(cmd == CMD_READ_WMEM), is_dma.eq(cmd == CMD_DMA_XMEM_WMEM), is_status.eq(cmd == CMD_STATUS),
-        ]
+        # The command, decoded from the CMD word into registers.
+        self.comb += is_write.eq(is_w | is_x)
         # The current word as if it were a tag.
         self.tag = tag = TagCheck()
         self.comb += [tag.word.eq(word), tag.index.eq(idx)]
@@ -323,11 +364,9 @@ class SparsrParser(LiteXModule):
             at_row.eq(body & (ps == PS_ROW)),
             at_pay.eq(body & (ps == PS_PAY)),
         ]
-        n_rows_target = Signal(32)
         row_inr, row_oor = Signal(), Signal()
         self.comb += [
-            n_rows_target.eq(Mux(is_x, X, R)),
-            row_inr.eq(word < n_rows_target),
+            row_inr.eq(Mux(is_x, word < X, word < R)),       # (two compares with constants)
             row_oor.eq(~row_inr),
         ]
         # LIL checks on a payload word.
@@ -355,10 +394,11 @@ class SparsrParser(LiteXModule):
         known_cmd, cont_ok = Signal(), Signal()
         self.comb += [
             known_cmd.eq((word >= CMD_WRITE_WMEM) & (word <= CMD_STATUS)),
-            cont_ok.eq(Mux(p_x, word == CMD_WRITE_XMEM, word == CMD_WRITE_WMEM) | (word == CMD_STATUS)),
+            cont_ok.eq(Mux(p_x, is_x, is_w) | is_status),
         ]
-        exp_len = Signal(32)
-        self.comb += Case(cmd, {**{c: exp_len.eq(n) for c, n in CMD_PARAMS.items()}, "default": exp_len.eq(0)})
+        exp_len = Signal(2)
+        self.comb += exp_len.eq(Mux(is_read, CMD_PARAMS[CMD_READ_WMEM], Mux(is_dma, CMD_PARAMS[CMD_DMA_XMEM_WMEM],
+                                                                          CMD_PARAMS[CMD_STATUS])))
         piece_bad = Signal()
         self.comb += piece_bad.eq(Mux(q_valid, (nslots != 0) | (k_kind != KIND_RAW) | (k_off != q_off),
                                       (k_kind == KIND_RAW) & (k_off != 0)))
@@ -366,7 +406,7 @@ class SparsrParser(LiteXModule):
         self.comb += hdr_word.eq(fire & ~discard & (idx < HEADER_WORDS))
         errors = [
             (hdr_word & (idx == 0) & ~known_cmd, REASON_CMD),
-            (hdr_word & (idx == 0) & p_valid & ~cont_ok, REASON_PIECE),
+            (hdr_word & (idx == 1) & p_valid & ~cont_ok, REASON_PIECE),
             (hdr_word & (idx == 2) & ~is_write & ((hlen != exp_len) | (word != 0)), REASON_CMD),
             (at_tag & (k_kind != KIND_END) & tag.bad, REASON_TAG),
             (at_tag & (k_kind != KIND_END) & (nslots == MAX_SLOTS), REASON_HEADER),
@@ -376,56 +416,66 @@ class SparsrParser(LiteXModule):
             (list_end & ((end_nslots != haddr) | (end_nslots == 0) |
                          Mux(end_tag, idx != hlen_end, hlen != PAYLOAD_WORDS)), REASON_HEADER),
         ]
-        err_sigs = []
-        for cond, _ in errors:
-            e = Signal()
-            self.comb += e.eq(cond)
-            err_sigs.append(e)
-        err_now = Signal()
+        errs = Signal(len(errors))      # the rules the previous word broke
+        self.sync += errs.eq(Cat(*[cond for cond, _ in errors]))
+        err_prev = Signal()
         err_code = Signal(REASON_BITS)
-        self.comb += err_now.eq(reduce(or_, err_sigs))
+        self.comb += err_prev.eq(errs != 0)
         sel = err_code.eq(0)
-        for e, (_, r) in reversed(list(zip(err_sigs, errors))):
-            sel = If(e, err_code.eq(r)).Else(sel)
+        for i, (_, r) in reversed(list(enumerate(errors))):
+            sel = If(errs[i], err_code.eq(r)).Else(sel)
         self.comb += sel
         # Command parameters (registered by the last word, so only registers are used here).
         p0, p1, p2 = params
         cmd_ok = Signal()
+        cmd_ok_r = Signal()
         self.comb += cmd_ok.eq(
             is_write |
             (is_read & (p0 < R) & (p1 != 0) & (_wide(p0, 1) + p1 <= R)) |
             (is_dma & (p0 < X) & (p1 < R) & (p2 != 0) & (_wide(p0, 1) + p2 <= X) &
              (_wide(p1, 1) + p2 <= R)) |
             is_status)
+        self.sync += cmd_ok_r.eq(cmd_ok)
         frame_end = Signal()
-        final_reason = Signal(REASON_BITS)
-        accept = Signal()
-        len_bad_early = Signal()
-        len_bad_late = Signal()
-        refuse = Signal()
+        len_bad = Signal()
         frame_done = Signal()
         self.comb += [
             frame_end.eq(fire & ~discard & (idx == FRAME_WORDS - 1) & sink.last),
-            len_bad_early.eq(fire & ~discard & sink.last & (idx != FRAME_WORDS - 1)),
-            len_bad_late.eq(fire & ~discard & ~sink.last & (idx == FRAME_WORDS - 1)),
-            final_reason.eq(Mux(reason != 0, reason, Mux(err_now, err_code, Mux(cmd_ok, 0, REASON_CMD)))),
-            accept.eq(frame_end & (final_reason == 0)),
-            refuse.eq((frame_end & (final_reason != 0)) | len_bad_early | len_bad_late),
-            frame_done.eq(frame_end | len_bad_early | len_bad_late),     # accept | refuse, without the verdict
+            len_bad.eq(fire & ~discard & (sink.last != (idx == FRAME_WORDS - 1))),
+            frame_done.eq(frame_end | len_bad),
+        ]
+        # The verdict, one cycle after the frame's last word: `reason` holds the first rule broken up to the
+        # word before the last, `errs` the last word's.
+        v_len = Signal()
+        v_ns = Signal(3)
+        v_oor = Signal(3)
+        final_reason = Signal(REASON_BITS)
+        accept = Signal()
+        refuse = Signal()
+        self.comb += [
+            final_reason.eq(Mux(reason != 0, reason, Mux(err_prev, err_code, Mux(cmd_ok_r, 0, REASON_CMD)))),
+            accept.eq(v_done & ~v_len & (final_reason == 0)),
+            refuse.eq(v_done & ~accept),
         ]
         refuse_code = Signal(REASON_BITS)
-        self.comb += refuse_code.eq(Mux(len_bad_early | len_bad_late, REASON_LENGTH, final_reason))
+        self.comb += refuse_code.eq(Mux(v_len, REASON_LENGTH, final_reason))
         job_kind = Signal(3)
         self.comb += job_kind.eq(Mux(is_w, JOB_WRITE_W, Mux(is_x, JOB_WRITE_X, Mux(is_read, JOB_READ,
                                      Mux(is_dma, JOB_DMA, JOB_STATUS)))))
         new_off = Signal(9)
         self.comb += new_off.eq(s_off + s_cnt)
         self.sync += [
+            v_done.eq(frame_done), v_len.eq(len_bad),
+            If(frame_done, v_ns.eq(end_nslots), v_oor.eq(n_oor + (at_row & row_oor))),
+            If(err_prev & (reason == 0), reason.eq(err_code)),
+            If(v_done, reason.eq(0)),
             If(fire & discard & sink.last, discard.eq(0)),
             If(fire & ~discard,
                 idx.eq(idx + 1),
-                If(err_now & (reason == 0), reason.eq(err_code)),
-                If(idx == 0, cmd.eq(word)),
+                If(idx == 0,
+                    is_w.eq(word == CMD_WRITE_WMEM), is_x.eq(word == CMD_WRITE_XMEM), is_read.eq(word == CMD_READ_WMEM),
+                    is_dma.eq(word == CMD_DMA_XMEM_WMEM), is_status.eq(word == CMD_STATUS),
+                ),
                 If(idx == 1, hlen.eq(word), hlen_end.eq(_wide(word, 1) + HEADER_WORDS)),
                 If(idx == 2, haddr.eq(word)),
                 [If(idx == HEADER_WORDS + i, params[i].eq(word)) for i in range(3)],
@@ -461,8 +511,8 @@ class SparsrParser(LiteXModule):
                 q_valid.eq(p_valid), q_row.eq(p_row), q_off.eq(p_off), q_x.eq(p_x),
             ),
             If(frame_done,
-                idx.eq(0), reason.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
-                If(len_bad_late, discard.eq(1)),
+                idx.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
+                If(~sink.last, discard.eq(1)),
             ),
         ]
         # Into the bank: each slot's table entry (at its row word), the job of an accepted frame.
@@ -472,12 +522,12 @@ class SparsrParser(LiteXModule):
             slot.raw.eq(s_raw), slot.row.eq(word), slot.off.eq(s_off), slot.cnt.eq(s_cnt),
             slot.start.eq(idx - 1), slot.fin.eq(new_off == ROW_WORDS), slot.inr.eq(row_inr),
             banks.accept.eq(accept),
-            banks.job_w.kind.eq(job_kind), banks.job_w.ns.eq(end_nslots),
+            banks.job_w.kind.eq(job_kind), banks.job_w.ns.eq(v_ns),
             banks.job_w.p0.eq(p0), banks.job_w.p1.eq(p1), banks.job_w.p2.eq(p2),
             self.accept.eq(accept), self.refuse.eq(refuse), self.reason.eq(refuse_code),
             self.accept_status.eq(accept & is_status),
-            self.rows_refused.eq(n_oor + (at_row & row_oor)),
-            self.idle.eq((idx == 0) & ~discard),
+            self.rows_refused.eq(v_oor),
+            self.idle.eq((idx == 0) & ~discard & ~v_done),
         ]
 
 
@@ -487,8 +537,10 @@ class AnswerPath(LiteXModule):
     """Answer words into a FIFO of `fifo_depth` words, out on `source`.
 
     `push` (one word a cycle, only while `can_push`) with `last`, and `word`, or with `from_wmem` the word
-    the WMEM read port delivers the next cycle (`wmem_data`), 0 unless its lane is set (`wmem_lane_set`,
-    sampled with `push`). Latency: a word enters the FIFO the cycle after `push`.
+    the WMEM read port delivers two cycles later (`wmem_data`), 0 unless its lane is set (`wmem_lane_set`,
+    sampled with `push`). Latency: a word enters the FIFO two cycles after `push`. `can_push` is a register
+    that leaves out the word the FIFO gives away in its cycle: with `fifo_depth` >= 5 a source that takes a
+    word every cycle still gets one every cycle.
     """
     def __init__(self, fifo_depth):
         self.push, self.from_wmem, self.last = Signal(), Signal(), Signal()
@@ -500,18 +552,22 @@ class AnswerPath(LiteXModule):
         # # #
 
         self.fifo = fifo = stream.SyncFIFO(WORD_LAYOUT, fifo_depth, buffered=False)
-        it_valid, it_mem, it_last, it_bit = Signal(), Signal(), Signal(), Signal()
-        it_word = Signal(32)
+        # two stages of words on their way (the read of a WMEM word)
+        stages = [Record([("valid", 1), ("mem", 1), ("last", 1), ("bit", 1), ("word", 32)]) for _ in range(2)]
+        first, second = stages
         self.comb += [
             fifo.source.connect(self.source),
-            self.can_push.eq(_wide(fifo.level, 1) + it_valid < fifo_depth),
-            fifo.sink.valid.eq(it_valid),
-            fifo.sink.data.eq(Mux(it_mem, Mux(it_bit, self.wmem_data, 0), it_word)),
-            fifo.sink.last.eq(it_last),
+            fifo.sink.valid.eq(second.valid),
+            fifo.sink.data.eq(Mux(second.mem, Mux(second.bit, self.wmem_data, 0), second.word)),
+            fifo.sink.last.eq(second.last),
         ]
         self.sync += [
-            it_valid.eq(self.push), it_mem.eq(self.from_wmem), it_word.eq(self.word), it_last.eq(self.last),
-            it_bit.eq(self.wmem_lane_set),
+            first.valid.eq(self.push), first.mem.eq(self.from_wmem), first.word.eq(self.word),
+            first.last.eq(self.last), first.bit.eq(self.wmem_lane_set),
+            second.eq(first),
+            # registered: room for one more word with the words in flight and the one pushed now (not
+            # counting a word leaving now), so the executor's decisions start from a register
+            self.can_push.eq(_wide(fifo.level, 2) + first.valid + second.valid + self.push < fifo_depth),
         ]
 
 
@@ -520,10 +576,13 @@ class LILWriter(LiteXModule):
     row's lane mask (the lanes written, so every other lane reads as 0).
 
     `start` (with `count`, the entries) begins a slot; each `word_valid` cycle takes one payload `word`
-    (through the `LILDecoder`); `last` goes with the slot's last word. The decoded entries are registered
-    and written one cycle later (timing); the lane mask is written in the cycle after the last word, always
-    a W_SLOT or D_NEXT cycle of the executor, which uses neither WMEM write port, so the stage costs no
-    cycle. The executor's own writes to `wmem` in the same cycle take precedence.
+    (through the `LILDecoder`); `last` goes with the slot's last word (or alone: an empty row). The decoded
+    entries are registered and written one cycle later (timing), their lanes registered as two one-hot
+    nibbles and gathered into the slot's lane mask in the same cycle (one LUT a lane); the mask is written
+    (and cleared) the cycle after the last entry, two cycles after `last`: in the executor's next W_PREP,
+    MOVE or D_FORM, none of which writes a lane mask itself (a raw row's mask is written at the end of a
+    raw slot, which never directly follows a LIL slot of the same frame; an empty LIL row's mask goes
+    through this writer). The executor's own writes to `wmem` in the same cycle take precedence.
     """
     def __init__(self, wmem):
         self.start, self.count = Signal(), Signal(9)
@@ -536,22 +595,22 @@ class LILWriter(LiteXModule):
         self.decoder = dec = LILDecoder()
         mask_acc = Signal(ROW_LANES)
         e_valid, e_fin = Signal(name="e_valid"), Signal(name="e_fin")
+        f_fin, f_phys = Signal(name="f_fin"), Signal(wmem.phys_bits)     # (phys may change with the write)
         e_lane, e_value = Signal(8, name="e_lane"), Signal(32, name="e_value")
-        e_bit = Signal(ROW_LANES)
+        e_hi, e_lo = Signal(16), Signal(16)      # the entry's lane as one-hot nibbles (e_hi: 0 without entry)
         self.comb += [
             dec.start.eq(self.start), dec.count.eq(self.count),
             dec.word_valid.eq(self.word_valid), dec.word.eq(self.word),
         ]
         self.sync += [
             e_valid.eq(dec.entry_valid), e_lane.eq(dec.lane), e_value.eq(dec.value), e_fin.eq(self.last),
-            If(e_valid, mask_acc.eq(mask_acc | e_bit)),
-            If(self.start, mask_acc.eq(0)),
+            e_hi.eq(Mux(dec.entry_valid, C(1, 16) << dec.lane[4:], 0)), e_lo.eq(C(1, 16) << dec.lane[:4]),
+            f_fin.eq(e_fin), f_phys.eq(self.phys),
+            [mask_acc[i].eq(~f_fin & (mask_acc[i] | (e_hi[i >> 4] & e_lo[i & 15]))) for i in range(ROW_LANES)],
         ]
         self.comb += [
-            e_bit.eq(Mux(e_valid, C(1, ROW_LANES) << e_lane, 0)),
             If(e_valid, wmem.wr.adr.eq(Cat(e_lane, self.phys)), wmem.wr.dat_w.eq(e_value), wmem.wr.we.eq(1)),
-            If(e_fin, wmem.mask_wr.adr.eq(self.phys), wmem.mask_wr.dat_w.eq(mask_acc | e_bit),
-               wmem.mask_wr.we.eq(1)),
+            If(f_fin, wmem.mask_wr.adr.eq(f_phys), wmem.mask_wr.dat_w.eq(mask_acc), wmem.mask_wr.we.eq(1)),
         ]
 
 
@@ -598,15 +657,30 @@ class SparsrExecutor(LiteXModule):
             move_word.eq(Mux(src_x, xmem.rd.dat_r, banks.rd.dat_r)),
             raw_lane.eq(x_off + o[:8]),
         ]
+        # Data stage: the frame buffer and XMEM deliver a word two cycles after its address (the block RAM's
+        # output register), one cycle after the MOVE cycle that accounts for it; MOVE registers what to do
+        # with the word, which is written (or fed to the LIL decoder) in that next cycle. The slot's control
+        # (row map, spare row, form, counters) stays in MOVE; the last word's write follows in the next slot's
+        # W_SLOT (or D_NEXT), a cycle without writes of its own.
+        m_we_w, m_we_x, m_lil, m_last = Signal(), Signal(), Signal(), Signal()
+        m_adr = Signal(8 + max(pwb, pxb))
+        d_we_w, d_we_x, d_lil, d_last = (Signal(name=n) for n in ("d_we_w", "d_we_x", "d_lil", "d_last"))
+        d_adr = Signal(8 + max(pwb, pxb))
+        self.sync += [
+            d_we_w.eq(m_we_w), d_we_x.eq(m_we_x), d_lil.eq(m_lil), d_last.eq(m_last), d_adr.eq(m_adr),
+        ]
 
         # Answers: one word a cycle; words from WMEM are read one cycle before they enter the FIFO.
+        # The lane mask of the row being read, from lane `ro` on: loaded in R_ROW when the row starts (ro = 0),
+        # shifted by each word read (no 256-way select after the mask memory).
+        lanes_set = Signal(ROW_LANES)
         self.answer = answer = AnswerPath(fifo_depth)
         fw = Signal(9)               # words of the answer frame pushed so far
         self.comb += [
             answer.source.connect(self.source),
             answer.last.eq(fw == FRAME_WORDS - 1),
             answer.wmem_data.eq(wmem.rd.dat_r),
-            answer.wmem_lane_set.eq((wmem.mask_rd.dat_r >> wmem.rd.adr[:8])[0]),
+            answer.wmem_lane_set.eq(lanes_set[0]),
         ]
         self.sync += If(answer.push, fw.eq(fw + 1))
 
@@ -616,15 +690,26 @@ class SparsrExecutor(LiteXModule):
         self.comb += wmem.rd.adr.eq(Cat(ro, wmem.phys))     # only R_DATA uses what it reads
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
         two, second = Signal(), Signal()
-        a_pc1, a_space = Signal(9), Signal(9)
+        # First piece: the rest of the row from `ro`, at most MAX_PIECE_WORDS words, so it ends the row when
+        # ro >= ends_at; the room then left for a second piece (after its 2 header words) is
+        # PAYLOAD_WORDS - 4 - (ROW_WORDS - ro) = ro - 7 words, so a second piece needs ro >= second_at (and
+        # rows left). Compares and subtractions of `ro` with constants only.
+        ends_at = ROW_WORDS - MAX_PIECE_WORDS                           # 5
+        second_at = ROW_WORDS + SLOT_HEADER_WORDS + 1 - (PAYLOAD_WORDS - SLOT_HEADER_WORDS)     # 8
+        a_pc1, a_two = Signal(9), Signal()
         self.comb += [
-            a_pc1.eq(Mux(ROW_WORDS - ro > MAX_PIECE_WORDS, MAX_PIECE_WORDS, ROW_WORDS - ro)),
-            a_space.eq(PAYLOAD_WORDS - 2 - a_pc1),
+            a_pc1.eq(Mux(ro >= ends_at, ROW_WORDS - ro, MAX_PIECE_WORDS)),
+            a_two.eq((ro >= second_at) & (rleft[1:] != 0)),
         ]
 
         # LIL slots and LIL rows from XMEM into WMEM physical row `phys`.
         self.lil = lil = LILWriter(wmem)
-        self.comb += lil.phys.eq(phys)
+        self.comb += [
+            lil.phys.eq(phys),
+            lil.word_valid.eq(d_lil), lil.word.eq(move_word), lil.last.eq(d_last),
+            If(d_we_w, wmem.wr.adr.eq(d_adr[:8 + pwb]), wmem.wr.dat_w.eq(move_word), wmem.wr.we.eq(1)),
+            If(d_we_x, xmem.wr.adr.eq(d_adr[:8 + pxb]), xmem.wr.dat_w.eq(move_word), xmem.wr.we.eq(1)),
+        ]
 
         # XMEM in block RAM or DRAM: a slot waits for room (x_room), a DMA row until it is there (d_ready; its
         # physical row d_phys and form d_form), d_start starts a DMA job, d_done ends a DMA row.
@@ -673,7 +758,8 @@ class SparsrExecutor(LiteXModule):
                 If(x_tox,
                     xmem.form.adr.eq(xmem.phys), xmem.form.dat_w.eq(0), xmem.form.we.eq(1),
                 ).Else(
-                    wmem.mask_wr.adr.eq(wmem.phys), wmem.mask_wr.dat_w.eq(0), wmem.mask_wr.we.eq(1),
+                    # an empty lane mask, through the LIL writer (behind the previous slot's mask)
+                    NextValue(phys, wmem.phys), lil.start.eq(1), lil.count.eq(0), m_last.eq(1),
                 ),
                 self.slot_stored.eq(1),
                 NextValue(si, si + 1), NextState("W_SLOT"),
@@ -693,19 +779,10 @@ class SparsrExecutor(LiteXModule):
             If(issue_left != 0, NextValue(rd_ptr, rd_ptr + 1), NextValue(issue_left, issue_left - 1)),
             NextValue(proc_left, proc_left - 1),
             NextValue(o, o + 1),
-            If(x_raw,
-                If(x_tox,
-                    xmem.wr.adr.eq(Cat(raw_lane, phys[:pxb])), xmem.wr.dat_w.eq(move_word), xmem.wr.we.eq(1),
-                ).Else(
-                    wmem.wr.adr.eq(Cat(raw_lane, phys[:pwb])), wmem.wr.dat_w.eq(move_word), wmem.wr.we.eq(1),
-                )
-            ).Elif(x_tox,
-                xmem.wr.adr.eq(Cat(o[:8], phys[:pxb])), xmem.wr.dat_w.eq(move_word), xmem.wr.we.eq(1),
-            ).Else(
-                lil.word_valid.eq(1), lil.word.eq(move_word),
-            ),
+            m_adr.eq(Cat(Mux(x_raw, raw_lane, o[:8]), phys)),
+            m_we_x.eq(x_tox), m_we_w.eq(~x_tox & x_raw), m_lil.eq(~x_tox & ~x_raw),
             If(proc_left == 1,
-                lil.last.eq(~x_raw & ~x_tox),
+                m_last.eq(~x_raw & ~x_tox),
                 If(x_raw,
                     If(x_fin,
                         If(x_tox,
@@ -763,10 +840,10 @@ class SparsrExecutor(LiteXModule):
         # Read WMEM: answer frames of raw pieces.
         fsm.act("R_PLAN",
             NextValue(pc1, a_pc1),
-            NextValue(two, (ro + a_pc1 == ROW_WORDS) & (rleft > 1) & (a_space >= 3)),
-            NextValue(pc2, a_space - 2),
-            NextValue(used, Mux((ro + a_pc1 == ROW_WORDS) & (rleft > 1) & (a_space >= 3),
-                                PAYLOAD_WORDS, a_pc1 + 2)),
+            NextValue(two, a_two),
+            NextValue(pc2, ro - (second_at - 1)),
+            NextValue(used, Mux(a_two, PAYLOAD_WORDS, Mux(ro >= ends_at, ROW_WORDS + SLOT_HEADER_WORDS - ro,
+                                                          PAYLOAD_WORDS))),
             NextValue(fw, 0), NextValue(second, 0),
             NextState("R_HDR"),
         )
@@ -786,13 +863,14 @@ class SparsrExecutor(LiteXModule):
             )
         )
         fsm.act("R_ROW",
+            If(ro == 0, NextValue(lanes_set, wmem.mask_rd.dat_r)),
             If(answer.can_push,
                 answer.push.eq(1), answer.word.eq(trow_w), NextValue(dleft, pc), NextState("R_DATA"),
             )
         )
         fsm.act("R_DATA",
             If(answer.can_push,
-                answer.push.eq(1), answer.from_wmem.eq(1),
+                answer.push.eq(1), answer.from_wmem.eq(1), NextValue(lanes_set, lanes_set[1:]),
                 NextValue(ro, ro + 1), NextValue(dleft, dleft - 1),
                 If(dleft == 1,
                     If(ro == ROW_WORDS - 1, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),
@@ -856,7 +934,7 @@ class SparsrReceiver(LiteXModule):
     cycles while the next one streams in); a read or DMA command holds the input only while it runs. With
     XMEM in DRAM, write frames into XMEM take words as fast as the DRAM takes them once its write FIFO is
     full, and a DMA row costs its fetch from DRAM (docs/sparsr.md, "XMEM in DRAM").
-    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 256 cycles after
+    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 260 cycles after
     its last word.
     """
     def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=False, xmem=XMEM_BRAM, dram_port=None,

@@ -61,7 +61,7 @@ class DRAMXMEM(LiteXModule):
     * DMA: `fetch` (a pulse, with `fetch_row`, `fetch_n`) fetches rows fetch_row.. fetch_row + fetch_n - 1
       in order into the slots of the staging buffer (STAGE_ROWS rows), round robin. `staged` (the
       executor's next row is there), `staged_slot`, `staged_form`; `rd` (`adr` = Cat(word, slot), `dat_r`
-      one cycle later): the staging buffer's read port; `release` (a pulse): the executor is done with
+      two cycles later, as the block-RAM XMEM's): the staging buffer's read port; `release` (a pulse): the executor is done with
       that slot.
     * `idle`: no write queued or in flight to the port, no fetch running.
 
@@ -228,10 +228,10 @@ class DRAMXMEM(LiteXModule):
         self.comb += [
             self.staged.eq(full[eslot]), self.staged_slot.eq(eslot), self.staged_form.eq(forms[eslot]),
             [p.adr.eq(Cat(self.rd.adr[lb:8], self.rd.adr[8:])) for p in stage_r],
-            self.rd.dat_r.eq(Array(p.dat_r for p in stage_r)[lane_q]),
         ]
         self.sync += [
             lane_q.eq(self.rd.adr[:lb] if lb else 0),
+            self.rd.dat_r.eq(Array(p.dat_r for p in stage_r)[lane_q]),      # as XMEM's block RAM: 2 cycles
             If(claim, busy[islot].eq(1), forms[islot].eq(ent_b.dat_r[pb:]), nns[islot].eq(nn)),
             If(reader.source.valid, arrived.eq(arrived + 1)),
             If(last_word, full[aslot].eq(1), aslot.eq(aslot + 1), arrived.eq(0)),

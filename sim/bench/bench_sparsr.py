@@ -112,10 +112,12 @@ def efficiency(n_rows=64, seed=2):
 
 
 def ecp5_receiver():
-    """ECP5 factory (sim.bench.ecp5.synth_point): SparsrReceiver with WMEM 16 rows, XMEM 8 rows."""
+    """ECP5 factory (sim.bench.ecp5.synth_point): SparsrReceiver with WMEM 16 rows, XMEM 8 rows, its block RAMs
+    on DP16KD primitives with their output registers (cores.lib.block_ram)."""
+    from cores.lib.block_ram import ecp5_special_overrides
     m = SparsrReceiver(wmem_rows=16, xmem_rows=8, with_csr=False)
     return m, [m.sink.valid, m.sink.ready, m.sink.data, m.sink.last, m.source.valid, m.source.ready,
-               m.source.data, m.source.last, m.idle]
+               m.source.data, m.source.last, m.idle], ecp5_special_overrides
 
 
 def run(quick=False):

@@ -40,31 +40,44 @@ CHECK = """
 // f_open: the frames the parser accepted minus the banks the executor released.
 reg [2:0] f_open = 0;
 always @(posedge clk) f_open <= f_open + framebanks_accept - framebanks_release;
-wire f_row_write = wmem_memory_we || wmem_we || wmem_map_we || xmem_memory_we || xmem_we || xmem_map_we;
+wire f_row_write = wmem_word_ram_we || wmem_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we;
 wire f_executing = state != 0;
+// f_commit: the executor commits (or runs a command of) a bank the parser accepted and has not released, or
+// did so up to three cycles ago (its data stage handles a word the cycle after MOVE read it, the LIL writer
+// registers the entries the cycle after that and writes the lane mask one cycle later; the word memories
+// register their writes).
+reg f_commit_d1 = 0, f_commit_d2 = 0, f_commit_d3 = 0;
+always @(posedge clk) begin
+    f_commit_d1 <= f_executing && framebanks_pending;
+    f_commit_d2 <= f_commit_d1;
+    f_commit_d3 <= f_commit_d2;
+end
+wire f_commit = (f_executing && framebanks_pending) || f_commit_d1 || f_commit_d2 || f_commit_d3;
 always @(*) if (!init) begin
     // A frame's last word either accepts or refuses it, and only an accepted frame becomes a bank.
     assert(!(sparsrparser_accept && sparsrparser_refuse));
     assert(framebanks_accept == sparsrparser_accept);
-    // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while the executor commits
-    // (or runs a command of) a bank that the parser accepted and has not been released.
-    if (f_row_write) assert(f_executing && framebanks_pending);
+    // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while (or up to three cycles
+    // after) the executor commits (or runs a command of) a bank that the parser accepted and had not released.
+    if (f_row_write) assert(f_commit);
     // A row map switches (a raw row is stored) only in the cycle that commits the last word of a raw slot
     // that finishes its row.
     if (wmem_map_we || xmem_map_we) assert(sparsrexecutor_x_raw && sparsrexecutor_x_fin);
-    // Lemmas: the open frames are the busy banks; the executor leaves IDLE only for a busy bank, and the
-    // LIL writer's registered entries and lane mask belong to the slot being committed.
+    // Lemmas: the open frames are the busy banks; the executor leaves IDLE only for a busy bank; the data
+    // stage's word and the LIL writer's registered entries and lane mask belong to a slot being committed.
     assert(f_open == framebanks_busy0 + framebanks_busy1);
     if (f_executing) assert(framebanks_pending);
-    if (sparsrexecutor_lilwriter_e_valid || sparsrexecutor_lilwriter_e_fin) assert(f_executing);
+    if (sparsrexecutor_d_we_w || sparsrexecutor_d_we_x || sparsrexecutor_d_lil || sparsrexecutor_d_last) assert(f_commit_d1);
+    if (sparsrexecutor_lilwriter_e_valid || sparsrexecutor_lilwriter_e_fin) assert(f_commit_d2);
+    if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d3);
 end
 """
 
 # With XMEM in DRAM (Migen names the WMEM memories without a prefix then, the executor's state with one): the DRAM write FIFO's input and the
 # row entries (map and form) are the XMEM writes.
 CHECK_DRAM = (CHECK
-              .replace("wmem_memory_we || wmem_we || wmem_map_we || xmem_memory_we || xmem_we || xmem_map_we",
-                       "memory_we || we || map_we || dramxmem_wfifo_sink_valid || dramxmem_ent_a_we")
+              .replace("wmem_word_ram_we || wmem_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we",
+                       "word_ram_we || we || map_we || dramxmem_wfifo_sink_valid || dramxmem_ent_a_we")
               .replace("if (wmem_map_we || xmem_map_we)", "if (map_we || dramxmem_map_we)")
               .replace("f_executing = state != 0", "f_executing = sparsrexecutor_state != 0"))
 
@@ -72,8 +85,9 @@ PROPERTIES = [
     Property(
         "sparsr_receiver_refused_frames",
         f"In the Sparsr receiver ({ROWS} WMEM and {ROWS} XMEM rows, any input words and framing, any answer "
-        "back-pressure) no row memory, row map, lane mask or form is written except while the executor "
-        "commits a frame the parser accepted (so a refused frame changes no row), and a row map switches "
+        "back-pressure) no row memory, row map, lane mask or form is written except while (or up to three "
+        "cycles after) the executor commits a frame the parser accepted (so a refused frame changes no row), "
+        "and a row map switches "
         "only at the last word of a raw slot that finishes its row.",
         _receiver, CHECK,
         Mutation("a raw slot switches its row map even when it does not finish the row",
@@ -90,6 +104,6 @@ PROPERTIES = [
         Mutation("input words enter the DRAM write FIFO",
                  r"^assign dramxmem_wfifo_sink_valid = dramxmem_wr_we;",
                  "assign dramxmem_wfifo_sink_valid = dramxmem_wr_we | sink_valid;",
-                 assertion="assert(f_executing && framebanks_pending)"),
+                 assertion="assert(f_commit)"),
         mode="prove", depth=4),
 ]
