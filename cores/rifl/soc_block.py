@@ -140,7 +140,8 @@ class TrafficChecker(LiteXModule):
     """Checks packets from `sink` against PacketShape. Counters (CHK_COUNTERS, `counters[name]`): delivered,
     lost (sequence jumps forward, by that many), duplicated (previous sequence again), out_of_order (other
     backward jumps) and corrupted (content, nbytes or last differ). `ready_rate` (0 = always) accepts a
-    beat when an 8-bit PRNG is below it."""
+    beat when an 8-bit PRNG is below it. Latency: the beat is registered before it is compared (the compares
+    start from a register, not from the endpoint's FIFO read), so the counters follow one cycle later."""
     def __init__(self, frame_bits, seed=0x1234567):
         P = payload_bytes(frame_bits)
         self.sink = sink = stream.Endpoint(user_layout(frame_bits))
@@ -148,9 +149,12 @@ class TrafficChecker(LiteXModule):
 
         # # #
 
+        self.pipe = pipe = stream.PipeValid(user_layout(frame_bits))
+        self.comb += sink.connect(pipe.sink)
+        beat = pipe.source
         rng = Signal(32, reset=seed)
         self.sync += rng.eq(xorshift32(self, rng))
-        self.comb += sink.ready.eq((self.ready_rate == 0) | (rng[:8] < self.ready_rate))
+        self.comb += beat.ready.eq((self.ready_rate == 0) | (rng[:8] < self.ready_rate))
 
         self.shape = shape = PacketShape(frame_bits)
         first = Signal(reset=1)
@@ -159,17 +163,17 @@ class TrafficChecker(LiteXModule):
         bad = Signal()
         got = Signal(32)
         self.comb += [
-            got.eq(sink.data[:32]),
+            got.eq(beat.data[:32]),
             shape.seq.eq(Mux(first, got, seq)),
         ]
-        byte_ok = [(sink.data[8 * k:8 * k + 8] == shape.data[8 * k:8 * k + 8]) | (k >= sink.nbytes) for k in range(P)]
+        byte_ok = [(beat.data[8 * k:8 * k + 8] == shape.data[8 * k:8 * k + 8]) | (k >= beat.nbytes) for k in range(P)]
         mismatch = Signal()
-        self.comb += mismatch.eq((sink.nbytes != shape.nbytes) | (sink.last != shape.last) |
+        self.comb += mismatch.eq((beat.nbytes != shape.nbytes) | (beat.last != shape.last) |
                                  ~reduce_and(byte_ok))
         self.counters = cnt = {name: Signal(32, name=name) for name, _ in CHK_COUNTERS}
-        self.sync += If(sink.valid & sink.ready,
+        self.sync += If(beat.valid & beat.ready,
             If(first, seq.eq(got), _sequence(cnt, got, expected, expected.eq)),
-            _packet_end(cnt, sink.last, first, shape, bad, mismatch),
+            _packet_end(cnt, beat.last, first, shape, bad, mismatch),
         )
 
 
