@@ -13,7 +13,8 @@ from litex_boards.platforms import colorlight_5a_75b
 
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
-from boards.ports import BOARD_CORE_OPTIONS, DATA_PORT_SYS_CLK_FREQ, DRAM_CPU, add_minisharp_ports, sparsr_options
+from boards.ports import (BOARD_CORE_OPTIONS, DATA_PORT_SYS_CLK_FREQ, DRAM_CPU, MGMT_CLK_FREQ, add_minisharp_ports,
+                          sparsr_options)
 from soc.common import SOC_IP_ADDRESS
 from soc.innet_soc import InnetSoC
 
@@ -27,8 +28,9 @@ COLORLIGHT_SPARSR = dict(wmem_rows=32)
 
 class CRG(LiteXModule):
     """25 MHz oscillator -> ECP5 PLL -> sys. The user button (active low) resets the PLL. with_sdram: also
-    sys_ps (sys shifted by 180 degrees) on the SDRAM's clock pin."""
-    def __init__(self, platform, sys_clk_freq, with_sdram=False):
+    sys_ps (sys shifted by 180 degrees) on the SDRAM's clock pin. with_mgmt: also mgmt (MGMT_CLK_FREQ), the
+    MiniSharp management stack's clock."""
+    def __init__(self, platform, sys_clk_freq, with_sdram=False, with_mgmt=False):
         self.rst = Signal()
         self.cd_sys = ClockDomain()
 
@@ -39,6 +41,9 @@ class CRG(LiteXModule):
         self.comb += pll.reset.eq(~rst_n | self.rst)
         pll.register_clkin(platform.request("clk25"), 25e6)
         pll.create_clkout(self.cd_sys, sys_clk_freq)
+        if with_mgmt:
+            self.cd_mgmt = ClockDomain()
+            pll.create_clkout(self.cd_mgmt, MGMT_CLK_FREQ)
         if with_sdram:
             self.cd_sys_ps = ClockDomain()
             pll.create_clkout(self.cd_sys_ps, sys_clk_freq, phase=180)
@@ -57,7 +62,7 @@ class BoardSoC(InnetSoC):
         if with_dram:
             kwargs = dict(DRAM_CPU, uart_name="stub", **kwargs)
         platform = colorlight_5a_75b.Platform(revision=revision, toolchain="trellis")
-        self.crg = CRG(platform, sys_clk_freq, with_sdram=with_dram)
+        self.crg = CRG(platform, sys_clk_freq, with_sdram=with_dram, with_mgmt="minisharp" in cores)
         InnetSoC.__init__(self, platform, sys_clk_freq, ident=f"innet SoC on Colorlight 5A-75B v{revision}", **kwargs)
         if with_dram:
             from litedram.modules import M12L16161A
@@ -65,8 +70,10 @@ class BoardSoC(InnetSoC):
             self.sdrphy = GENSDRPHY(platform.request("sdram"), sys_clk_freq)
             self.add_sdram("sdram", phy=self.sdrphy, module=M12L16161A(sys_clk_freq, "1:1"), l2_cache_size=0)
         if "minisharp" in cores:
-            # The two RTL8211 PHYs share one MDIO bus.
+            # The two RTL8211 PHYs share one MDIO bus. The management stack runs in mgmt: in sys its ready chain
+            # gave 40.7 MHz at 89 % of the LUTs (docs/minisharp.md, "Board builds").
             add_minisharp_ports(self, platform, mgmt_ports, tx_delay=0e-9, shared_mdio=True, ip_address=eth_ip,
+                                mgmt_cd="mgmt", mgmt_clk_freq=MGMT_CLK_FREQ,
                                 **dict(COLORLIGHT_MINISHARP, **(minisharp or {})))
         else:
             self.ethphy = LiteEthPHYRGMII(

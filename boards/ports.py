@@ -12,6 +12,9 @@ from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 DATA_PORT_DW = 32
 DATA_PORT_SYS_CLK_FREQ = int(62.5e6)
 RGMII_CLK_FREQ = 125e6
+# The management stack's own clock on boards where its ready chain (about 25 ns on ECP5) misses sys: 8 bits at
+# 25 MHz (200 Mb/s) serve Etherbone (docs/minisharp.md, "Board builds").
+MGMT_CLK_FREQ = int(25e6)
 # The other cores' options in the ECP5 board builds (the SoC blocks' defaults otherwise): a RIFL network of 2
 # hosts and a 2 x 2 synchronizer grid (the 4-host network and the 4 x 4 grid take ~62k and ~57k LUT4 in a
 # board build, more than either device).

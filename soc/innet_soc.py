@@ -5,7 +5,7 @@ Ethernet port). `cpu_type="vexriscv"` adds a VexRiscv with its BIOS, ROM, RAM an
 uptime counter (timer0 uptime) lets host tools measure simulated cycles. The LiteX Builder exports the CSR
 map as csr.csv and csr.json.
 """
-from migen import ClockDomainsRenamer
+from migen import ClockDomainsRenamer, If, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.integration.soc import SoCRegion
@@ -41,6 +41,80 @@ class InternalPHY(LiteXModule):
                       mark.source.connect(up.sink), up.source.connect(from_mac)]
 
 
+class WishboneClockCrossing(LiteXModule):
+    """Wishbone from the master `master` in clock domain `cd_master` to the bus `slave` (a new Interface of
+    the same widths) in `cd_slave`: each access (address, data, select, write) crosses in a 4-entry
+    stream.ClockDomainCrossing and its answer (read data, error) comes back in another. One access at a time,
+    as Etherbone's master makes them: about 8 master and 3 slave cycles per access (two 2-flop
+    synchronisers)."""
+    def __init__(self, master, cd_master, cd_slave="sys"):
+        from litex.soc.interconnect import stream, wishbone
+        if master.addressing != "word":
+            raise ValueError(f"WishboneClockCrossing takes word-addressed masters, not {master.addressing!r}")
+        dw, aw = len(master.dat_w), len(master.adr)
+        self.slave = slave = wishbone.Interface(data_width=dw, adr_width=aw)
+
+        # # #
+
+        self.request = request = stream.ClockDomainCrossing(
+            [("adr", aw), ("dat_w", dw), ("sel", dw // 8), ("we", 1)], cd_from=cd_master, cd_to=cd_slave, depth=4)
+        self.answer = answer = stream.ClockDomainCrossing(
+            [("dat_r", dw), ("err", 1)], cd_from=cd_slave, cd_to=cd_master, depth=4)
+        pending = Signal()
+        sync_master = getattr(self.sync, cd_master)
+        self.comb += [
+            request.sink.valid.eq(master.cyc & master.stb & ~pending),
+            request.sink.adr.eq(master.adr), request.sink.dat_w.eq(master.dat_w),
+            request.sink.sel.eq(master.sel), request.sink.we.eq(master.we),
+            answer.source.ready.eq(1),
+            master.ack.eq(answer.source.valid & ~answer.source.err),
+            master.err.eq(answer.source.valid & answer.source.err),
+            master.dat_r.eq(answer.source.dat_r),
+        ]
+        sync_master += If(answer.source.valid, pending.eq(0)).Elif(request.sink.valid & request.sink.ready,
+                                                                   pending.eq(1))
+        done = Signal()
+        self.comb += [
+            slave.cyc.eq(request.source.valid), slave.stb.eq(request.source.valid),
+            slave.adr.eq(request.source.adr), slave.dat_w.eq(request.source.dat_w),
+            slave.sel.eq(request.source.sel), slave.we.eq(request.source.we),
+            done.eq(request.source.valid & (slave.ack | slave.err)),
+            request.source.ready.eq(done),
+            answer.sink.valid.eq(done), answer.sink.dat_r.eq(slave.dat_r), answer.sink.err.eq(slave.err),
+        ]
+
+
+class InternalEtherbone(LiteXModule):
+    """Etherbone (port ETHERBONE_UDP_PORT) on an internal port of the SoC's own datapath: `to_stack` /
+    `from_stack` carry `dw`-bit LiteEth PHY-layout frames (no preamble/FCS) in sys (e.g. MiniSharp's
+    management port); `bus` is its Wishbone master, in sys. LiteEth's MAC, ARP, IP and UDP and Etherbone run
+    in clock domain `cd` (of `cd_freq` Hz; sys_clk_freq when cd is sys), `stack_dw` bits wide (8 by default:
+    management needs no line rate, and the 8-bit stack is the smallest). With cd other than sys, the MAC's
+    clock-domain FIFOs cross between the port (sys) and the stack, and Etherbone's accesses cross to `bus` in
+    a WishboneClockCrossing: the stack's combinational ready chain (about 25 ns on ECP5) then leaves sys."""
+    def __init__(self, to_stack, from_stack, dw, sys_clk_freq, mac_address=SOC_MAC_ADDRESS,
+                 ip_address=SOC_IP_ADDRESS, stack_dw=8, cd="sys", cd_freq=None):
+        from liteeth.core import LiteEthUDPIPCore
+        from liteeth.frontend.etherbone import LiteEthEtherbone
+        if (cd == "sys") != (cd_freq is None):
+            raise ValueError(f"the management stack in clock domain {cd!r}: give cd_freq exactly when cd is not sys")
+
+        # # #
+
+        self.phy = phy = InternalPHY(stack_dw, to_stack, from_stack, port_dw=dw)
+        ethcore = LiteEthUDPIPCore(phy, mac_address=mac_address, ip_address=ip_address,
+                                   clk_freq=cd_freq or sys_clk_freq, dw=stack_dw, with_sys_datapath=True)
+        # The stack's "sys" becomes `cd`, then the MAC's PHY side (eth_tx / eth_rx) the port's sys.
+        self.ethcore = ClockDomainsRenamer({"eth_tx": "sys", "eth_rx": "sys"})(
+            ClockDomainsRenamer({"sys": cd})(ethcore))
+        self.etherbone = ClockDomainsRenamer({"sys": cd})(
+            LiteEthEtherbone(ethcore.udp, ETHERBONE_UDP_PORT, buffer_depth=16, cd="sys"))
+        self.bus = self.etherbone.wishbone.bus
+        if cd != "sys":
+            self.cdc = WishboneClockCrossing(self.bus, cd_master=cd)
+            self.bus = self.cdc.slave
+
+
 class InnetSoC(SoCCore):
     """LiteX SoC for the innet cores.
 
@@ -74,22 +148,12 @@ class InnetSoC(SoCCore):
         self.add_etherbone(phy=phy, phy_cd=phy_cd, data_width=data_width, mac_address=mac_address,
                            ip_address=ip_address, udp_port=ETHERBONE_UDP_PORT)
 
-    def add_internal_etherbone(self, to_stack, from_stack, dw, mac_address=SOC_MAC_ADDRESS,
-                               ip_address=SOC_IP_ADDRESS, stack_dw=8):
-        """Etherbone (port ETHERBONE_UDP_PORT) on an internal port of the SoC's own datapath: `to_stack` /
-        `from_stack` carry `dw`-bit LiteEth PHY-layout frames (no preamble/FCS) in sys (e.g. MiniSharp's
-        management port); LiteEth's MAC, ARP, IP and UDP run in sys, `stack_dw` bits wide (8 by default:
-        management needs no line rate, and the 8-bit stack is the smallest)."""
-        from liteeth.core import LiteEthUDPIPCore
-        from liteeth.frontend.etherbone import LiteEthEtherbone
-        phy = InternalPHY(stack_dw, to_stack, from_stack, port_dw=dw)
-        self.ethphy_internal = phy
-        ethcore = LiteEthUDPIPCore(phy, mac_address=mac_address, ip_address=ip_address, clk_freq=self.clk_freq,
-                                   dw=stack_dw, with_sys_datapath=True)
-        # The MAC's clock-domain crossings become plain connections.
-        self.ethcore_etherbone = ClockDomainsRenamer({"eth_tx": "sys", "eth_rx": "sys"})(ethcore)
-        self.etherbone = LiteEthEtherbone(ethcore.udp, ETHERBONE_UDP_PORT, buffer_depth=16, cd="sys")
-        self.bus.add_master(name="etherbone", master=self.etherbone.wishbone.bus)
+    def add_internal_etherbone(self, to_stack, from_stack, dw, **kwargs):
+        """Etherbone on an internal port of the SoC's own datapath (InternalEtherbone: `to_stack` / `from_stack`
+        carry `dw`-bit frames in sys; keyword arguments: mac_address, ip_address, stack_dw, cd, cd_freq),
+        mastering the SoC's bus."""
+        self.etherbone_internal = InternalEtherbone(to_stack, from_stack, dw, sys_clk_freq=self.clk_freq, **kwargs)
+        self.bus.add_master(name="etherbone", master=self.etherbone_internal.bus)
 
     def _register_core(self, name, module):
         self.check_if_exists(name)
@@ -124,12 +188,12 @@ class InnetSoC(SoCCore):
         return self._register_core(name, SwitchBlock(**kwargs))
 
     def add_minisharp(self, phys, name=CORE_NAMES["minisharp"], management=None, ip_address=SOC_IP_ADDRESS,
-                      **kwargs):
+                      mgmt_cd="sys", mgmt_clk_freq=None, **kwargs):
         """MiniSharp on the data ports `phys`: one (sink, source) pair of LiteEth PHY-layout streams per port
         (`dw` bits, default 8) carrying whole Ethernet frames without preamble/FCS (e.g. a LiteEthMACCore's
         user side). management (a port mask): Etherbone becomes MiniSharp's management port, reached from
         those ports only (at SOC_MAC_ADDRESS / ip_address; see docs/minisharp.md, "Management through the
-        data ports"). Keyword arguments go to MiniSharpSoCBlock (dw, chunk_elements, n_contexts, n_slots,
+        data ports"), its stack in clock domain mgmt_cd (of mgmt_clk_freq Hz; add_internal_etherbone). Keyword arguments go to MiniSharpSoCBlock (dw, chunk_elements, n_contexts, n_slots,
         max_ranks, ...)."""
         from cores.minisharp.soc_block import MiniSharpSoCBlock
         if len(phys) < 2:
@@ -139,7 +203,8 @@ class InnetSoC(SoCCore):
         block = self._register_core(name, MiniSharpSoCBlock(num_ports=len(phys), **kwargs))
         block.connect_phys(phys)
         if management is not None:
-            self.add_internal_etherbone(block.mgmt_source, block.mgmt_sink, block.core.dw, ip_address=ip_address)
+            self.add_internal_etherbone(block.mgmt_source, block.mgmt_sink, block.core.dw, ip_address=ip_address,
+                                        cd=mgmt_cd, cd_freq=mgmt_clk_freq)
         return block
 
     def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=64, xmem_rows=8, origin=None, xmem="bram",
