@@ -44,8 +44,12 @@ def test_spine_leaf_allreduce_from_four_host_processes():
     c = r["counters"]
     assert c["leaf0"]["drop_not_admin"] == 2                 # the rogue host's teardown and setup
     assert c["spine"]["chunks"] == -(-300 // 32)
+    # A leaf (a CHILD context, no window) reduces a chunk again when its ranks resend it (their 1 s timer runs
+    # out on a loaded machine), the spine drops the partial as a duplicate: without resends, equal counts.
+    resends = sum(x["resends"] for x in r["ranks"])
     for sw in c:
-        assert c[sw]["chunks"] == c["spine"]["chunks"] and c[sw]["setups"] == 1 and c[sw]["teardowns"] == 1, sw
+        assert c[sw]["setups"] == 1 and c[sw]["teardowns"] == 1, sw
+        assert c["spine"]["chunks"] <= c[sw]["chunks"] <= c["spine"]["chunks"] + resends, (sw, resends)
     assert leftovers(r["ns"]) == []
     lat = res.data["latency exact"]
     assert 0 < lat["leaf_up"] < 200 and 0 < lat["spine"] < 400 and 0 < lat["leaf_down"] < 200
