@@ -50,7 +50,9 @@ def byte_mask(module, n, nbytes):
 class BytePacker(LiteXModule):
     """Packs chunks of 0..in_bytes bytes (sink: data, n; byte k = data[8k+7:8k]) into beats of `size` bytes
     (source: data, bytes above `size` zero), `size` (1..out_bytes) being set by the user for the next beat.
-    Buffer of in_bytes + out_bytes bytes; takes a chunk and gives a beat every cycle; latency 1 cycle."""
+    Buffer of in_bytes + out_bytes bytes; takes a chunk and gives a beat every cycle; latency 1 cycle.
+    The shift amounts come from registers (the level, and `size`, which users derive from registers): the
+    handshake (`source.ready`, `sink.valid`) only selects between precomputed words and compares."""
     def __init__(self, in_bytes, out_bytes):
         self.sink = sink = stream.Endpoint([("data", 8 * in_bytes), ("n", bits_for(in_bytes))])
         self.source = source = stream.Endpoint([("data", 8 * out_bytes)])
@@ -61,20 +63,22 @@ class BytePacker(LiteXModule):
         B = in_bytes + out_bytes
         buf = Signal(8 * B)
         level = Signal(max=B + 1)
-        shift = Signal(max=out_bytes + 1)
-        after = Signal(max=B + 1)
+        popped = Signal(max=B + 1)                  # the level after a beat leaves
+        pop, push = Signal(), Signal()
         chunk = Signal(8 * in_bytes)
         self.comb += [
             source.valid.eq(level >= self.size),
             source.data.eq(buf & byte_mask(self, self.size, out_bytes)),
-            shift.eq(Mux(source.valid & source.ready, self.size, 0)),
-            after.eq(level - shift),
-            sink.ready.eq(after <= out_bytes),
-            chunk.eq(Mux(sink.valid & sink.ready, sink.data & byte_mask(self, sink.n, in_bytes), 0)),
+            popped.eq(level - self.size),
+            pop.eq(source.valid & source.ready),
+            sink.ready.eq(Mux(pop, popped <= out_bytes, level <= out_bytes)),
+            push.eq(sink.valid & sink.ready),
+            chunk.eq(sink.data & byte_mask(self, sink.n, in_bytes)),
         ]
         self.sync += [
-            buf.eq((buf >> Cat(C(0, 3), shift)) | (chunk << Cat(C(0, 3), after))[:8 * B]),
-            level.eq(after + Mux(sink.valid & sink.ready, sink.n, 0)),
+            buf.eq(Mux(pop, buf >> Cat(C(0, 3), self.size), buf) |
+                   Mux(push, Mux(pop, chunk << Cat(C(0, 3), popped), chunk << Cat(C(0, 3), level)), 0)[:8 * B]),
+            level.eq(Mux(pop, popped, level) + Mux(push, sink.n, 0)),
         ]
 
 
@@ -190,101 +194,131 @@ class L2Segmenter(LiteXModule):
 
         # # #
 
-        # Stage 1: the segment stream (length prefix, packet, zero padding to whole segments) in W-byte beats.
-        self.stream_packer = sp = BytePacker(W, W)
-        self.routes = routes = stream.SyncFIFO([("route", L2_HEADER_BITS), ("segments", 9)], 4)
-        rem = Signal(8 * L2_LENGTH_BYTES)
-        pad = Signal(8 * L2_LENGTH_BYTES + 1)    # a packet ending early pads up to its whole length
-        trail = Signal()
-        nseg = Signal(9)
-        padded = Signal(8 * L2_LENGTH_BYTES + 1)
-        length_ok = Signal()
-        n_data = Signal(max=W + 1)
-        n_pad = Signal(max=W + 1)
-        pad_after = Signal(8 * L2_LENGTH_BYTES + 1)
+        # Stage 0: the input registered (1 cycle) with what stage 1 needs of `length` (its check, segments,
+        # segment stream bytes after the prefix, whether the last segment is padded), so that stage 1 decides
+        # from registers.
+        nb = 8 * L2_LENGTH_BYTES + 1
+        derived = [("length_ok", 1), ("segments", 9), ("stream", nb), ("padded", 1)]
+        self.input_buffer = ib = stream.Buffer(stream.EndpointDescription(
+            l2_data_layout(data_width), L2_TX_PARAMS + derived), pipe_valid=True)
+        padded = Signal(nb)
         self.comb += [
-            sp.size.eq(W),
+            sink.connect(ib.sink),
             # In a 17-bit signal: in Verilog the sum would take the 16-bit width of `length` and wrap for
             # lengths above 65278 (Migen's simulator does not show it).
             padded.eq(sink.length + L2_LENGTH_BYTES + SEGMENT_BYTES - 1),
-            nseg.eq(padded >> 8),
-            length_ok.eq((sink.length != 0) & (sink.length <= L2_MAX_PACKET_BYTES)),
-            n_data.eq(Mux(rem < W, rem, W)),
-            n_pad.eq(Mux(pad < W, pad, W)),
-            routes.sink.route.eq(sink.route),
-            routes.sink.segments.eq(nseg),
+            ib.sink.length_ok.eq((sink.length != 0) & (sink.length <= L2_MAX_PACKET_BYTES)),
+            ib.sink.segments.eq(padded >> 8),
+            ib.sink.stream.eq(Cat(C(0, 8), padded[8:]) - L2_LENGTH_BYTES),
+            ib.sink.padded.eq(padded[:8] != SEGMENT_BYTES - 1),
+        ]
+        inp = ib.source
+
+        # Stage 1: the segment stream (length prefix, packet, zero padding to whole segments) in W-byte beats.
+        # Counters with their next beat's byte counts and end flags registered beside them: rem (packet
+        # bytes to come), left (segment stream bytes to come after the prefix: rem + padding).
+        self.stream_packer = sp = BytePacker(W, W)
+        self.routes = routes = stream.SyncFIFO([("route", L2_HEADER_BITS), ("segments", 9)], 4)
+        rem, left = Signal(8 * L2_LENGTH_BYTES), Signal(nb)
+        n_data, n_left = Signal(max=W + 1), Signal(max=W + 1)      # min(rem, W), min(left, W)
+        rem_end, left_end = Signal(), Signal()                     # rem <= W, left <= W
+        pad_nz = Signal()                                          # the packet has padding
+        trail = Signal()
+        load = Signal()                                            # a packet starts: rem, left loaded
+        n_sent = Signal(max=W + 1)                                  # bytes of rem and left sent
+        rem_next, left_next = Signal(8 * L2_LENGTH_BYTES), Signal(nb)
+        self.comb += [
+            sp.size.eq(W),
+            routes.sink.route.eq(inp.route),
+            routes.sink.segments.eq(inp.segments),
+            rem_next.eq(Mux(load, inp.length, rem - n_sent)),
+            left_next.eq(Mux(load, inp.stream, left - n_sent)),
+        ]
+        self.sync += [
+            rem.eq(rem_next),
+            left.eq(left_next),
+            n_data.eq(Mux(rem_next < W, rem_next, W)),
+            n_left.eq(Mux(left_next < W, left_next, W)),
+            rem_end.eq(rem_next <= W),
+            left_end.eq(left_next <= W),
         ]
         self.fsm = fsm = FSM(reset_state="LENGTH")
         fsm.act("LENGTH",
-            If(sink.valid,
-                If(~length_ok,
+            If(inp.valid,
+                If(~inp.length_ok,
                     ev["bad_length"].eq(1),
                     NextState("DROP"),
                 ).Else(
                     sp.sink.valid.eq(routes.sink.ready),
-                    sp.sink.data.eq(Cat(sink.length[8:], sink.length[:8])),
+                    sp.sink.data.eq(Cat(inp.length[8:], inp.length[:8])),
                     sp.sink.n.eq(L2_LENGTH_BYTES),
                     routes.sink.valid.eq(sp.sink.ready),
                     If(sp.sink.ready & routes.sink.ready,
                         ev["packets"].eq(1),
-                        NextValue(rem, sink.length),
-                        NextValue(pad, (nseg << 8) - L2_LENGTH_BYTES - sink.length),
+                        load.eq(1),
+                        NextValue(pad_nz, inp.padded),
                         NextState("DATA"),
                     ),
                 ),
             ),
         )
+        # A packet ending (last, or its length reached) leaves left - n_data bytes of padding: its padding
+        # when rem <= W, else (an early last) left - W > 0.
         fsm.act("DATA",
-            sp.sink.valid.eq(sink.valid),
-            sp.sink.data.eq(sink.data),
+            sp.sink.valid.eq(inp.valid),
+            sp.sink.data.eq(inp.data),
             sp.sink.n.eq(n_data),
-            sink.ready.eq(sp.sink.ready),
-            pad_after.eq(pad + Mux(sink.last, rem - n_data, 0)),
-            If(sink.valid & sp.sink.ready,
-                NextValue(rem, rem - n_data),
-                NextValue(pad, pad_after),
-                If(sink.last | (rem == n_data),
-                    ev["length_errors"].eq((rem != n_data) | ~sink.last),
-                    NextValue(trail, ~sink.last),
-                    If(pad_after != 0, NextState("PAD")).Elif(~sink.last, NextState("DROP")).Else(NextState("LENGTH")),
+            inp.ready.eq(sp.sink.ready),
+            If(inp.valid & sp.sink.ready,
+                n_sent.eq(n_data),
+                If(inp.last | rem_end,
+                    ev["length_errors"].eq(~rem_end | ~inp.last),
+                    NextValue(trail, ~inp.last),
+                    If(~rem_end | pad_nz, NextState("PAD")).Elif(~inp.last, NextState("DROP")).Else(
+                        NextState("LENGTH")),
                 ),
             ),
         )
         fsm.act("PAD",
             sp.sink.valid.eq(1),
-            sp.sink.n.eq(n_pad),
+            sp.sink.n.eq(n_left),
             If(sp.sink.ready,
-                NextValue(pad, pad - n_pad),
-                If(pad == n_pad, If(trail, NextState("DROP")).Else(NextState("LENGTH"))),
+                n_sent.eq(n_left),
+                If(left_end, If(trail, NextState("DROP")).Else(NextState("LENGTH"))),
             ),
         )
         fsm.act("DROP",
-            sink.ready.eq(1),
-            If(sink.valid & sink.last, NextState("LENGTH")),
+            inp.ready.eq(1),
+            If(inp.valid & inp.last, NextState("LENGTH")),
         )
 
-        # Stage 2: a header before every SEGMENT_BYTES of the segment stream, packed into Layer 1 beats.
+        # Stage 2: the segment stream's beats through a registered handshake (valid and ready: 1 cycle), then a
+        # header before every SEGMENT_BYTES of them, packed into Layer 1 beats.
+        self.stream_buffer = sb = stream.Buffer(sp.source.description, pipe_valid=True, pipe_ready=True)
         self.framer = framer = L2Framer(frame_bits, data_width)
         beats = SEGMENT_BYTES // W
         beat = Signal(max=beats)
         done = Signal(9)
+        seg_end = Signal()
         self.comb += [
-            framer.sink.valid.eq(sp.source.valid),
+            sp.source.connect(sb.sink),
+            framer.sink.valid.eq(sb.source.valid),
             framer.sink.header.eq(routes.source.route),
-            framer.sink.data.eq(sp.source.data),
+            framer.sink.data.eq(sb.source.data),
             framer.sink.last.eq(beat == beats - 1),
-            sp.source.ready.eq(framer.sink.ready),
+            sb.source.ready.eq(framer.sink.ready),
             framer.source.connect(source),
+            seg_end.eq(sb.source.valid & framer.sink.ready & (beat == beats - 1)),
         ]
-        self.sync += If(sp.source.valid & framer.sink.ready,
+        self.sync += If(sb.source.valid & framer.sink.ready,
             beat.eq(beat + 1),
             If(beat == beats - 1, beat.eq(0)),
         )
-        self.comb += If(sp.source.valid & framer.sink.ready & (beat == beats - 1),
+        self.comb += If(seg_end,
             ev["segments"].eq(1),
             routes.source.ready.eq(done == routes.source.segments - 1),
         )
-        self.sync += If(sp.source.valid & framer.sink.ready & (beat == beats - 1),
+        self.sync += If(seg_end,
             If(done == routes.source.segments - 1, done.eq(0)).Else(done.eq(done + 1)),
         )
 
@@ -630,52 +664,86 @@ class L2PacketStore(LiteXModule):
         self.sync += If(words.valid, wword.eq(Mux(unit_end, 0, wword + 1)))
 
         # Reading: the words of complete packets back to back (the first word of a packet in the cycle its
-        # context leaves `done`), into a packer that drops the length prefix and cuts data_width beats.
+        # context leaves `done`), registered after the block RAM (its output is slow: 1 cycle), into a packer
+        # that drops the length prefix and cuts data_width beats.
         self.params = params = stream.SyncFIFO([("ctx", cb)] + L2_RX_PARAMS, 4)
         self.out_packer = op = BytePacker(M, W)
+        nb = 8 * L2_LENGTH_BYTES + 1
+        # The next complete packet registered with its parameters and read plan (1 cycle): stream bytes to
+        # read (the prefix and the packet up to whole beats), the first word's bytes, more words to come.
+        self.next = nx = stream.Buffer([("ctx", cb)] + L2_RX_PARAMS + [("left", nb), ("take", bits_for(M)),
+                                                                        ("more", 1)], pipe_valid=True)
+        rounded = Signal(nb)
+        self.comb += [
+            self.lookup.eq(done.source.ctx),
+            nx.sink.valid.eq(done.source.valid),
+            done.source.ready.eq(nx.sink.ready),
+            nx.sink.ctx.eq(done.source.ctx),
+            nx.sink.length.eq(self.length),
+            nx.sink.header.eq(self.header),
+            nx.sink.reply.eq(self.reply),
+            rounded.eq(Cat(C(L2_LENGTH_BYTES, log2_int(W)), (self.length + W - 1)[log2_int(W):])),
+            nx.sink.left.eq(rounded),
+            nx.sink.take.eq(Mux(rounded < M, rounded, M)),
+            nx.sink.more.eq(rounded > M),
+        ]
+        # The packet being read: its next word and what is left, with the next word's bytes (min(left, M))
+        # and whether more words follow (left > M) registered beside it.
         f_active = Signal()
         f_ctx = Signal(cb)
         f_word = Signal(max(lw + ls, 1))
-        f_left = Signal(8 * L2_LENGTH_BYTES + 1)               # stream bytes of the packet not yet read
+        f_left = Signal(nb)                                    # stream bytes of the packet not yet read
+        f_take = Signal(max=M + 1)
+        f_more = Signal()
         r_ctx = Signal(cb)
         r_word = Signal(max(lw + ls, 1))
-        r_left = Signal(8 * L2_LENGTH_BYTES + 1)
+        r_left = Signal(nb)
         r_take = Signal(max=M + 1)
+        r_more = Signal()
+        after = Signal(nb)
         can, advance, issue = Signal(), Signal(), Signal()
-        pend, pend_first = Signal(), Signal()
+        pend, pend_first = Signal(), Signal()      # a word is read (block-RAM output)
         pend_n = Signal(max=M + 1)
+        word, word_n = Signal(8 * M), Signal(max=M + 1)  # the word registered, its prefix dropped
+        word_valid = Signal()
         self.comb += [
-            self.lookup.eq(done.source.ctx),
-            r_ctx.eq(Mux(f_active, f_ctx, done.source.ctx)),
+            r_ctx.eq(Mux(f_active, f_ctx, nx.source.ctx)),
             r_word.eq(Mux(f_active, f_word, 0)),
-            r_left.eq(Mux(f_active, f_left, ((self.length + W - 1) & ~(W - 1)) + L2_LENGTH_BYTES)),
-            r_take.eq(Mux(r_left < M, r_left, M)),
-            can.eq(f_active | (done.source.valid & params.sink.ready)),
-            advance.eq(~pend | op.sink.ready),
+            r_left.eq(Mux(f_active, f_left, nx.source.left)),
+            r_take.eq(Mux(f_active, f_take, nx.source.take)),
+            r_more.eq(Mux(f_active, f_more, nx.source.more)),
+            after.eq(r_left - r_take),
+            can.eq(f_active | (nx.source.valid & params.sink.ready)),
+            advance.eq(~word_valid | op.sink.ready),
             issue.eq(advance & can),
             rd.re.eq(advance),
             rd.adr.eq(_cat_fields((r_word, lw + ls), (r_ctx, cb))),
-            done.source.ready.eq(issue & ~f_active),
+            nx.source.ready.eq(issue & ~f_active),
             params.sink.valid.eq(issue & ~f_active),
-            params.sink.ctx.eq(done.source.ctx),
-            params.sink.length.eq(self.length),
-            params.sink.header.eq(self.header),
-            params.sink.reply.eq(self.reply),
-            op.sink.valid.eq(pend),
-            op.sink.data.eq(Mux(pend_first, rd.dat_r >> 8 * L2_LENGTH_BYTES, rd.dat_r)),
-            op.sink.n.eq(pend_n),
+            params.sink.ctx.eq(nx.source.ctx),
+            params.sink.length.eq(nx.source.length),
+            params.sink.header.eq(nx.source.header),
+            params.sink.reply.eq(nx.source.reply),
+            op.sink.valid.eq(word_valid),
+            op.sink.data.eq(word),
+            op.sink.n.eq(word_n),
         ]
         self.sync += [
             If(advance,
+                word_valid.eq(pend),
+                word.eq(Mux(pend_first, rd.dat_r >> 8 * L2_LENGTH_BYTES, rd.dat_r)),
+                word_n.eq(pend_n),
                 pend.eq(issue),
                 pend_first.eq(~f_active),
                 pend_n.eq(r_take - Mux(f_active, 0, L2_LENGTH_BYTES)),
             ),
             If(issue,
-                f_active.eq(r_left > M),
+                f_active.eq(r_more),
                 f_ctx.eq(r_ctx),
                 f_word.eq(r_word + 1),
-                f_left.eq(r_left - r_take),
+                f_left.eq(after),
+                f_take.eq(Mux(after < M, after, M)),
+                f_more.eq(after > M),
             ),
         ]
 
