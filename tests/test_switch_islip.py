@@ -54,7 +54,7 @@ def assert_matching(n, reqs, match):
 
 @pytest.mark.parametrize("n,iterations,count,pipelined", [
     (4, 1, 120, False), (4, 3, 80, False), (8, 2, 60, False), (8, 4, 30, False), (16, 2, 8, False),
-    (4, 2, 80, True), (8, 3, 40, True)])
+    (4, 2, 80, True), (8, 3, 40, True), (16, 3, 6, True)])
 def test_islip_equals_reference(n, iterations, count, pipelined):
     """Decision by decision: the matching and both pointer arrays equal the Python iSLIP's; the decision
     takes exactly `latency` cycles (2k + 1, or 3k + 1 pipelined)."""
@@ -67,6 +67,36 @@ def test_islip_equals_reference(n, iterations, count, pipelined):
         assert match == ref.schedule(reqs)
         assert gptr == ref.grant_ptr and aptr == ref.accept_ptr
         assert_matching(n, reqs, match)
+
+
+@pytest.mark.parametrize("n,iterations,pipelined", [(4, 1, False), (8, 1, True), (8, 2, False), (8, 3, True)])
+def test_islip_back_to_back_equals_reference(n, iterations, pipelined):
+    """`start` held high: each decision starts in the cycle the previous one is done, so it reads the
+    pointers the previous one moved as early as it can (the pointer masks lag their pointers by a cycle)."""
+    rng = random.Random(17 * n + iterations)
+    for density in (0.3, 0.7, 1.0):
+        reqs = random_requests(rng, n, 1, density)[0]
+        dut = ISLIPScheduler(n, iterations, pipelined)
+        flat = sum(1 << (i * n + j) for i in range(n) for j in range(n) if reqs[i][j])
+        out, starts = [], []
+
+        def gen():
+            yield dut.req.eq(flat)
+            yield dut.start.eq(1)
+            for cycle in range(12 * (dut.latency + 1)):
+                yield
+                if (yield dut.start) and not (yield dut.busy):
+                    starts.append(cycle)
+                if (yield dut.done):
+                    valid, match = (yield dut.match_valid), []
+                    for i in range(n):
+                        match.append((yield dut.match[i]) if valid >> i & 1 else None)
+                    out.append(match)
+
+        run_simulation(dut, gen())
+        assert len(out) >= 10 and set(b - a for a, b in zip(starts, starts[1:])) == {dut.latency}
+        ref = ISLIP(n, iterations)
+        assert out == [ref.schedule(reqs) for _ in out]
 
 
 def test_islip_n_iterations_is_maximal():

@@ -32,20 +32,32 @@ def index_bits(n):
     return max(1, (n - 1).bit_length())
 
 
-def round_robin_pick(module, req, ptr, n):
-    """The first set bit of `req` (n bits) at or after index `ptr`, wrapping. Returns (valid, index, onehot)."""
-    above = Signal(n)          # bits at or after the pointer
-    hi, hi_oh, lo_oh, onehot = Signal(n), Signal(n), Signal(n), Signal(n)
-    index, valid = Signal(index_bits(n)), Signal()
+def pointer_mask(ptr, n):
+    """The indices at or after `ptr` among n, as a mask (bit b = ptr <= b): what round_robin_pick_masked
+    takes, e.g. from a register that follows a pointer."""
+    return Cat(*[ptr <= b for b in range(n)])
+
+
+def round_robin_pick_masked(module, req, above, n):
+    """The first set bit of `req` (n bits) among the bits of `above` (a pointer_mask), else the first set bit
+    of `req`: two fixed-priority picks (x & -x) and a multiplexer. Returns (valid, onehot); onehot is 0
+    when no bit is set."""
+    hi, hi_oh, lo_oh, onehot, valid = Signal(n), Signal(n), Signal(n), Signal(n), Signal()
     module.comb += [
-        above.eq(Cat(*[ptr <= b for b in range(n)])),
         hi.eq(req & above),
         hi_oh.eq(hi & (~hi + 1)),
         lo_oh.eq(req & (~req + 1)),
         onehot.eq(Mux(hi != 0, hi_oh, lo_oh)),
         valid.eq(req != 0),
-        index.eq(onehot_index(onehot, n)),
     ]
+    return valid, onehot
+
+
+def round_robin_pick(module, req, ptr, n):
+    """The first set bit of `req` (n bits) at or after index `ptr`, wrapping. Returns (valid, index, onehot)."""
+    valid, onehot = round_robin_pick_masked(module, req, pointer_mask(ptr, n), n)
+    index = Signal(index_bits(n))
+    module.comb += index.eq(onehot_index(onehot, n))
     return valid, index, onehot
 
 

@@ -3,7 +3,7 @@ from migen import Signal, Array, If, Cat, Replicate
 
 from litex.gen import LiteXModule
 
-from cores.lib.logic import index_bits, reduce_or, round_robin_pick
+from cores.lib.logic import index_bits, onehot_index, pointer_mask, reduce_or, round_robin_pick_masked
 from cores.switch.common import MAX_ITERATIONS, check_ports
 
 
@@ -16,7 +16,8 @@ class ISLIPScheduler(LiteXModule):
     output matched to input i; flattened as N*log2(N) bits in `match_flat`) held until the next start.
     Grant pointers move to one past the granted input, accept pointers to one past the accepted output,
     only for grants accepted in the first iteration. `start` while busy is ignored and counted in
-    `overruns`. One decision per `latency` cycles at most.
+    `overruns`. One decision per `latency` cycles at most (`start` in the cycle of `done`). The round-robin
+    picks read their pointers as registered masks (pointer_mask) and encode indices after the registers.
 
     `pipelined=True` registers each input's accept pick before it updates the matching and the pointers
     (three cycles an iteration, `done` 3*iterations + 1 cycles after `start`, same decisions): a shorter
@@ -49,10 +50,13 @@ class ISLIPScheduler(LiteXModule):
         out_matched = Signal(n)
         iteration = Signal(index_bits(iterations) + 1)
         phase = Signal(2)                                           # 0 grant, 1 accept, 2 commit (pipelined)
-        # Grant registers: per output j, valid + one-hot over inputs + index.
-        g_valid = Signal(n)
-        g_onehot = [Signal(n, name=f"g_onehot{j}") for j in range(n)]
-        g_index = [Signal(w, name=f"g_index{j}") for j in range(n)]
+        # Pointer masks (pointer_mask), registered one cycle after their pointer: a pointer moves in the first
+        # iteration's commit only for a port that commit matched, which takes no part in the rest of the
+        # decision, so the next decision (two cycles later at the earliest) is the first to read it.
+        g_above = [Signal(n, reset=(1 << n) - 1, name=f"g_above{j}") for j in range(n)]
+        a_above = [Signal(n, reset=(1 << n) - 1, name=f"a_above{i}") for i in range(n)]
+        self.sync += [m.eq(pointer_mask(p, n)) for m, p in zip(g_above + a_above,
+                                                               list(self.grant_ptr) + list(self.accept_ptr))]
 
         self.sync += If(self.start & self.busy, self.overruns.eq(self.overruns + 1))
         self.sync += If(self.start & ~self.busy,
@@ -65,31 +69,35 @@ class ISLIPScheduler(LiteXModule):
         )
         self.sync += self.done.eq(0)
 
-        # Grant: output j picks among unmatched inputs requesting it (only while j is unmatched).
-        grant_logic = []
+        # Grant: output j picks among unmatched inputs requesting it (only while j is unmatched); a register per
+        # output, one-hot over the inputs (0: no grant).
+        g_onehot = [Signal(n, name=f"g_onehot{j}") for j in range(n)]
+        grant = []
         for j in range(n):
             col = Signal(n, name=f"col{j}")
             self.comb += col.eq(Cat(*[req_q[i][j] & ~in_matched[i] for i in range(n)])
                                 & Replicate(~out_matched[j], n))
-            valid, index, onehot = round_robin_pick(self, col, self.grant_ptr[j], n)
-            grant_logic += [g_valid[j].eq(valid), g_onehot[j].eq(onehot), g_index[j].eq(index)]
-        self.sync += If(self.busy & (phase == 0), phase.eq(1), *grant_logic)
+            _, onehot = round_robin_pick_masked(self, col, g_above[j], n)
+            grant.append(g_onehot[j].eq(onehot))
+        self.sync += If(self.busy & (phase == 0), phase.eq(1), *grant)
+        g_index = [Signal(w, name=f"g_index{j}") for j in range(n)]
+        self.comb += [g_index[j].eq(onehot_index(g_onehot[j], n)) for j in range(n)]
 
         # Accept: input i picks among the grants it received.
-        a_valid, a_index, a_onehot = [], [], []
+        a_valid, a_onehot = [], []
         for i in range(n):
             row = Signal(n, name=f"row{i}")
-            self.comb += row.eq(Cat(*[g_valid[j] & g_onehot[j][i] for j in range(n)]))
-            valid, index, onehot = round_robin_pick(self, row, self.accept_ptr[i], n)
+            self.comb += row.eq(Cat(*[g_onehot[j][i] for j in range(n)]))
+            valid, onehot = round_robin_pick_masked(self, row, a_above[i], n)
             a_valid.append(valid)
-            a_index.append(index)
             a_onehot.append(onehot)
         if pipelined:
-            regs = ([Signal(name=f"a_valid{i}") for i in range(n)], [Signal(w, name=f"a_index{i}") for i in range(n)],
-                    [Signal(n, name=f"a_onehot{i}") for i in range(n)])
+            regs = [Signal(name=f"a_valid{i}") for i in range(n)], [Signal(n, name=f"a_onehot{i}") for i in range(n)]
             self.sync += If(self.busy & (phase == 1), phase.eq(2),
-                            *[r.eq(c) for rs, cs in zip(regs, (a_valid, a_index, a_onehot)) for r, c in zip(rs, cs)])
-            a_valid, a_index, a_onehot = regs
+                            *[r.eq(c) for rs, cs in zip(regs, (a_valid, a_onehot)) for r, c in zip(rs, cs)])
+            a_valid, a_onehot = regs
+        a_index = [Signal(w, name=f"a_index{i}") for i in range(n)]
+        self.comb += [a_index[i].eq(onehot_index(a_onehot[i], n)) for i in range(n)]
 
         # Commit the accepted grants: matching, and the pointers in the first iteration.
         commit = []

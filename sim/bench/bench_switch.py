@@ -306,8 +306,8 @@ def ecp5_network(n, width):
     return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions], ecp5_special_overrides
 
 
-ECP5_SCHEDULERS = [(8, "LFE5U-25F", 80, False), (16, "LFE5U-25F", 80, False), (16, "LFE5U-25F", 80, True),
-                   (32, "LFE5U-85F", 40, False), (32, "LFE5U-85F", 60, True)]
+ECP5_SCHEDULERS = [(8, "LFE5U-25F", 125, False), (8, "LFE5U-25F", 125, True), (16, "LFE5U-25F", 125, False),
+                   (16, "LFE5U-25F", 125, True), (32, "LFE5U-85F", 40, False), (32, "LFE5U-85F", 60, True)]
 ECP5_NETWORKS = [(8, 80), (16, 60)]
 PNR_MINUTES = 25
 # The N = 16 network (~30k LUT4, ~11k FF, 64 DP16KD) places in ~11 minutes but does not route: nextpnr's router1
