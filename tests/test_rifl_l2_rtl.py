@@ -11,7 +11,7 @@ from migen.sim import passive, run_simulation
 from litex.gen import LiteXModule
 
 from cores.rifl import common as c
-from cores.rifl.l2 import (BytePacker, L2PacketStore, L2Reassembler, L2Segmenter, L2UnitParser,
+from cores.rifl.l2 import (BytePacker, L2PacketStore, L2Reassembler, L2Segmenter, L2UnitParser, key_form,
                            reply_route_statements)
 from cores.rifl.link_bench import RIFLLinkBench
 from software.rifl import reference as ref
@@ -244,6 +244,39 @@ def test_reply_route_gateware():
         yield
         assert (yield top.reply) == 0
     run_simulation(top, [proc()])
+
+
+def test_key_form():
+    """Two headers have the same key_form iff the same reply route: pairs sharing ports with other hop
+    counts, other unused ports, Total Hops above MAX_HOPS."""
+    rng = random.Random(52)
+
+    class Top(Module):
+        def __init__(self):
+            self.header = Signal(c.L2_HEADER_BITS)
+            self.form = Signal(len(key_form(self.header)))
+            self.comb += self.form.eq(key_form(self.header))
+    top = Top()
+    headers = [random_route(rng) for _ in range(40)]
+    ports = [rng.randrange(256) for _ in range(c.MAX_HOPS)]
+    for total in range(16):
+        for remain in (0, total):
+            for ps in (ports, ports[:-1] + [ports[-1] ^ 1], [ports[0] ^ 1] + ports[1:]):
+                headers.append(c.L2_HEADER.pack(total_hops=total, remain_hops=remain, **dict(zip(c.L2_DST_PORTS, ps))))
+    forms = {}
+
+    def reply(h):                                   # the gateware's: 0 for Total Hops above MAX_HOPS
+        return c.reply_route(h) if c.L2_HEADER.unpack(h)["total_hops"] <= c.MAX_HOPS else 0
+
+    def proc():
+        for h in headers:
+            yield top.header.eq(h)
+            yield
+            forms[h] = yield top.form
+    run_simulation(top, [proc()])
+    for a in headers:
+        for b in headers:
+            assert (forms[a] == forms[b]) == (reply(a) == reply(b))
 
 
 def test_bad_input_segmenter():

@@ -114,7 +114,10 @@ def test_forced_undetected_error():
     rng = seeded(9)
     packets = random_packets(rng, TOPO, 10, srcs=[1], dsts=[3], lengths=(1024, 2048))
     link = next(k for k, (a, b) in enumerate(TOPO.links) if a == ("h", 1))
-    r = m.run(packets, [(600, 2 * link, "force", 1), (601, 2 * link, "force", 0)], seed=10)
+    # A codeword landing in a last segment's padding corrupts nothing (undetected, no bad packet), and which
+    # frame is next after cycle t moves with the pipeline latencies: with the L2 stages, t = 600 (and 500)
+    # hits padding; t = 396..408 hits packet bytes with and without them (measured).
+    r = m.run(packets, [(400, 2 * link, "force", 1), (401, 2 * link, "force", 0)], seed=10)
     check_run(m, packets, r, corrupted=1)
     assert r.counters[f"c{2 * link}_undetected"] == 1 and r.counters[f"c{2 * link}_errors"] == 1
     assert r.counters["s0_rx_errors"] == 0

@@ -37,6 +37,17 @@ def reply_route_statements(header, reply):
     return Case(L2_HEADER.field(header, "total_hops"), cases)
 
 
+def key_form(header):
+    """The reply route of `header` (cores.rifl.common.reply_route) up to a bijection, for comparisons: Total
+    Hops (0 above MAX_HOPS, whose reply route is 0) and the Dst Ports the reply route is made of (the last t
+    for Total Hops t, which it negates in reverse order), the others zero. Two headers have the same reply
+    route iff they have the same form, a LUT level where the reply route has carry chains."""
+    t = L2_HEADER.field(header, "total_hops")
+    ports = [L2_HEADER.field(header, name) for name in L2_DST_PORTS]
+    return Cat(Mux(t <= MAX_HOPS, t, 0),
+               *[Mux((t >= MAX_HOPS - i) & (t <= MAX_HOPS), p, 0) for i, p in enumerate(ports)])
+
+
 def byte_mask(module, n, nbytes):
     """A signal with the low min(n, nbytes) bytes of an nbytes-byte word set, as a case over n: a comparison
     per byte after synthesis, where `(1 << 8 n) - 1` is a carry chain through the whole word."""
@@ -49,9 +60,13 @@ def byte_mask(module, n, nbytes):
 
 class BytePacker(LiteXModule):
     """Packs chunks of 0..in_bytes bytes (sink: data, n; byte k = data[8k+7:8k]) into beats of `size` bytes
-    (source: data, bytes above `size` zero), `size` (1..out_bytes) being set by the user for the next beat.
-    Buffer of in_bytes + out_bytes bytes; takes a chunk and gives a beat every cycle; latency 1 cycle."""
-    def __init__(self, in_bytes, out_bytes):
+    (source: data, bytes above `size` zero), `size` (one of `sizes`, default 1..out_bytes) being set by the
+    user for the next beat. Buffer of in_bytes + out_bytes bytes; takes a chunk and gives a beat every cycle;
+    latency 1 cycle. The shift amounts come from registers (the level, and `size`, which users set from
+    registers; the buffer's shift and the level compares are a case over `sizes`): the handshake
+    (`source.ready`, `sink.valid`) only selects between the shifted words. clean: the sink's bytes from n
+    on are zero (no mask on the way in)."""
+    def __init__(self, in_bytes, out_bytes, sizes=None, clean=False):
         self.sink = sink = stream.Endpoint([("data", 8 * in_bytes), ("n", bits_for(in_bytes))])
         self.source = source = stream.Endpoint([("data", 8 * out_bytes)])
         self.size = Signal(bits_for(out_bytes))
@@ -61,20 +76,28 @@ class BytePacker(LiteXModule):
         B = in_bytes + out_bytes
         buf = Signal(8 * B)
         level = Signal(max=B + 1)
-        shift = Signal(max=out_bytes + 1)
-        after = Signal(max=B + 1)
+        popped = Signal(max=B + 1)                  # the level after a beat leaves
+        pop, push = Signal(), Signal()
+        room = Signal()                             # popped <= out_bytes
         chunk = Signal(8 * in_bytes)
+        kept = Signal(8 * B)                        # the buffer after a beat leaves
         self.comb += [
-            source.valid.eq(level >= self.size),
             source.data.eq(buf & byte_mask(self, self.size, out_bytes)),
-            shift.eq(Mux(source.valid & source.ready, self.size, 0)),
-            after.eq(level - shift),
-            sink.ready.eq(after <= out_bytes),
-            chunk.eq(Mux(sink.valid & sink.ready, sink.data & byte_mask(self, sink.n, in_bytes), 0)),
+            chunk.eq(sink.data if clean else sink.data & byte_mask(self, sink.n, in_bytes)),
+            Case(self.size, {k: [
+                source.valid.eq(level >= k),
+                room.eq(level <= out_bytes + k),
+                kept.eq(buf >> 8 * k),
+            ] for k in sorted(set(sizes or range(1, out_bytes + 1)))}),
+            popped.eq(level - self.size),
+            pop.eq(source.valid & source.ready),
+            sink.ready.eq(Mux(pop, room, level <= out_bytes)),
+            push.eq(sink.valid & sink.ready),
         ]
         self.sync += [
-            buf.eq((buf >> Cat(C(0, 3), shift)) | (chunk << Cat(C(0, 3), after))[:8 * B]),
-            level.eq(after + Mux(sink.valid & sink.ready, sink.n, 0)),
+            buf.eq(Mux(pop, kept, buf) |
+                   Mux(push, Mux(pop, chunk << Cat(C(0, 3), popped), chunk << Cat(C(0, 3), level)), 0)[:8 * B]),
+            level.eq(Mux(pop, popped, level) + Mux(push, sink.n, 0)),
         ]
 
 
@@ -95,7 +118,9 @@ class L2Framer(LiteXModule):
 
         # # #
 
-        self.packer = fp = BytePacker(L2_HEADER_BYTES + W, P)
+        nbeats = -(-L2_PACKET_BYTES // P)
+        last_bytes = L2_PACKET_BYTES - (nbeats - 1) * P
+        self.packer = fp = BytePacker(L2_HEADER_BYTES + W, P, sizes=(P, last_bytes), clean=True)
         beats = SEGMENT_BYTES // W
         beat = Signal(max=beats)
         self.comb += [
@@ -110,11 +135,10 @@ class L2Framer(LiteXModule):
             ),
         ]
         self.sync += If(sink.valid & sink.ready, beat.eq(beat + 1), If(beat == beats - 1, beat.eq(0)))
-        nbeats = -(-L2_PACKET_BYTES // P)
         ubeat = Signal(max=nbeats)
         final = Signal()                            # registered: the unit's last beat is next
         self.comb += [
-            fp.size.eq(Mux(final, L2_PACKET_BYTES - (nbeats - 1) * P, P)),
+            fp.size.eq(Mux(final, last_bytes, P)),
             source.valid.eq(fp.source.valid),
             source.data.eq(fp.source.data),
             source.nbytes.eq(fp.size),
@@ -143,7 +167,7 @@ class L2Deframer(LiteXModule):
         # # #
 
         self.parser = parser = L2UnitParser(frame_bits)
-        self.packer = pk = BytePacker(P, W)
+        self.packer = pk = BytePacker(P, W, sizes=(W,), clean=True)
         self.headers = hdr = stream.SyncFIFO([("header", L2_HEADER_BITS)], 2)
         self.events = parser.events
         beats = SEGMENT_BYTES // W
@@ -178,7 +202,9 @@ class L2Segmenter(LiteXModule):
     Bad input: length 0 or too large drops the packet; `last` before `length` bytes completes the packet
     with the rest of that beat and zeros, beats after `length` bytes are dropped; both counted. Throughput: one upper-layer beat a cycle plus
     one cycle per packet (length prefix) and per segment (header); for data_width >= 8 * payload bytes
-    the Layer 1 beats leave back to back (line rate). Latency: 3 cycles.
+    the Layer 1 beats leave back to back (line rate). Latency: 5 cycles from a packet's first beat to its
+    first Layer 1 beat, 2 of them the registered input stage and the registered handshake between the
+    stream packer and the framer.
     """
     def __init__(self, frame_bits=256, data_width=64, with_csr=False):
         check_frame_bits(frame_bits)
@@ -190,103 +216,138 @@ class L2Segmenter(LiteXModule):
 
         # # #
 
-        # Stage 1: the segment stream (length prefix, packet, zero padding to whole segments) in W-byte beats.
-        self.stream_packer = sp = BytePacker(W, W)
-        self.routes = routes = stream.SyncFIFO([("route", L2_HEADER_BITS), ("segments", 9)], 4)
-        rem = Signal(8 * L2_LENGTH_BYTES)
-        pad = Signal(8 * L2_LENGTH_BYTES + 1)    # a packet ending early pads up to its whole length
-        trail = Signal()
-        nseg = Signal(9)
-        padded = Signal(8 * L2_LENGTH_BYTES + 1)
-        length_ok = Signal()
-        n_data = Signal(max=W + 1)
-        n_pad = Signal(max=W + 1)
-        pad_after = Signal(8 * L2_LENGTH_BYTES + 1)
+        # Stage 0: the input registered (1 cycle) with what stage 1 needs of `length` (its check, segments,
+        # segment stream bytes after the prefix, whether the last segment is padded), so that stage 1 decides
+        # from registers.
+        nb = 8 * L2_LENGTH_BYTES + 1
+        derived = [("length_ok", 1), ("segments", 9), ("stream", nb), ("padded", 1)]
+        self.input_buffer = ib = stream.Buffer(stream.EndpointDescription(
+            l2_data_layout(data_width), L2_TX_PARAMS + derived), pipe_valid=True)
+        padded = Signal(nb)
         self.comb += [
-            sp.size.eq(W),
+            sink.connect(ib.sink),
             # In a 17-bit signal: in Verilog the sum would take the 16-bit width of `length` and wrap for
             # lengths above 65278 (Migen's simulator does not show it).
             padded.eq(sink.length + L2_LENGTH_BYTES + SEGMENT_BYTES - 1),
-            nseg.eq(padded >> 8),
-            length_ok.eq((sink.length != 0) & (sink.length <= L2_MAX_PACKET_BYTES)),
-            n_data.eq(Mux(rem < W, rem, W)),
-            n_pad.eq(Mux(pad < W, pad, W)),
-            routes.sink.route.eq(sink.route),
-            routes.sink.segments.eq(nseg),
+            ib.sink.length_ok.eq((sink.length != 0) & (sink.length <= L2_MAX_PACKET_BYTES)),
+            ib.sink.segments.eq(padded >> 8),
+            ib.sink.stream.eq(Cat(C(0, 8), padded[8:]) - L2_LENGTH_BYTES),
+            ib.sink.padded.eq(padded[:8] != SEGMENT_BYTES - 1),
+        ]
+        inp = ib.source
+
+        # Stage 1: the segment stream (length prefix, packet, zero padding to whole segments) in W-byte beats.
+        # Counters with their next beat's byte counts and end flags registered beside them: rem (packet
+        # bytes to come), left (segment stream bytes to come after the prefix: rem + padding).
+        self.stream_packer = sp = BytePacker(W, W, sizes=(W,))
+        self.routes = routes = stream.SyncFIFO([("route", L2_HEADER_BITS), ("segments", 9)], 4)
+        rem, left = Signal(8 * L2_LENGTH_BYTES), Signal(nb)
+        n_data, n_left = Signal(max=W + 1), Signal(max=W + 1)      # min(rem, W), min(left, W)
+        rem_end, left_end = Signal(), Signal()                     # rem <= W, left <= W
+        pad_nz = Signal()                                          # the packet has padding
+        trail = Signal()
+        load = Signal()                                            # a packet starts: rem, left loaded
+        n_sent = Signal(max=W + 1)                                  # bytes of rem and left sent
+        rem_next, left_next = Signal(8 * L2_LENGTH_BYTES), Signal(nb)
+        self.comb += [
+            sp.size.eq(W),
+            routes.sink.route.eq(inp.route),
+            routes.sink.segments.eq(inp.segments),
+            rem_next.eq(Mux(load, inp.length, rem - n_sent)),
+            left_next.eq(Mux(load, inp.stream, left - n_sent)),
+        ]
+        self.sync += [
+            rem.eq(rem_next),
+            left.eq(left_next),
+            n_data.eq(Mux(rem_next < W, rem_next, W)),
+            n_left.eq(Mux(left_next < W, left_next, W)),
+            rem_end.eq(rem_next <= W),
+            left_end.eq(left_next <= W),
         ]
         self.fsm = fsm = FSM(reset_state="LENGTH")
         fsm.act("LENGTH",
-            If(sink.valid,
-                If(~length_ok,
+            If(inp.valid,
+                If(~inp.length_ok,
                     ev["bad_length"].eq(1),
                     NextState("DROP"),
                 ).Else(
                     sp.sink.valid.eq(routes.sink.ready),
-                    sp.sink.data.eq(Cat(sink.length[8:], sink.length[:8])),
+                    sp.sink.data.eq(Cat(inp.length[8:], inp.length[:8])),
                     sp.sink.n.eq(L2_LENGTH_BYTES),
                     routes.sink.valid.eq(sp.sink.ready),
                     If(sp.sink.ready & routes.sink.ready,
                         ev["packets"].eq(1),
-                        NextValue(rem, sink.length),
-                        NextValue(pad, (nseg << 8) - L2_LENGTH_BYTES - sink.length),
+                        load.eq(1),
+                        NextValue(pad_nz, inp.padded),
                         NextState("DATA"),
                     ),
                 ),
             ),
         )
+        # A packet ending (last, or its length reached) leaves left - n_data bytes of padding: its padding
+        # when rem <= W, else (an early last) left - W > 0.
         fsm.act("DATA",
-            sp.sink.valid.eq(sink.valid),
-            sp.sink.data.eq(sink.data),
+            sp.sink.valid.eq(inp.valid),
+            sp.sink.data.eq(inp.data),
             sp.sink.n.eq(n_data),
-            sink.ready.eq(sp.sink.ready),
-            pad_after.eq(pad + Mux(sink.last, rem - n_data, 0)),
-            If(sink.valid & sp.sink.ready,
-                NextValue(rem, rem - n_data),
-                NextValue(pad, pad_after),
-                If(sink.last | (rem == n_data),
-                    ev["length_errors"].eq((rem != n_data) | ~sink.last),
-                    NextValue(trail, ~sink.last),
-                    If(pad_after != 0, NextState("PAD")).Elif(~sink.last, NextState("DROP")).Else(NextState("LENGTH")),
+            inp.ready.eq(sp.sink.ready),
+            If(inp.valid & sp.sink.ready,
+                n_sent.eq(n_data),
+                If(inp.last | rem_end,
+                    ev["length_errors"].eq(~rem_end | ~inp.last),
+                    NextValue(trail, ~inp.last),
+                    If(~rem_end | pad_nz, NextState("PAD")).Elif(~inp.last, NextState("DROP")).Else(
+                        NextState("LENGTH")),
                 ),
             ),
         )
         fsm.act("PAD",
             sp.sink.valid.eq(1),
-            sp.sink.n.eq(n_pad),
+            sp.sink.n.eq(n_left),
             If(sp.sink.ready,
-                NextValue(pad, pad - n_pad),
-                If(pad == n_pad, If(trail, NextState("DROP")).Else(NextState("LENGTH"))),
+                n_sent.eq(n_left),
+                If(left_end, If(trail, NextState("DROP")).Else(NextState("LENGTH"))),
             ),
         )
         fsm.act("DROP",
-            sink.ready.eq(1),
-            If(sink.valid & sink.last, NextState("LENGTH")),
+            inp.ready.eq(1),
+            If(inp.valid & inp.last, NextState("LENGTH")),
         )
 
-        # Stage 2: a header before every SEGMENT_BYTES of the segment stream, packed into Layer 1 beats.
+        # Stage 2: the segment stream's beats through a registered handshake (valid and ready: 1 cycle), then a
+        # header before every SEGMENT_BYTES of them, packed into Layer 1 beats.
+        self.stream_buffer = sb = stream.Buffer(sp.source.description, pipe_valid=True, pipe_ready=True)
         self.framer = framer = L2Framer(frame_bits, data_width)
         beats = SEGMENT_BYTES // W
         beat = Signal(max=beats)
         done = Signal(9)
+        seg_end = Signal()
         self.comb += [
-            framer.sink.valid.eq(sp.source.valid),
+            sp.source.connect(sb.sink),
+            framer.sink.valid.eq(sb.source.valid),
             framer.sink.header.eq(routes.source.route),
-            framer.sink.data.eq(sp.source.data),
+            framer.sink.data.eq(sb.source.data),
             framer.sink.last.eq(beat == beats - 1),
-            sp.source.ready.eq(framer.sink.ready),
+            sb.source.ready.eq(framer.sink.ready),
             framer.source.connect(source),
+            seg_end.eq(sb.source.valid & framer.sink.ready & (beat == beats - 1)),
         ]
-        self.sync += If(sp.source.valid & framer.sink.ready,
+        self.sync += If(sb.source.valid & framer.sink.ready,
             beat.eq(beat + 1),
             If(beat == beats - 1, beat.eq(0)),
         )
-        self.comb += If(sp.source.valid & framer.sink.ready & (beat == beats - 1),
+        # Whether the segment is its packet's last, registered: `done` and the route at the FIFO's head change
+        # only at the end of a segment, SEGMENT_BYTES / W >= 4 cycles apart, and a route is written before
+        # its packet's first beat reaches the framer.
+        last_seg = Signal()
+        self.comb += If(seg_end,
             ev["segments"].eq(1),
-            routes.source.ready.eq(done == routes.source.segments - 1),
+            routes.source.ready.eq(last_seg),
         )
-        self.sync += If(sp.source.valid & framer.sink.ready & (beat == beats - 1),
-            If(done == routes.source.segments - 1, done.eq(0)).Else(done.eq(done + 1)),
-        )
+        self.sync += [
+            last_seg.eq(done == routes.source.segments - 1),
+            If(seg_end, If(last_seg, done.eq(0)).Else(done.eq(done + 1))),
+        ]
 
         add_counters(self, L2_TX_COUNTERS, ev)
         if with_csr:
@@ -317,10 +378,10 @@ class L2UnitParser(LiteXModule):
     that runs past the unit is truncated (its beats dropped up to `last`): `malformed`.
 
     `valid`: a beat of the unit is there (a zero beat while completing); `go` (in): it is taken. Per unit:
-    `hdr` and `key` (its reply route) registered at beat 0, `key_now` the reply route of the current beat
+    `hdr` and `key` (its reply route) registered at beat 0, `hdr_now` the header of the current beat
     (valid at beat 0), `length` (the length prefix, registered at its beat) and `stream_len` (prefix and
     packet). `body_data` / `body_n`: the bytes of the beat that belong to the segment body (from the length
-    prefix on). Position: `at_decision` (the beat at which the unit's context is decided: key and length
+    prefix on; the bytes from body_n on are zero). Position: `at_decision` (the beat at which the unit's context is decided: key and length
     are registered by then), `start` (beat 0 is taken), `hold` (between beat 0 and the decision).
     """
     def __init__(self, frame_bits):
@@ -335,7 +396,6 @@ class L2UnitParser(LiteXModule):
         self.go = go = Signal()
         self.hdr = hdr = Signal(L2_HEADER_BITS)
         self.key = key = Signal(L2_HEADER_BITS)
-        self.key_now = key_now = Signal(L2_HEADER_BITS)
         self.length = length = Signal(8 * L2_LENGTH_BYTES)
         self.stream_len = stream_len = Signal(8 * L2_LENGTH_BYTES + 1)
         self.body_data = Signal(8 * P)
@@ -349,6 +409,7 @@ class L2UnitParser(LiteXModule):
 
         # # #
 
+        key_now = Signal(L2_HEADER_BITS)
         beat = Signal(max=nbeats)
         fill = Signal()      # the Layer 1 packet ended early: zero beats complete the unit
         drop = Signal()      # it runs past the unit: its beats are dropped up to `last`
@@ -375,7 +436,7 @@ class L2UnitParser(LiteXModule):
                 self.body_data.eq(data >> 8 * lo),
                 self.body_n.eq(P - lo),
             ).Elif(beat > jd,
-                self.body_data.eq(data),
+                self.body_data.eq(Mux(final, data[:8 * (U - P * (nbeats - 1))], data)),
                 self.body_n.eq(Mux(final, U - P * (nbeats - 1), P)),
             ),
             sink.ready.eq(drop | (go & ~fill)),
@@ -403,7 +464,8 @@ class L2ContextTable(LiteXModule):
 
     n_sources contexts (FREE -> OPEN while segments arrive -> DONE until delivered) of `slots` segments
     (packets up to max_packet bytes), keyed by the reply route, and n_sources skip entries (key, segments
-    left to drop). At `start` (beat 0 of a unit taken) the key matches of key_now are registered; at
+    left to drop). At `start` (beat 0 of a unit taken) the key matches of hdr_now are registered (compared in
+    key_form, the skip entries holding that form); at
     `decide` the unit (key, hdr, length, stream_len) continues an OPEN context, is skipped, or is a first
     segment that takes a FREE context or is dropped (bad length, too long, none free: its continuation
     segments enter a skip entry). `wait`: a first segment finds no FREE context while one is DONE (which
@@ -419,7 +481,7 @@ class L2ContextTable(LiteXModule):
     def __init__(self, n_sources, slots, max_packet):
         n = n_sources
         cb = bits_for(n - 1)
-        self.key_now = key_now = Signal(L2_HEADER_BITS)
+        self.hdr_now = hdr_now = Signal(L2_HEADER_BITS)
         self.key = key = Signal(L2_HEADER_BITS)
         self.hdr = hdr = Signal(L2_HEADER_BITS)
         self.length = length = Signal(8 * L2_LENGTH_BYTES)
@@ -453,19 +515,21 @@ class L2ContextTable(LiteXModule):
         c_seg = Array(Signal(max=slots + 1, name=f"ctx{i}_segment") for i in range(n))
         c_rem = Array(Signal(8 * L2_LENGTH_BYTES + 1, name=f"ctx{i}_remaining") for i in range(n))  # stream bytes to come
         s_on = Array(Signal(name=f"skip{i}_valid") for i in range(n))
-        s_key = Array(Signal(L2_HEADER_BITS, name=f"skip{i}_key") for i in range(n))
+        s_key = Array(Signal(len(key_form(hdr)), name=f"skip{i}_key") for i in range(n))     # key_form
         s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
 
         # Key matches are registered at beat 0: open contexts and skip entries change only at decisions and
         # timeouts, which never fall between a unit's beat 0 and its decision; free/DONE states are taken live.
         hit_now, s_hit_now = Signal(n), Signal(n)
+        form_now = Signal(len(key_form(hdr_now)))
         hit, free, closed, s_hit, s_free = Signal(n), Signal(n), Signal(n), Signal(n), Signal(n)
         hit_i, free_i, s_hit_i, s_free_i = Signal(cb), Signal(cb), Signal(cb), Signal(cb)
         self.comb += [
-            hit_now.eq(Cat(*[(st[i] == OPEN) & (c_key[i] == key_now) for i in range(n)])),
+            form_now.eq(key_form(hdr_now)),
+            hit_now.eq(Cat(*[(st[i] == OPEN) & (key_form(c_hdr[i]) == form_now) for i in range(n)])),
             free.eq(Cat(*[st[i] == FREE for i in range(n)])),
             closed.eq(Cat(*[st[i] == DONE for i in range(n)])),
-            s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == key_now) for i in range(n)])),
+            s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == form_now) for i in range(n)])),
             s_free.eq(~Cat(*s_on)),
         ]
         for vec, idx in ((hit_now, hit_i), (s_hit_now, s_hit_i)):
@@ -523,7 +587,7 @@ class L2ContextTable(LiteXModule):
                 st[old_i].eq(FREE),
                 If(s_free != 0,
                     s_on[s_free_i].eq(1),
-                    s_key[s_free_i].eq(c_key[old_i]),
+                    s_key[s_free_i].eq(key_form(c_hdr[old_i])),
                     s_left[s_free_i].eq((c_rem[old_i] + SEGMENT_BYTES - 1) >> 8),
                     s_age[s_free_i].eq(0),
                 ),
@@ -553,7 +617,7 @@ class L2ContextTable(LiteXModule):
                 ),
                 If(to_skip & (s_free != 0),
                     s_on[s_free_i].eq(1),
-                    s_key[s_free_i].eq(key),
+                    s_key[s_free_i].eq(key_form(hdr)),
                     s_left[s_free_i].eq(nseg - 1),
                     s_age[s_free_i].eq(0),
                 ),
@@ -630,52 +694,92 @@ class L2PacketStore(LiteXModule):
         self.sync += If(words.valid, wword.eq(Mux(unit_end, 0, wword + 1)))
 
         # Reading: the words of complete packets back to back (the first word of a packet in the cycle its
-        # context leaves `done`), into a packer that drops the length prefix and cuts data_width beats.
+        # context leaves `next`), registered after the block RAM (its output is slow: 1 cycle), then its prefix
+        # dropped and its bytes past the packet masked (1 cycle), into a packer that cuts data_width beats.
         self.params = params = stream.SyncFIFO([("ctx", cb)] + L2_RX_PARAMS, 4)
-        self.out_packer = op = BytePacker(M, W)
+        self.out_packer = op = BytePacker(M, W, sizes=(W,), clean=True)
+        nb = 8 * L2_LENGTH_BYTES + 1
+        # The next complete packet registered with its parameters and read plan (1 cycle): stream bytes to
+        # read (the prefix and the packet up to whole beats), the first word's bytes, more words to come.
+        self.next = nx = stream.Buffer([("ctx", cb)] + L2_RX_PARAMS + [("left", nb), ("take", bits_for(M)),
+                                                                        ("more", 1)], pipe_valid=True)
+        rounded = Signal(nb)
+        self.comb += [
+            self.lookup.eq(done.source.ctx),
+            nx.sink.valid.eq(done.source.valid),
+            done.source.ready.eq(nx.sink.ready),
+            nx.sink.ctx.eq(done.source.ctx),
+            nx.sink.length.eq(self.length),
+            nx.sink.header.eq(self.header),
+            nx.sink.reply.eq(self.reply),
+            rounded.eq(Cat(C(L2_LENGTH_BYTES, log2_int(W)), (self.length + W - 1)[log2_int(W):])),
+            nx.sink.left.eq(rounded),
+            nx.sink.take.eq(Mux(rounded < M, rounded, M)),
+            nx.sink.more.eq(rounded > M),
+        ]
+        # The packet being read: its next word and what is left, with the next word's bytes (min(left, M))
+        # and whether more words follow (left > M) registered beside it.
         f_active = Signal()
         f_ctx = Signal(cb)
         f_word = Signal(max(lw + ls, 1))
-        f_left = Signal(8 * L2_LENGTH_BYTES + 1)               # stream bytes of the packet not yet read
+        f_left = Signal(nb)                                    # stream bytes of the packet not yet read
+        f_take = Signal(max=M + 1)
+        f_more = Signal()
         r_ctx = Signal(cb)
         r_word = Signal(max(lw + ls, 1))
-        r_left = Signal(8 * L2_LENGTH_BYTES + 1)
+        r_left = Signal(nb)
         r_take = Signal(max=M + 1)
+        r_more = Signal()
+        after = Signal(nb)
         can, advance, issue = Signal(), Signal(), Signal()
-        pend, pend_first = Signal(), Signal()
+        pend, pend_first = Signal(), Signal()      # a word is read (block-RAM output)
         pend_n = Signal(max=M + 1)
+        raw, raw_valid, raw_first = Signal(8 * M), Signal(), Signal()   # the word registered
+        raw_n = Signal(max=M + 1)
+        word, word_n = Signal(8 * M), Signal(max=M + 1)  # then its prefix dropped, the bytes past n zeroed
+        word_valid = Signal()
         self.comb += [
-            self.lookup.eq(done.source.ctx),
-            r_ctx.eq(Mux(f_active, f_ctx, done.source.ctx)),
+            r_ctx.eq(Mux(f_active, f_ctx, nx.source.ctx)),
             r_word.eq(Mux(f_active, f_word, 0)),
-            r_left.eq(Mux(f_active, f_left, ((self.length + W - 1) & ~(W - 1)) + L2_LENGTH_BYTES)),
-            r_take.eq(Mux(r_left < M, r_left, M)),
-            can.eq(f_active | (done.source.valid & params.sink.ready)),
-            advance.eq(~pend | op.sink.ready),
+            r_left.eq(Mux(f_active, f_left, nx.source.left)),
+            r_take.eq(Mux(f_active, f_take, nx.source.take)),
+            r_more.eq(Mux(f_active, f_more, nx.source.more)),
+            after.eq(r_left - r_take),
+            can.eq(f_active | (nx.source.valid & params.sink.ready)),
+            advance.eq(~word_valid | op.sink.ready),
             issue.eq(advance & can),
             rd.re.eq(advance),
             rd.adr.eq(_cat_fields((r_word, lw + ls), (r_ctx, cb))),
-            done.source.ready.eq(issue & ~f_active),
+            nx.source.ready.eq(issue & ~f_active),
             params.sink.valid.eq(issue & ~f_active),
-            params.sink.ctx.eq(done.source.ctx),
-            params.sink.length.eq(self.length),
-            params.sink.header.eq(self.header),
-            params.sink.reply.eq(self.reply),
-            op.sink.valid.eq(pend),
-            op.sink.data.eq(Mux(pend_first, rd.dat_r >> 8 * L2_LENGTH_BYTES, rd.dat_r)),
-            op.sink.n.eq(pend_n),
+            params.sink.ctx.eq(nx.source.ctx),
+            params.sink.length.eq(nx.source.length),
+            params.sink.header.eq(nx.source.header),
+            params.sink.reply.eq(nx.source.reply),
+            op.sink.valid.eq(word_valid),
+            op.sink.data.eq(word),
+            op.sink.n.eq(word_n),
         ]
         self.sync += [
             If(advance,
+                word_valid.eq(raw_valid),
+                word.eq(Mux(raw_first, raw >> 8 * L2_LENGTH_BYTES, raw) & byte_mask(self, raw_n, M)),
+                word_n.eq(raw_n),
+                raw_valid.eq(pend),
+                raw.eq(rd.dat_r),
+                raw_first.eq(pend_first),
+                raw_n.eq(pend_n),
                 pend.eq(issue),
                 pend_first.eq(~f_active),
                 pend_n.eq(r_take - Mux(f_active, 0, L2_LENGTH_BYTES)),
             ),
             If(issue,
-                f_active.eq(r_left > M),
+                f_active.eq(r_more),
                 f_ctx.eq(r_ctx),
                 f_word.eq(r_word + 1),
-                f_left.eq(r_left - r_take),
+                f_left.eq(after),
+                f_take.eq(Mux(after < M, after, M)),
+                f_more.eq(after > M),
             ),
         ]
 
@@ -738,7 +842,9 @@ class L2Reassembler(LiteXModule):
     Throughput: one Layer 1 beat a cycle on sink; on source one beat a cycle within a packet and at most
     one idle cycle between packets (the packet's words are read from the 2-byte length prefix on, up to
     a whole number of beats), so with data_width >= 8 * payload bytes a segment leaves in no more cycles
-    than its Layer 1 packet took to arrive. Latency: a packet's first beat leaves 5 cycles after its last Layer 1 beat (F = 256).
+    than its Layer 1 packet took to arrive. Latency: a packet's first beat leaves 8 cycles after its last
+    Layer 1 beat (F = 256; 7 at F = 128), 3 of them the read pipeline's: the next packet's read plan, the
+    block RAM's output and the word's prefix drop and mask, each registered.
     Submodules: parser (L2UnitParser), contexts (L2ContextTable), body_packer (BytePacker), store
     (L2PacketStore).
     """
@@ -774,12 +880,12 @@ class L2Reassembler(LiteXModule):
         # into M-byte words); the words go to the packet store.
         self.parser = inp = L2UnitParser(frame_bits)
         self.contexts = ctxs = L2ContextTable(n_sources, S, max_packet)
-        self.body_packer = wp = BytePacker(P, M)
+        self.body_packer = wp = BytePacker(P, M, sizes=(M,), clean=True)
         self.store = store = L2PacketStore(data_width, n_sources, S, M)
         self.comb += [
             sink.connect(inp.sink),
             [getattr(ctxs, name).eq(getattr(inp, name))
-             for name in ("key_now", "key", "hdr", "length", "stream_len", "start", "hold")],
+             for name in ("hdr_now", "key", "hdr", "length", "stream_len", "start", "hold")],
             ctxs.decide.eq(inp.go & inp.at_decision),
             ctxs.stalled.eq(sink.valid & ~sink.ready),
             ctxs.timeout_cycles.eq(self._timeout.storage if with_csr else C(timeout, L2_RX_TIMEOUT_BITS)),
