@@ -54,6 +54,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     parser.add_argument("--router", default="router2", choices=["router1", "router2"],
                         help="nextpnr's router (router1 stalls on the MiniSharp builds: docs/minisharp.md)")
+    parser.add_argument("--placer", default="heap", choices=["heap", "static", "sa"],
+                        help="nextpnr's placer (heap's legaliser loops on the Colorlight's MiniSharp: docs/minisharp.md)")
     parser.add_argument("--no-fit-check", action="store_true",
                         help="build even if the estimate (boards/fit.py) says the cores do not fit")
     parser.add_argument("--build-dir", default=None,
@@ -102,7 +104,7 @@ def main(argv=None):
         print(f"Gateware  : {gateware} ({', '.join(sorted(os.listdir(gateware)))}); vendor tools not run")
         return 0
     # Ask nextpnr for its JSON timing/utilisation report (run from the gateware folder).
-    soc.platform.toolchain._pnr_opts += f" --report {args.board}_report.json --router {args.router}"
+    soc.platform.toolchain._pnr_opts += f" --report {args.board}_report.json --router {args.router} --placer {args.placer}"
     t0 = time.monotonic()
     # MiniSharp's block RAMs map onto DP16KD primitives with their output registers (yosys never infers them).
     build = lambda: builder.build(build_name=args.board, seed=args.seed, timingstrict=False,
