@@ -122,8 +122,8 @@ JOB_WRITE_W, JOB_WRITE_X, JOB_READ, JOB_DMA, JOB_STATUS = range(5)
 
 def slot_layout(row_bits):
     """A slot table entry: raw (else LIL), row number, first row word, count (raw words / LIL entries),
-    frame index of the slot's tag, finishes its row, row in range."""
-    return [("raw", 1), ("row", row_bits), ("off", 8), ("cnt", 9), ("start", 8), ("fin", 1), ("inr", 1)]
+    payload words, frame index of the slot's first payload word, finishes its row, row in range."""
+    return [("raw", 1), ("row", row_bits), ("off", 8), ("cnt", 9), ("nw", 9), ("pay", 8), ("fin", 1), ("inr", 1)]
 
 
 # A job: what the executor does with a bank (JOB_*), its slot count and the command parameters.
@@ -142,7 +142,7 @@ class FrameBanks(LiteXModule):
     `job_w`: the bank becomes busy and the fill side moves to the other bank).
     Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port: data two cycles after
     the address), `job`, `slot`
-    (the entry `slot_rindex`, combinational), `release` (the bank is free again, the drain side moves on).
+    (registered: the entry `slot_rindex` named in the previous cycle), `release` (the bank is free again, the drain side moves on).
     `empty`: neither bank is busy.
     """
     def __init__(self, row_bits):
@@ -171,11 +171,11 @@ class FrameBanks(LiteXModule):
             self.pending.eq(busy[self.ebank]),
             self.empty.eq(~busy[0] & ~busy[1]),
             tix_e.eq(Cat(self.slot_rindex, self.ebank)),
-            [getattr(self.slot, n).eq(tables[n][tix_e]) for n, _ in layout],
             [getattr(self.job, n).eq(jobs[n][self.ebank]) for n, _ in JOB_LAYOUT],
         ]
         tix = Cat(self.slot_index, self.wbank)
         self.sync += [
+            [getattr(self.slot, n).eq(tables[n][tix_e]) for n, _ in layout],
             If(self.slot_we, [tables[n][tix].eq(getattr(self.slot_w, n)) for n, _ in layout]),
             If(self.accept,
                 busy[self.wbank].eq(1),
@@ -253,41 +253,24 @@ class XMEM(RowMemory):
 # Parser --------------------------------------------------------------------------------------------------
 
 class TagCheck(LiteXModule):
-    """A word read as a slot tag (combinational): its `kind`, `count`, `offset`; `end`, the frame index of
-    the slot's last word when the tag is at frame index `index`; `bad`: the tag breaks a REASON_TAG rule
-    (kind 11, lane width, reserved bits, raw count 0 or past the row's end, LIL count or offset, the slot
-    runs past the frame). The overrun compares the count with the room left after `index`, in words for a
-    raw piece and in entries for a LIL slot (ceil(5 n / 4) <= room exactly when n <= floor(4 room / 5), a
-    table of `index`), so `bad` waits for no adder on the word."""
+    """A word read as a slot tag (combinational): `bad` when it breaks a REASON_TAG rule (kind 11, lane width,
+    reserved bits, raw count 0 or past the row's end, LIL count or offset, the slot runs past the frame),
+    given `room`, the words after the slot's header up to the frame's end, and `lil_room`, the LIL entries that
+    fit in them (ceil(5 n / 4) <= room exactly when n <= floor(4 room / 5)), so the overrun compares the count
+    and waits for no adder. A tag on the frame's last word is refused by the parser."""
     def __init__(self):
-        self.word, self.index = Signal(32), Signal(8)
-        self.kind, self.count, self.offset = Signal(2), Signal(9), Signal(8)
-        self.end = Signal(11)
+        self.word, self.room, self.lil_room = Signal(32), Signal(8), Signal(8)
         self.bad = Signal()
 
         # # #
 
         word = self.word
         k_kind, k_width, k_cnt, k_off = (TAG.field(word, f) for f in ("kind", "width", "count", "offset"))
-        k_res = Signal()
-        k_w = Signal(10)
-        k_nw = Signal(10)
-        room = Signal(8)         # words after the slot's header up to the frame's end (index < FRAME_WORDS - 1)
-        lil_room = Signal(8)     # LIL entries that fit in them
-        assert LIL_ENTRY_BYTES == 5
-        self.comb += [
-            room.eq(FRAME_WORDS - 2 - self.index),
-            lil_room.eq(Array(C(4 * max(FRAME_WORDS - 2 - i, 0) // 5, 8) for i in range(FRAME_WORDS))[self.index]),
-            self.kind.eq(k_kind), self.count.eq(k_cnt), self.offset.eq(k_off),
-            k_res.eq((word & TAG.reserved_mask()) != 0),
-            k_w.eq(_lil_words(k_cnt)),
-            k_nw.eq(Mux(k_kind == KIND_LIL, k_w, k_cnt)),
-            self.end.eq(self.index + 1 + k_nw),
-            self.bad.eq((k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | k_res |
-                        ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
-                        ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
-                        (self.index == FRAME_WORDS - 1) | Mux(k_kind == KIND_LIL, k_cnt > lil_room, k_cnt > room)),
-        ]
+        self.comb += self.bad.eq(
+            (k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | ((word & TAG.reserved_mask()) != 0) |
+            ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
+            ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
+            Mux(k_kind == KIND_LIL, k_cnt > self.lil_room, k_cnt > self.room))
 
 
 class SparsrParser(LiteXModule):
@@ -322,15 +305,16 @@ class SparsrParser(LiteXModule):
         word = sink.data
         idx = Signal(8)
         discard = Signal()
-        hlen = Signal(32)
-        hlen_end = Signal(33)    # HEADER_WORDS + LEN: the index of a kind-00 tag that agrees with LEN
-        haddr = Signal(32)
+        # LEN and ADDR, decoded from their words into flags and small registers
+        len_cmd, len_full, len_fits = Signal(), Signal(), Signal()  # LEN = the command's, PAYLOAD_WORDS, < 253
+        len_at = Signal(8)       # HEADER_WORDS + LEN (when len_fits): the index of a kind-00 tag that agrees
+        addr_n, addr_big = Signal(3), Signal()
         reason = Signal(REASON_BITS)
         PS_TAG, PS_ROW, PS_PAY, PS_END = range(4)
         ps = Signal(2)
         nslots = Signal(3)
         n_oor = Signal(3)
-        s_raw, s_cnt, s_off, s_end, s_cont = Signal(), Signal(9), Signal(8), Signal(9), Signal()
+        s_raw, s_cnt, s_off, s_nw, s_end, s_cont = Signal(), Signal(9), Signal(8), Signal(9), Signal(9), Signal()
         phase, ent, prev, has_prev, pw, pad_start = Signal(3), Signal(9), Signal(8), Signal(), Signal(8), Signal(10)
         params = [Signal(32) for _ in range(3)]
         # Raw row in progress: committed (p_*) and as this frame would leave it (q_*).
@@ -353,9 +337,7 @@ class SparsrParser(LiteXModule):
         # The command, decoded from the CMD word into registers.
         self.comb += is_write.eq(is_w | is_x)
         # The current word as if it were a tag.
-        self.tag = tag = TagCheck()
-        self.comb += [tag.word.eq(word), tag.index.eq(idx)]
-        k_kind, k_cnt, k_off, k_end = tag.kind, tag.count, tag.offset, tag.end
+        k_kind, k_cnt, k_off = (TAG.field(word, f) for f in ("kind", "count", "offset"))
         body = Signal()          # a payload word of a write frame
         at_tag, at_row, at_pay = Signal(), Signal(), Signal()
         self.comb += [
@@ -386,7 +368,7 @@ class SparsrParser(LiteXModule):
         end_nslots = Signal(3)
         self.comb += [
             end_tag.eq(at_tag & (k_kind == KIND_END)),
-            slot_ends.eq((at_row | at_pay) & (s_end == idx)),
+            slot_ends.eq((at_row & (s_nw == 0)) | (at_pay & (s_end == idx))),
             list_end.eq(end_tag | (slot_ends & (idx == FRAME_WORDS - 1))),
             end_nslots.eq(nslots + at_row),
         ]
@@ -404,17 +386,30 @@ class SparsrParser(LiteXModule):
                                       (k_kind == KIND_RAW) & (k_off != 0)))
         hdr_word = Signal()
         self.comb += hdr_word.eq(fire & ~discard & (idx < HEADER_WORDS))
+        # A slot's tag is checked in a second stage, the cycle after it (before its row word's own rules, if
+        # that word comes in the same cycle), on registers: the tag word, the room after it (tables of its
+        # index), a fifth slot, the raw-piece continuity. Not on the frame's last word (that tag is refused
+        # at once) or on a word that ends a frame too short (refused for its length).
+        slot_tag = Signal()
+        t_word, t_room, t_lil_room = Signal(32), Signal(8), Signal(8)
+        t_chk, t_full, t_piece = Signal(), Signal(), Signal()
+        self.tag = tag = TagCheck()
+        self.comb += [
+            slot_tag.eq(at_tag & (k_kind != KIND_END)),
+            tag.word.eq(t_word), tag.room.eq(t_room), tag.lil_room.eq(t_lil_room),
+        ]
         errors = [
             (hdr_word & (idx == 0) & ~known_cmd, REASON_CMD),
             (hdr_word & (idx == 1) & p_valid & ~cont_ok, REASON_PIECE),
-            (hdr_word & (idx == 2) & ~is_write & ((hlen != exp_len) | (word != 0)), REASON_CMD),
-            (at_tag & (k_kind != KIND_END) & tag.bad, REASON_TAG),
-            (at_tag & (k_kind != KIND_END) & (nslots == MAX_SLOTS), REASON_HEADER),
-            (at_tag & (k_kind != KIND_END) & piece_bad, REASON_PIECE),
+            (hdr_word & (idx == 2) & ~is_write & (~len_cmd | (word != 0)), REASON_CMD),
+            (t_chk & tag.bad, REASON_TAG),
+            (t_chk & t_full, REASON_HEADER),
+            (t_chk & t_piece, REASON_PIECE),
+            (slot_tag & (idx == FRAME_WORDS - 1), REASON_TAG),
             (at_row & s_cont & (word != q_row), REASON_PIECE),
             (at_pay & ~s_raw & ((lane_here & has_prev & (lane <= prev)) | pad_bad), REASON_LIL),
-            (list_end & ((end_nslots != haddr) | (end_nslots == 0) |
-                         Mux(end_tag, idx != hlen_end, hlen != PAYLOAD_WORDS)), REASON_HEADER),
+            (list_end & ((end_nslots != addr_n) | addr_big | (end_nslots == 0) |
+                         Mux(end_tag, ~len_fits | (idx != len_at), ~len_full)), REASON_HEADER),
         ]
         errs = Signal(len(errors))      # the rules the previous word broke
         self.sync += errs.eq(Cat(*[cond for cond, _ in errors]))
@@ -465,6 +460,11 @@ class SparsrParser(LiteXModule):
         new_off = Signal(9)
         self.comb += new_off.eq(s_off + s_cnt)
         self.sync += [
+            t_word.eq(word),
+            t_room.eq(FRAME_WORDS - 2 - idx),
+            t_lil_room.eq(Array(C(4 * max(FRAME_WORDS - 2 - i, 0) // LIL_ENTRY_BYTES, 8)
+                                for i in range(FRAME_WORDS))[idx]),
+            t_chk.eq(slot_tag & ~frame_done), t_full.eq(nslots == MAX_SLOTS), t_piece.eq(piece_bad),
             v_done.eq(frame_done), v_len.eq(len_bad),
             If(frame_done, v_ns.eq(end_nslots), v_oor.eq(n_oor + (at_row & row_oor))),
             If(err_prev & (reason == 0), reason.eq(err_code)),
@@ -476,8 +476,11 @@ class SparsrParser(LiteXModule):
                     is_w.eq(word == CMD_WRITE_WMEM), is_x.eq(word == CMD_WRITE_XMEM), is_read.eq(word == CMD_READ_WMEM),
                     is_dma.eq(word == CMD_DMA_XMEM_WMEM), is_status.eq(word == CMD_STATUS),
                 ),
-                If(idx == 1, hlen.eq(word), hlen_end.eq(_wide(word, 1) + HEADER_WORDS)),
-                If(idx == 2, haddr.eq(word)),
+                If(idx == 1,
+                    len_cmd.eq(word == exp_len), len_full.eq(word == PAYLOAD_WORDS),
+                    len_fits.eq(word < FRAME_WORDS - HEADER_WORDS), len_at.eq(word[:8] + HEADER_WORDS),
+                ),
+                If(idx == 2, addr_n.eq(word[:3]), addr_big.eq(word[3:] != 0)),
                 [If(idx == HEADER_WORDS + i, params[i].eq(word)) for i in range(3)],
             ),
             If(at_tag,
@@ -485,13 +488,14 @@ class SparsrParser(LiteXModule):
                     ps.eq(PS_END),
                 ).Else(
                     ps.eq(PS_ROW),
-                    s_raw.eq(k_kind == KIND_RAW), s_cnt.eq(k_cnt), s_off.eq(k_off), s_end.eq(k_end),
+                    s_raw.eq(k_kind == KIND_RAW), s_cnt.eq(k_cnt), s_off.eq(k_off),
+                    s_nw.eq(Mux(k_kind == KIND_LIL, _lil_words(k_cnt), k_cnt)),
                     s_cont.eq(q_valid),
                     phase.eq(0), ent.eq(0), has_prev.eq(0), pw.eq(0), pad_start.eq(_entry_bytes(k_cnt)),
                 )
             ),
             If(at_row,
-                ps.eq(Mux(s_end == idx, PS_TAG, PS_PAY)),
+                ps.eq(Mux(s_nw == 0, PS_TAG, PS_PAY)), s_end.eq(idx + s_nw),
                 nslots.eq(nslots + 1),
                 n_oor.eq(n_oor + row_oor),
                 If(s_raw,
@@ -520,7 +524,7 @@ class SparsrParser(LiteXModule):
         self.comb += [
             banks.slot_we.eq(at_row), banks.slot_index.eq(nslots[:2]),
             slot.raw.eq(s_raw), slot.row.eq(word), slot.off.eq(s_off), slot.cnt.eq(s_cnt),
-            slot.start.eq(idx - 1), slot.fin.eq(new_off == ROW_WORDS), slot.inr.eq(row_inr),
+            slot.nw.eq(s_nw), slot.pay.eq(idx + 1), slot.fin.eq(new_off == ROW_WORDS), slot.inr.eq(row_inr),
             banks.accept.eq(accept),
             banks.job_w.kind.eq(job_kind), banks.job_w.ns.eq(v_ns),
             banks.job_w.p0.eq(p0), banks.job_w.p1.eq(p1), banks.job_w.p2.eq(p2),
@@ -538,9 +542,9 @@ class AnswerPath(LiteXModule):
 
     `push` (one word a cycle, only while `can_push`) with `last`, and `word`, or with `from_wmem` the word
     the WMEM read port delivers two cycles later (`wmem_data`), 0 unless its lane is set (`wmem_lane_set`,
-    sampled with `push`). Latency: a word enters the FIFO two cycles after `push`. `can_push` is a register
-    that leaves out the word the FIFO gives away in its cycle: with `fifo_depth` >= 5 a source that takes a
-    word every cycle still gets one every cycle.
+    sampled with `push`). Latency: a word enters the FIFO three cycles after `push` (the word into the FIFO is
+    registered). `can_push` is a register that leaves out the word the FIFO gives away in its cycle: with
+    `fifo_depth` >= 6 a source that takes a word every cycle still gets one every cycle.
     """
     def __init__(self, fifo_depth):
         self.push, self.from_wmem, self.last = Signal(), Signal(), Signal()
@@ -552,22 +556,26 @@ class AnswerPath(LiteXModule):
         # # #
 
         self.fifo = fifo = stream.SyncFIFO(WORD_LAYOUT, fifo_depth, buffered=False)
-        # two stages of words on their way (the read of a WMEM word)
+        # three stages of words on their way: the read of a WMEM word (two), the word into the FIFO
         stages = [Record([("valid", 1), ("mem", 1), ("last", 1), ("bit", 1), ("word", 32)]) for _ in range(2)]
         first, second = stages
+        third = Record([("valid", 1), ("last", 1), ("word", 32)])
         self.comb += [
             fifo.source.connect(self.source),
-            fifo.sink.valid.eq(second.valid),
-            fifo.sink.data.eq(Mux(second.mem, Mux(second.bit, self.wmem_data, 0), second.word)),
-            fifo.sink.last.eq(second.last),
+            fifo.sink.valid.eq(third.valid),
+            fifo.sink.data.eq(third.word),
+            fifo.sink.last.eq(third.last),
         ]
         self.sync += [
             first.valid.eq(self.push), first.mem.eq(self.from_wmem), first.word.eq(self.word),
             first.last.eq(self.last), first.bit.eq(self.wmem_lane_set),
             second.eq(first),
+            third.valid.eq(second.valid), third.last.eq(second.last),
+            third.word.eq(Mux(second.mem, Mux(second.bit, self.wmem_data, 0), second.word)),
             # registered: room for one more word with the words in flight and the one pushed now (not
             # counting a word leaving now), so the executor's decisions start from a register
-            self.can_push.eq(_wide(fifo.level, 2) + first.valid + second.valid + self.push < fifo_depth),
+            self.can_push.eq(_wide(fifo.level, 2) + first.valid + second.valid + third.valid + self.push
+                             < fifo_depth),
         ]
 
 
@@ -637,8 +645,7 @@ class SparsrExecutor(LiteXModule):
         pwb, pxb = wmem.phys_bits, xmem.phys_bits
         rb = len(wmem.row)
         si = Signal(3)
-        slot = banks.slot
-        self.comb += banks.slot_rindex.eq(si[:2])
+        slot = banks.slot      # registered: the states before W_SLOT name its entry (IDLE: slot 0, the default)
         x_raw, x_tox, x_fin = Signal(name="x_raw"), Signal(name="x_tox"), Signal(name="x_fin")
         x_cnt, x_off, x_inr = Signal(9, name="x_cnt"), Signal(8, name="x_off"), Signal(name="x_inr")
         x_nw = Signal(9)
@@ -739,8 +746,7 @@ class SparsrExecutor(LiteXModule):
                 NextValue(x_fin, slot.fin), NextValue(x_inr, slot.inr),
                 NextValue(x_tox, banks.job.kind == JOB_WRITE_X),
                 NextValue(trow_w, slot.row), NextValue(trow_x, slot.row),
-                NextValue(rd_ptr, slot.start + 2),
-                NextValue(x_nw, Mux(slot.raw, slot.cnt, _lil_words(slot.cnt))),
+                NextValue(rd_ptr, slot.pay), NextValue(x_nw, slot.nw),
                 NextValue(in_dma, 0),
                 NextState("W_PREP"),
             )
@@ -751,7 +757,7 @@ class SparsrExecutor(LiteXModule):
             NextState("MOVE"),
         ]
         fsm.act("W_PREP",
-            banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)),
+            banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)), banks.slot_rindex.eq(si + 1),
             If(~x_inr,
                 NextValue(si, si + 1), NextState("W_SLOT"),
             ).Elif(x_nw == 0,
@@ -771,6 +777,7 @@ class SparsrExecutor(LiteXModule):
         )
         # Move the words of one slot (or one XMEM row): raw -> row words, LIL -> decoder or copy.
         fsm.act("MOVE",
+            banks.slot_rindex.eq(si + 1),
             If(src_x,
                 xmem.rd.adr.eq(Cat(rd_ptr[:8], physx)),
             ).Else(
