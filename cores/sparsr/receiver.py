@@ -126,13 +126,15 @@ def slot_layout(row_bits):
     return [("raw", 1), ("row", row_bits), ("off", 8), ("cnt", 9), ("nw", 9), ("pay", 8), ("fin", 1), ("inr", 1)]
 
 
-# A job: what the executor does with a bank (JOB_*), its slot count and the command parameters.
-JOB_LAYOUT = [("kind", 3), ("ns", 3), ("p0", 32), ("p1", 32), ("p2", 32)]
+def job_layout(row_bits):
+    """A job: what the executor does with a bank (JOB_*), its slot count and the command parameters (row
+    numbers and row counts, which an accepted command keeps within the memories: row_bits + 1 bits)."""
+    return [("kind", 3), ("ns", 3)] + [(p, row_bits + 1) for p in ("p0", "p1", "p2")]
 
 
 class FrameBanks(LiteXModule):
     """Two frame buffers of FRAME_WORDS words (one block RAM, ping-pong), each with a job and a slot table
-    of MAX_SLOTS entries (`slot_layout(row_bits)`).
+    of MAX_SLOTS entries (`job_layout(row_bits)`, `slot_layout(row_bits)`).
 
     Fill side (the parser), bank `wbank`: `fill_bank`, the bank the words go to (`wbank`, or the other one
     in the cycle that accepts `wbank`), `writable` (the bank is free; in a cycle where `deciding` (input)
@@ -146,14 +148,14 @@ class FrameBanks(LiteXModule):
     `empty`: neither bank is busy.
     """
     def __init__(self, row_bits):
-        layout = slot_layout(row_bits)
+        layout, job = slot_layout(row_bits), job_layout(row_bits)
         self.wbank, self.ebank = Signal(name="wbank"), Signal(name="ebank")
         self.fill_bank = Signal(name="fill_bank")
         self.deciding = Signal()
         self.writable, self.pending, self.empty = Signal(name="writable"), Signal(name="pending"), Signal(name="empty")
         self.slot_we, self.slot_index, self.slot_w = Signal(), Signal(2), Record(layout)
-        self.accept, self.job_w = Signal(name="accept"), Record(JOB_LAYOUT)
-        self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(JOB_LAYOUT)
+        self.accept, self.job_w = Signal(name="accept"), Record(job)
+        self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(job)
         self.release = Signal()
         self.fbuf, self.wr, self.rd, write, read = _word_ram(2 * FRAME_WORDS)
         self.sync += write
@@ -163,7 +165,7 @@ class FrameBanks(LiteXModule):
 
         busy = Array(Signal(name=f"busy{i}") for i in range(2))
         tables = {n: Array(Signal(w) for _ in range(2 * MAX_SLOTS)) for n, w in layout}
-        jobs = {n: Array(Signal(w) for _ in range(2)) for n, w in JOB_LAYOUT}
+        jobs = {n: Array(Signal(w) for _ in range(2)) for n, w in job}
         tix_e = Signal(3)
         self.comb += [
             self.fill_bank.eq(self.wbank ^ self.accept),
@@ -171,7 +173,7 @@ class FrameBanks(LiteXModule):
             self.pending.eq(busy[self.ebank]),
             self.empty.eq(~busy[0] & ~busy[1]),
             tix_e.eq(Cat(self.slot_rindex, self.ebank)),
-            [getattr(self.job, n).eq(jobs[n][self.ebank]) for n, _ in JOB_LAYOUT],
+            [getattr(self.job, n).eq(jobs[n][self.ebank]) for n, _ in job],
         ]
         tix = Cat(self.slot_index, self.wbank)
         self.sync += [
@@ -179,7 +181,7 @@ class FrameBanks(LiteXModule):
             If(self.slot_we, [tables[n][tix].eq(getattr(self.slot_w, n)) for n, _ in layout]),
             If(self.accept,
                 busy[self.wbank].eq(1),
-                [jobs[n][self.wbank].eq(getattr(self.job_w, n)) for n, _ in JOB_LAYOUT],
+                [jobs[n][self.wbank].eq(getattr(self.job_w, n)) for n, _ in job],
                 self.wbank.eq(~self.wbank),
             ),
             If(self.release, busy[self.ebank].eq(0), self.ebank.eq(~self.ebank)),
@@ -656,7 +658,8 @@ class SparsrExecutor(LiteXModule):
         issue_left, proc_left, o = Signal(9), Signal(9), Signal(9)
         src_x = Signal()
         in_dma = Signal()
-        dleft = Signal(32)
+        rleft = Signal(rb + 1)       # rows left to read or copy
+        wleft = Signal(9)            # words of the answer piece left
         self.comb += wmem.row.eq(trow_w)
         move_word = Signal(32)
         raw_lane = Signal(8)
@@ -692,7 +695,6 @@ class SparsrExecutor(LiteXModule):
         self.sync += If(answer.push, fw.eq(fw + 1))
 
         # Read plan of one answer frame: a first piece and, if that ends a row, a second one.
-        rleft = Signal(32)
         ro = Signal(8)
         self.comb += wmem.rd.adr.eq(Cat(ro, wmem.phys))     # only R_DATA uses what it reads
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
@@ -732,7 +734,7 @@ class SparsrExecutor(LiteXModule):
                     JOB_READ: [NextValue(trow_w, banks.job.p0), NextValue(rleft, banks.job.p1),
                                NextValue(ro, 0), NextState("R_PLAN")],
                     JOB_DMA: [NextValue(trow_x, banks.job.p0), NextValue(trow_w, banks.job.p1),
-                              NextValue(dleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
+                              NextValue(rleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
                     JOB_STATUS: [NextValue(fw, 0), NextState("S_EMIT")],
                 })
             )
@@ -816,7 +818,7 @@ class SparsrExecutor(LiteXModule):
         )
         # DMA XMEM -> WMEM, one row after another; LIL rows go through the decoder.
         fsm.act("D_ROW",
-            If(dleft == 0,
+            If(rleft == 0,
                 banks.release.eq(1), NextState("IDLE"),
             ).Elif(d_ready,
                 NextValue(physx, d_phys), NextValue(in_dma, 1), NextValue(src_x, 1), NextValue(x_tox, 0),
@@ -841,7 +843,7 @@ class SparsrExecutor(LiteXModule):
         )
         fsm.act("D_NEXT",
             d_done.eq(1),
-            NextValue(trow_x, trow_x + 1), NextValue(trow_w, trow_w + 1), NextValue(dleft, dleft - 1),
+            NextValue(trow_x, trow_x + 1), NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1),
             NextState("D_ROW"),
         )
         # Read WMEM: answer frames of raw pieces.
@@ -872,14 +874,14 @@ class SparsrExecutor(LiteXModule):
         fsm.act("R_ROW",
             If(ro == 0, NextValue(lanes_set, wmem.mask_rd.dat_r)),
             If(answer.can_push,
-                answer.push.eq(1), answer.word.eq(trow_w), NextValue(dleft, pc), NextState("R_DATA"),
+                answer.push.eq(1), answer.word.eq(trow_w), NextValue(wleft, pc), NextState("R_DATA"),
             )
         )
         fsm.act("R_DATA",
             If(answer.can_push,
                 answer.push.eq(1), answer.from_wmem.eq(1), NextValue(lanes_set, lanes_set[1:]),
-                NextValue(ro, ro + 1), NextValue(dleft, dleft - 1),
-                If(dleft == 1,
+                NextValue(ro, ro + 1), NextValue(wleft, wleft - 1),
+                If(wleft == 1,
                     If(ro == ROW_WORDS - 1, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),
                     If(two & ~second,
                         NextValue(second, 1), NextValue(pc, pc2), NextState("R_TAG"),
