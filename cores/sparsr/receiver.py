@@ -306,6 +306,11 @@ class SparsrParser(LiteXModule):
         sink = self.sink
         word = sink.data
         idx = Signal(8)
+        # Where idx is, as registers that move with it (no compare of idx on the word's paths): one-hot
+        # idx = 0..5 (the header and the command parameters), idx >= HEADER_WORDS, idx = FRAME_WORDS - 1.
+        at_i = Signal(HEADER_WORDS + 3, reset=1)
+        in_body, at_last = Signal(), Signal()
+        at_len = Signal()        # idx = len_at (from idx = HEADER_WORDS on)
         discard = Signal()
         # LEN and ADDR, decoded from their words into flags and small registers
         len_cmd, len_full, len_fits = Signal(), Signal(), Signal()  # LEN = the command's, PAYLOAD_WORDS, < 253
@@ -316,8 +321,11 @@ class SparsrParser(LiteXModule):
         ps = Signal(2)
         nslots = Signal(3)
         n_oor = Signal(3)
-        s_raw, s_cnt, s_off, s_nw, s_end, s_cont = Signal(), Signal(9), Signal(8), Signal(9), Signal(9), Signal()
-        phase, ent, prev, has_prev, pw, pad_start = Signal(3), Signal(9), Signal(8), Signal(), Signal(8), Signal(10)
+        s_raw, s_cnt, s_off, s_nw, s_cont = Signal(), Signal(9), Signal(8), Signal(9), Signal()
+        s_left, s_last = Signal(9), Signal()     # payload words left in the slot; the next one is its last
+        # LIL: byte phase of the word, entries left, previous lane, entry bytes left before this word (down to
+        # 0), which of this word's bytes are padding
+        phase, eleft, prev, has_prev, bleft, pad = Signal(3), Signal(9), Signal(8), Signal(), Signal(10), Signal(4)
         params = [Signal(32) for _ in range(3)]
         # Raw row in progress: committed (p_*) and as this frame would leave it (q_*).
         p_valid, p_row, p_off, p_x = Signal(), Signal(32), Signal(9), Signal()
@@ -343,7 +351,7 @@ class SparsrParser(LiteXModule):
         body = Signal()          # a payload word of a write frame
         at_tag, at_row, at_pay = Signal(), Signal(), Signal()
         self.comb += [
-            body.eq(fire & ~discard & (idx >= HEADER_WORDS) & is_write),
+            body.eq(fire & ~discard & in_body & is_write),
             at_tag.eq(body & (ps == PS_TAG)),
             at_row.eq(body & (ps == PS_ROW)),
             at_pay.eq(body & (ps == PS_PAY)),
@@ -359,9 +367,9 @@ class SparsrParser(LiteXModule):
         wbytes = [word[8 * i:8 * i + 8] for i in range(4)]
         pad_bad = Signal()
         self.comb += [
-            lane_here.eq((phase < 4) & (ent < s_cnt)),
+            lane_here.eq(~phase[2] & (eleft != 0)),
             lane.eq(Array(wbytes)[phase[:2]]),
-            pad_bad.eq(reduce(or_, [(((pw << 2) + i >= pad_start) & (wbytes[i] != 0)) for i in range(4)])),
+            pad_bad.eq(reduce(or_, [pad[i] & (wbytes[i] != 0) for i in range(4)])),
         ]
         # End of the slot list in this word (a kind-00 tag, or a slot ending on the frame's last word).
         end_tag = Signal()
@@ -370,8 +378,8 @@ class SparsrParser(LiteXModule):
         end_nslots = Signal(3)
         self.comb += [
             end_tag.eq(at_tag & (k_kind == KIND_END)),
-            slot_ends.eq((at_row & (s_nw == 0)) | (at_pay & (s_end == idx))),
-            list_end.eq(end_tag | (slot_ends & (idx == FRAME_WORDS - 1))),
+            slot_ends.eq((at_row & (s_nw == 0)) | (at_pay & s_last)),
+            list_end.eq(end_tag | (slot_ends & at_last)),
             end_nslots.eq(nslots + at_row),
         ]
         # Errors found on this word, in priority order (the first one names the refusal).
@@ -387,7 +395,7 @@ class SparsrParser(LiteXModule):
         self.comb += piece_bad.eq(Mux(q_valid, (nslots != 0) | (k_kind != KIND_RAW) | (k_off != q_off),
                                       (k_kind == KIND_RAW) & (k_off != 0)))
         hdr_word = Signal()
-        self.comb += hdr_word.eq(fire & ~discard & (idx < HEADER_WORDS))
+        self.comb += hdr_word.eq(fire & ~discard & ~in_body)
         # A slot's tag is checked in a second stage, the cycle after it (before its row word's own rules, if
         # that word comes in the same cycle), on registers: the tag word, the room after it (tables of its
         # index), a fifth slot, the raw-piece continuity. Not on the frame's last word (that tag is refused
@@ -401,17 +409,17 @@ class SparsrParser(LiteXModule):
             tag.word.eq(t_word), tag.room.eq(t_room), tag.lil_room.eq(t_lil_room),
         ]
         errors = [
-            (hdr_word & (idx == 0) & ~known_cmd, REASON_CMD),
-            (hdr_word & (idx == 1) & p_valid & ~cont_ok, REASON_PIECE),
-            (hdr_word & (idx == 2) & ~is_write & (~len_cmd | (word != 0)), REASON_CMD),
+            (hdr_word & at_i[0] & ~known_cmd, REASON_CMD),
+            (hdr_word & at_i[1] & p_valid & ~cont_ok, REASON_PIECE),
+            (hdr_word & at_i[2] & ~is_write & (~len_cmd | (word != 0)), REASON_CMD),
             (t_chk & tag.bad, REASON_TAG),
             (t_chk & t_full, REASON_HEADER),
             (t_chk & t_piece, REASON_PIECE),
-            (slot_tag & (idx == FRAME_WORDS - 1), REASON_TAG),
+            (slot_tag & at_last, REASON_TAG),
             (at_row & s_cont & (word != q_row), REASON_PIECE),
             (at_pay & ~s_raw & ((lane_here & has_prev & (lane <= prev)) | pad_bad), REASON_LIL),
             (list_end & ((end_nslots != addr_n) | addr_big | (end_nslots == 0) |
-                         Mux(end_tag, ~len_fits | (idx != len_at), ~len_full)), REASON_HEADER),
+                         Mux(end_tag, ~len_fits | ~at_len, ~len_full)), REASON_HEADER),
         ]
         errs = Signal(len(errors))      # the rules the previous word broke
         self.sync += errs.eq(Cat(*[cond for cond, _ in errors]))
@@ -437,8 +445,8 @@ class SparsrParser(LiteXModule):
         len_bad = Signal()
         frame_done = Signal()
         self.comb += [
-            frame_end.eq(fire & ~discard & (idx == FRAME_WORDS - 1) & sink.last),
-            len_bad.eq(fire & ~discard & (sink.last != (idx == FRAME_WORDS - 1))),
+            frame_end.eq(fire & ~discard & at_last & sink.last),
+            len_bad.eq(fire & ~discard & (sink.last != at_last)),
             frame_done.eq(frame_end | len_bad),
         ]
         # The verdict, one cycle after the frame's last word: `reason` holds the first rule broken up to the
@@ -474,16 +482,18 @@ class SparsrParser(LiteXModule):
             If(fire & discard & sink.last, discard.eq(0)),
             If(fire & ~discard,
                 idx.eq(idx + 1),
-                If(idx == 0,
+                at_i.eq(at_i << 1), If(at_i[HEADER_WORDS - 1], in_body.eq(1)), at_last.eq(idx == FRAME_WORDS - 2),
+                at_len.eq(idx + 1 == len_at),
+                If(at_i[0],
                     is_w.eq(word == CMD_WRITE_WMEM), is_x.eq(word == CMD_WRITE_XMEM), is_read.eq(word == CMD_READ_WMEM),
                     is_dma.eq(word == CMD_DMA_XMEM_WMEM), is_status.eq(word == CMD_STATUS),
                 ),
-                If(idx == 1,
+                If(at_i[1],
                     len_cmd.eq(word == exp_len), len_full.eq(word == PAYLOAD_WORDS),
                     len_fits.eq(word < FRAME_WORDS - HEADER_WORDS), len_at.eq(word[:8] + HEADER_WORDS),
                 ),
-                If(idx == 2, addr_n.eq(word[:3]), addr_big.eq(word[3:] != 0)),
-                [If(idx == HEADER_WORDS + i, params[i].eq(word)) for i in range(3)],
+                If(at_i[2], addr_n.eq(word[:3]), addr_big.eq(word[3:] != 0)),
+                [If(at_i[HEADER_WORDS + i], params[i].eq(word)) for i in range(3)],
             ),
             If(at_tag,
                 If(k_kind == KIND_END,
@@ -493,11 +503,12 @@ class SparsrParser(LiteXModule):
                     s_raw.eq(k_kind == KIND_RAW), s_cnt.eq(k_cnt), s_off.eq(k_off),
                     s_nw.eq(Mux(k_kind == KIND_LIL, _lil_words(k_cnt), k_cnt)),
                     s_cont.eq(q_valid),
-                    phase.eq(0), ent.eq(0), has_prev.eq(0), pw.eq(0), pad_start.eq(_entry_bytes(k_cnt)),
+                    phase.eq(0), eleft.eq(k_cnt), has_prev.eq(0),
+                    bleft.eq(_entry_bytes(k_cnt)), pad.eq(Mux(k_cnt == 0, 0b1111, 0)),
                 )
             ),
             If(at_row,
-                ps.eq(Mux(s_nw == 0, PS_TAG, PS_PAY)), s_end.eq(idx + s_nw),
+                ps.eq(Mux(s_nw == 0, PS_TAG, PS_PAY)), s_left.eq(s_nw), s_last.eq(s_nw == 1),
                 nslots.eq(nslots + 1),
                 n_oor.eq(n_oor + row_oor),
                 If(s_raw,
@@ -505,10 +516,11 @@ class SparsrParser(LiteXModule):
                 ),
             ),
             If(at_pay,
-                If(s_end == idx, ps.eq(PS_TAG)),
+                If(s_last, ps.eq(PS_TAG)),
+                s_left.eq(s_left - 1), s_last.eq(s_left == 2),
                 phase.eq(Mux(phase == 4, 0, phase + 1)),
-                pw.eq(pw + 1),
-                If(lane_here, ent.eq(ent + 1), prev.eq(lane), has_prev.eq(1)),
+                bleft.eq(Mux(bleft > 4, bleft - 4, 0)), pad.eq(Cat(*[bleft <= 4 + i for i in range(4)])),
+                If(lane_here, eleft.eq(eleft - 1), prev.eq(lane), has_prev.eq(1)),
             ),
             If(accept,
                 p_valid.eq(q_valid), p_row.eq(q_row), p_off.eq(q_off), p_x.eq(q_x),
@@ -517,7 +529,7 @@ class SparsrParser(LiteXModule):
                 q_valid.eq(p_valid), q_row.eq(p_row), q_off.eq(p_off), q_x.eq(p_x),
             ),
             If(frame_done,
-                idx.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
+                idx.eq(0), at_i.eq(1), in_body.eq(0), at_last.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
                 If(~sink.last, discard.eq(1)),
             ),
         ]
@@ -533,7 +545,7 @@ class SparsrParser(LiteXModule):
             self.accept.eq(accept), self.refuse.eq(refuse), self.reason.eq(refuse_code),
             self.accept_status.eq(accept & is_status),
             self.rows_refused.eq(v_oor),
-            self.idle.eq((idx == 0) & ~discard & ~v_done),
+            self.idle.eq(at_i[0] & ~discard & ~v_done),
         ]
 
 
