@@ -326,7 +326,12 @@ class SparsrParser(LiteXModule):
         # LIL: byte phase of the word, entries left, previous lane, entry bytes left before this word (down to
         # 0), which of this word's bytes are padding
         phase, eleft, prev, has_prev, bleft, pad = Signal(3), Signal(9), Signal(8), Signal(), Signal(10), Signal(4)
-        params = [Signal(32) for _ in range(3)]
+        nb = index_bits(max(R, X)) + 1     # a row number or row count within the memories
+        params = [Signal(nb) for _ in range(3)]
+        # The command parameters' range checks, each made as its word arrives (against constants and the
+        # parameters before it, which an accepted command keeps within nb bits): p0 < R, p0 < X, p1 != 0,
+        # p1 < R, p0 + p1 <= R, p2 != 0, p0 + p2 <= X, p1 + p2 <= R.
+        c_p0r, c_p0x, c_p1nz, c_p1r, c_s01r, c_p2nz, c_s02x, c_s12r = (Signal() for _ in range(8))
         # Raw row in progress: committed (p_*) and as this frame would leave it (q_*).
         p_valid, p_row, p_off, p_x = Signal(), Signal(32), Signal(9), Signal()
         q_valid, q_row, q_off, q_x = Signal(), Signal(32), Signal(9), Signal()
@@ -430,17 +435,17 @@ class SparsrParser(LiteXModule):
         for i, (_, r) in reversed(list(enumerate(errors))):
             sel = If(errs[i], err_code.eq(r)).Else(sel)
         self.comb += sel
-        # Command parameters (registered by the last word, so only registers are used here).
         p0, p1, p2 = params
         cmd_ok = Signal()
         cmd_ok_r = Signal()
         self.comb += cmd_ok.eq(
             is_write |
-            (is_read & (p0 < R) & (p1 != 0) & (_wide(p0, 1) + p1 <= R)) |
-            (is_dma & (p0 < X) & (p1 < R) & (p2 != 0) & (_wide(p0, 1) + p2 <= X) &
-             (_wide(p1, 1) + p2 <= R)) |
+            (is_read & c_p0r & c_p1nz & c_s01r) |
+            (is_dma & c_p0x & c_p1r & c_p2nz & c_s02x & c_s12r) |
             is_status)
         self.sync += cmd_ok_r.eq(cmd_ok)
+        w_small, w_n = Signal(), Signal(nb)     # the word fits nb bits; its nb low bits
+        self.comb += [w_small.eq(word[nb:] == 0), w_n.eq(word[:nb])]
         frame_end = Signal()
         len_bad = Signal()
         frame_done = Signal()
@@ -494,6 +499,14 @@ class SparsrParser(LiteXModule):
                 ),
                 If(at_i[2], addr_n.eq(word[:3]), addr_big.eq(word[3:] != 0)),
                 [If(at_i[HEADER_WORDS + i], params[i].eq(word)) for i in range(3)],
+                If(at_i[HEADER_WORDS], c_p0r.eq(word < R), c_p0x.eq(word < X)),
+                If(at_i[HEADER_WORDS + 1],
+                    c_p1nz.eq(word != 0), c_p1r.eq(word < R), c_s01r.eq(w_small & (_wide(p0, 1) + w_n <= R)),
+                ),
+                If(at_i[HEADER_WORDS + 2],
+                    c_p2nz.eq(word != 0), c_s02x.eq(w_small & (_wide(p0, 1) + w_n <= X)),
+                    c_s12r.eq(w_small & (_wide(p1, 1) + w_n <= R)),
+                ),
             ),
             If(at_tag,
                 If(k_kind == KIND_END,
