@@ -1002,17 +1002,21 @@ class SparsrReceiver(LiteXModule):
         # A status answer gives the counters as its frame left them: no later frame is taken (and so
         # accepted, refused or counted) until the answer is out.
         self.sync += If(parser.accept_status, parser.hold.eq(1)).Elif(executor.status_sent, parser.hold.eq(0))
+        # The counters add their events one cycle late, from registers (the verdict does not reach the
+        # counters' enables); `counting`: a verdict still to be counted.
+        counting = Signal()
+        self.sync += counting.eq(parser.accept | parser.refuse)
         self.comb += [
             self.sink.connect(parser.sink),
             executor.source.connect(self.source),
-            self.idle.eq(parser.idle & banks.empty & (xmem.idle if xmem.in_dram else 1)),
+            self.idle.eq(parser.idle & ~counting & banks.empty & (xmem.idle if xmem.in_dram else 1)),
         ]
         add_counters(self, COUNTERS, {
             "frames_ok": parser.accept,
             **{"refused_" + name: parser.refuse & (parser.reason == code) for code, name in REASONS.items()},
             "slots_stored": executor.slot_stored,
             "slots_refused_row": Mux(parser.accept, parser.rows_refused, 0),
-        })
+        }, register=True)
         self.comb += [s.eq(self.counters[n]) for s, n in zip(executor.status, STATUS_COUNTERS)]
         if with_csr:
             add_counter_csrs(self, COUNTERS)
