@@ -220,8 +220,9 @@ class RowMemory(LiteXModule):
 
 class WMEM(RowMemory):
     """WMEM: a RowMemory with a lane mask of ROW_LANES bits per physical row (`mask_wr` (adr, dat_w, we): a
-    write lands one cycle later, through registers in front of the LUT RAM's many write ports; `mask_rd`:
-    the mask of `phys`, one cycle after it). A lane whose mask bit is 0 reads as 0."""
+    write lands two cycles later, through two stages of registers in front of the LUT RAM's many write ports
+    (the second sits by the RAM); `mask_rd`: the mask of `phys`, one cycle after it). A lane whose mask bit is 0
+    reads as 0."""
     def __init__(self, rows, row_bits):
         RowMemory.__init__(self, rows, row_bits, "w")
         mask = Memory(ROW_LANES, rows + 1, name="sparsr_wmask")
@@ -231,8 +232,9 @@ class WMEM(RowMemory):
 
         # # #
 
-        self.sync += [mask_w.adr.eq(self.mask_wr.adr), mask_w.dat_w.eq(self.mask_wr.dat_w),
-                      mask_w.we.eq(self.mask_wr.we)]
+        staged = Record(self.mask_wr.layout)
+        self.sync += [staged.eq(self.mask_wr),
+                      mask_w.adr.eq(staged.adr), mask_w.dat_w.eq(staged.dat_w), mask_w.we.eq(staged.we)]
         self.comb += self.mask_rd.adr.eq(self.phys)
 
 
@@ -587,11 +589,13 @@ class AnswerPath(LiteXModule):
         stages = [Record([("valid", 1), ("mem", 1), ("last", 1), ("bit", 1), ("word", 32)]) for _ in range(2)]
         first, second = stages
         third = Record([("valid", 1), ("last", 1), ("word", 32)])
+        held = Signal(bits_for(fifo_depth + 3))     # words in the FIFO and on their way
         self.comb += [
             fifo.source.connect(self.source),
             fifo.sink.valid.eq(third.valid),
             fifo.sink.data.eq(third.word),
             fifo.sink.last.eq(third.last),
+            held.eq(fifo.level + first.valid + second.valid + third.valid),
         ]
         self.sync += [
             first.valid.eq(self.push), first.mem.eq(self.from_wmem), first.word.eq(self.word),
@@ -600,9 +604,9 @@ class AnswerPath(LiteXModule):
             third.valid.eq(second.valid), third.last.eq(second.last),
             third.word.eq(Mux(second.mem, Mux(second.bit, self.wmem_data, 0), second.word)),
             # registered: room for one more word with the words in flight and the one pushed now (not
-            # counting a word leaving now), so the executor's decisions start from a register
-            self.can_push.eq(_wide(fifo.level, 2) + first.valid + second.valid + third.valid + self.push
-                             < fifo_depth),
+            # counting a word leaving now), so the executor's decisions start from a register; `push` only
+            # picks one of two compares
+            self.can_push.eq(Mux(self.push, held < fifo_depth - 1, held < fifo_depth)),
         ]
 
 
