@@ -725,6 +725,7 @@ class SparsrExecutor(LiteXModule):
 
         # Read plan of one answer frame: a first piece and, if that ends a row, a second one.
         ro = Signal(8)
+        ro_zero = Signal()           # ro = 0, a register set with ro
         self.comb += wmem.rd.adr.eq(Cat(ro, wmem.phys))     # only R_DATA uses what it reads
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
         two, second = Signal(), Signal()
@@ -761,7 +762,8 @@ class SparsrExecutor(LiteXModule):
                     JOB_WRITE_W: NextState("W_SLOT"),
                     JOB_WRITE_X: NextState("W_SLOT"),
                     JOB_READ: [NextValue(trow_w, banks.job.p0), NextValue(rleft, banks.job.p1),
-                               NextValue(ro, 0), NextState("R_PLAN")],
+                               NextValue(ro, 0), NextValue(ro_zero, 1),
+                               NextState("R_PLAN")],
                     JOB_DMA: [NextValue(trow_x, banks.job.p0), NextValue(trow_w, banks.job.p1),
                               NextValue(rleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
                     JOB_STATUS: [NextValue(fw, 0), NextState("S_EMIT")],
@@ -901,7 +903,7 @@ class SparsrExecutor(LiteXModule):
             )
         )
         fsm.act("R_ROW",
-            If(ro == 0, NextValue(lanes_set, wmem.mask_rd.dat_r)),
+            If(ro_zero, NextValue(lanes_set, wmem.mask_rd.dat_r)),
             If(answer.can_push,
                 answer.push.eq(1), answer.word.eq(trow_w), NextValue(wleft, pc), NextState("R_DATA"),
             )
@@ -909,7 +911,7 @@ class SparsrExecutor(LiteXModule):
         fsm.act("R_DATA",
             If(answer.can_push,
                 answer.push.eq(1), answer.from_wmem.eq(1), NextValue(lanes_set, lanes_set[1:]),
-                NextValue(ro, ro + 1), NextValue(wleft, wleft - 1),
+                NextValue(ro, ro + 1), NextValue(ro_zero, ro == ROW_WORDS - 1), NextValue(wleft, wleft - 1),
                 If(wleft == 1,
                     If(ro == ROW_WORDS - 1, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),
                     If(two & ~second,
