@@ -689,6 +689,7 @@ class SparsrExecutor(LiteXModule):
         in_dma = Signal()
         rleft = Signal(rb + 1)       # rows left to read or copy
         wleft = Signal(9)            # words of the answer piece left
+        w_last = Signal()            # wleft = 1, a register set with wleft
         self.comb += wmem.row.eq(trow_w)
         move_word = Signal(32)
         raw_lane = Signal(8)
@@ -725,7 +726,7 @@ class SparsrExecutor(LiteXModule):
 
         # Read plan of one answer frame: a first piece and, if that ends a row, a second one.
         ro = Signal(8)
-        ro_zero = Signal()           # ro = 0, a register set with ro
+        ro_zero, ro_last = Signal(), Signal()       # ro = 0, ro = ROW_WORDS - 1: registers set with ro
         self.comb += wmem.rd.adr.eq(Cat(ro, wmem.phys))     # only R_DATA uses what it reads
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
         two, second = Signal(), Signal()
@@ -763,7 +764,7 @@ class SparsrExecutor(LiteXModule):
                     JOB_WRITE_X: NextState("W_SLOT"),
                     JOB_READ: [NextValue(trow_w, banks.job.p0), NextValue(rleft, banks.job.p1),
                                NextValue(ro, 0), NextValue(ro_zero, 1),
-                               NextState("R_PLAN")],
+                               NextValue(ro_last, 0), NextState("R_PLAN")],
                     JOB_DMA: [NextValue(trow_x, banks.job.p0), NextValue(trow_w, banks.job.p1),
                               NextValue(rleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
                     JOB_STATUS: [NextValue(fw, 0), NextState("S_EMIT")],
@@ -905,15 +906,17 @@ class SparsrExecutor(LiteXModule):
         fsm.act("R_ROW",
             If(ro_zero, NextValue(lanes_set, wmem.mask_rd.dat_r)),
             If(answer.can_push,
-                answer.push.eq(1), answer.word.eq(trow_w), NextValue(wleft, pc), NextState("R_DATA"),
+                answer.push.eq(1), answer.word.eq(trow_w), NextValue(wleft, pc), NextValue(w_last, pc == 1),
+                NextState("R_DATA"),
             )
         )
         fsm.act("R_DATA",
             If(answer.can_push,
                 answer.push.eq(1), answer.from_wmem.eq(1), NextValue(lanes_set, lanes_set[1:]),
-                NextValue(ro, ro + 1), NextValue(ro_zero, ro == ROW_WORDS - 1), NextValue(wleft, wleft - 1),
-                If(wleft == 1,
-                    If(ro == ROW_WORDS - 1, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),
+                NextValue(ro, ro + 1), NextValue(ro_zero, ro_last), NextValue(ro_last, ro == ROW_WORDS - 2),
+                NextValue(wleft, wleft - 1), NextValue(w_last, wleft == 2),
+                If(w_last,
+                    If(ro_last, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),
                     If(two & ~second,
                         NextValue(second, 1), NextValue(pc, pc2), NextState("R_TAG"),
                     ).Else(
@@ -974,7 +977,7 @@ class SparsrReceiver(LiteXModule):
     cycles while the next one streams in); a read or DMA command holds the input only while it runs. With
     XMEM in DRAM, write frames into XMEM take words as fast as the DRAM takes them once its write FIFO is
     full, and a DMA row costs its fetch from DRAM (docs/sparsr.md, "XMEM in DRAM").
-    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 260 cycles after
+    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 261 cycles after
     its last word.
     """
     def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=False, xmem=XMEM_BRAM, dram_port=None,
