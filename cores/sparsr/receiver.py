@@ -619,9 +619,10 @@ class LILWriter(LiteXModule):
     entries are registered and written one cycle later (timing), their lanes registered as two one-hot
     nibbles and gathered into the slot's lane mask in the same cycle (one LUT a lane); the mask is written
     (and cleared) the cycle after the last entry, two cycles after `last`: in the executor's next W_PREP,
-    MOVE or D_FORM, none of which writes a lane mask itself (a raw row's mask is written at the end of a
-    raw slot, which never directly follows a LIL slot of the same frame; an empty LIL row's mask goes
-    through this writer). The executor's own writes to `wmem` in the same cycle take precedence.
+    MOVE or D_FORM, none of which follows a cycle where the executor asks for a lane mask write of its own
+    (its writes come a cycle after MOVE or D_PREP; a raw row's mask is written at the end of a raw slot,
+    which never directly follows a LIL slot of the same frame; an empty LIL row's mask goes through this
+    writer). The executor's own writes to `wmem` in the same cycle take precedence.
     """
     def __init__(self, wmem):
         self.start, self.count = Signal(), Signal(9)
@@ -742,6 +743,15 @@ class SparsrExecutor(LiteXModule):
             a_two.eq((ro >= second_at) & (rleft[1:] != 0)),
         ]
 
+        # The executor's own lane mask writes (a raw row's all ones, an empty DMA row's zeros) are registered
+        # first, a cycle after MOVE or D_PREP asks; the LIL writer's come at least two cycles after a slot's
+        # last MOVE cycle, never in the same cycle.
+        mask_req = Record([("adr", pwb), ("ones", 1), ("we", 1)])
+        mask_x = Record(mask_req.layout)
+        self.sync += mask_x.eq(mask_req)
+        self.comb += If(mask_x.we, wmem.mask_wr.adr.eq(mask_x.adr), wmem.mask_wr.dat_w.eq(Replicate(mask_x.ones, ROW_LANES)),
+                        wmem.mask_wr.we.eq(1))
+
         # LIL slots and LIL rows from XMEM into WMEM physical row `phys`.
         self.lil = lil = LILWriter(wmem)
         self.comb += [
@@ -833,8 +843,7 @@ class SparsrExecutor(LiteXModule):
                         ).Else(
                             wmem.map.dat_w.eq(wmem.free ^ trow_w), wmem.map.we.eq(1),
                             NextValue(wmem.free, wmem.phys),
-                            wmem.mask_wr.adr.eq(wmem.free), wmem.mask_wr.dat_w.eq((1 << ROW_LANES) - 1),
-                            wmem.mask_wr.we.eq(1),
+                            mask_req.adr.eq(wmem.free), mask_req.ones.eq(1), mask_req.we.eq(1),
                         )
                     )
                 ).Elif(x_tox,
@@ -869,7 +878,7 @@ class SparsrExecutor(LiteXModule):
         fsm.act("D_PREP",
             xmem.rd.adr.eq(Cat(rd_ptr[:8], physx)),
             If(x_nw == 0,
-                wmem.mask_wr.adr.eq(phys[:pwb]), wmem.mask_wr.dat_w.eq(0), wmem.mask_wr.we.eq(1),
+                mask_req.adr.eq(phys[:pwb]), mask_req.we.eq(1),
                 NextState("D_NEXT"),
             ).Else(*start_move)
         )
