@@ -619,10 +619,9 @@ class LILWriter(LiteXModule):
     entries are registered and written one cycle later (timing), their lanes registered as two one-hot
     nibbles and gathered into the slot's lane mask in the same cycle (one LUT a lane); the mask is written
     (and cleared) the cycle after the last entry, two cycles after `last`: in the executor's next W_PREP,
-    MOVE or D_FORM, none of which follows a cycle where the executor asks for a lane mask write of its own
-    (its writes come a cycle after MOVE or D_PREP; a raw row's mask is written at the end of a raw slot,
-    which never directly follows a LIL slot of the same frame; an empty LIL row's mask goes through this
-    writer). The executor's own writes to `wmem` in the same cycle take precedence.
+    MOVE or D_FORM, none of which writes a lane mask itself (a raw row's mask is written at the end of a
+    raw slot, which never directly follows a LIL slot of the same frame; an empty LIL row's mask goes
+    through this writer). The executor's own writes to `wmem` in the same cycle take precedence.
     """
     def __init__(self, wmem):
         self.start, self.count = Signal(), Signal(9)
@@ -690,7 +689,6 @@ class SparsrExecutor(LiteXModule):
         in_dma = Signal()
         rleft = Signal(rb + 1)       # rows left to read or copy
         wleft = Signal(9)            # words of the answer piece left
-        w_last = Signal()            # wleft = 1, a register set with wleft
         self.comb += wmem.row.eq(trow_w)
         move_word = Signal(32)
         raw_lane = Signal(8)
@@ -727,7 +725,7 @@ class SparsrExecutor(LiteXModule):
 
         # Read plan of one answer frame: a first piece and, if that ends a row, a second one.
         ro = Signal(8)
-        ro_zero, ro_last = Signal(), Signal()       # ro = 0, ro = ROW_WORDS - 1: registers set with ro
+        ro_zero = Signal()           # ro = 0, a register set with ro
         self.comb += wmem.rd.adr.eq(Cat(ro, wmem.phys))     # only R_DATA uses what it reads
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
         two, second = Signal(), Signal()
@@ -742,15 +740,6 @@ class SparsrExecutor(LiteXModule):
             a_pc1.eq(Mux(ro >= ends_at, ROW_WORDS - ro, MAX_PIECE_WORDS)),
             a_two.eq((ro >= second_at) & (rleft[1:] != 0)),
         ]
-
-        # The executor's own lane mask writes (a raw row's all ones, an empty DMA row's zeros) are registered
-        # first, a cycle after MOVE or D_PREP asks; the LIL writer's come at least two cycles after a slot's
-        # last MOVE cycle, never in the same cycle.
-        mask_req = Record([("adr", pwb), ("ones", 1), ("we", 1)])
-        mask_x = Record(mask_req.layout)
-        self.sync += mask_x.eq(mask_req)
-        self.comb += If(mask_x.we, wmem.mask_wr.adr.eq(mask_x.adr), wmem.mask_wr.dat_w.eq(Replicate(mask_x.ones, ROW_LANES)),
-                        wmem.mask_wr.we.eq(1))
 
         # LIL slots and LIL rows from XMEM into WMEM physical row `phys`.
         self.lil = lil = LILWriter(wmem)
@@ -774,7 +763,7 @@ class SparsrExecutor(LiteXModule):
                     JOB_WRITE_X: NextState("W_SLOT"),
                     JOB_READ: [NextValue(trow_w, banks.job.p0), NextValue(rleft, banks.job.p1),
                                NextValue(ro, 0), NextValue(ro_zero, 1),
-                               NextValue(ro_last, 0), NextState("R_PLAN")],
+                               NextState("R_PLAN")],
                     JOB_DMA: [NextValue(trow_x, banks.job.p0), NextValue(trow_w, banks.job.p1),
                               NextValue(rleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
                     JOB_STATUS: [NextValue(fw, 0), NextState("S_EMIT")],
@@ -843,7 +832,8 @@ class SparsrExecutor(LiteXModule):
                         ).Else(
                             wmem.map.dat_w.eq(wmem.free ^ trow_w), wmem.map.we.eq(1),
                             NextValue(wmem.free, wmem.phys),
-                            mask_req.adr.eq(wmem.free), mask_req.ones.eq(1), mask_req.we.eq(1),
+                            wmem.mask_wr.adr.eq(wmem.free), wmem.mask_wr.dat_w.eq((1 << ROW_LANES) - 1),
+                            wmem.mask_wr.we.eq(1),
                         )
                     )
                 ).Elif(x_tox,
@@ -878,7 +868,7 @@ class SparsrExecutor(LiteXModule):
         fsm.act("D_PREP",
             xmem.rd.adr.eq(Cat(rd_ptr[:8], physx)),
             If(x_nw == 0,
-                mask_req.adr.eq(phys[:pwb]), mask_req.we.eq(1),
+                wmem.mask_wr.adr.eq(phys[:pwb]), wmem.mask_wr.dat_w.eq(0), wmem.mask_wr.we.eq(1),
                 NextState("D_NEXT"),
             ).Else(*start_move)
         )
@@ -915,17 +905,15 @@ class SparsrExecutor(LiteXModule):
         fsm.act("R_ROW",
             If(ro_zero, NextValue(lanes_set, wmem.mask_rd.dat_r)),
             If(answer.can_push,
-                answer.push.eq(1), answer.word.eq(trow_w), NextValue(wleft, pc), NextValue(w_last, pc == 1),
-                NextState("R_DATA"),
+                answer.push.eq(1), answer.word.eq(trow_w), NextValue(wleft, pc), NextState("R_DATA"),
             )
         )
         fsm.act("R_DATA",
             If(answer.can_push,
                 answer.push.eq(1), answer.from_wmem.eq(1), NextValue(lanes_set, lanes_set[1:]),
-                NextValue(ro, ro + 1), NextValue(ro_zero, ro_last), NextValue(ro_last, ro == ROW_WORDS - 2),
-                NextValue(wleft, wleft - 1), NextValue(w_last, wleft == 2),
-                If(w_last,
-                    If(ro_last, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),
+                NextValue(ro, ro + 1), NextValue(ro_zero, ro == ROW_WORDS - 1), NextValue(wleft, wleft - 1),
+                If(wleft == 1,
+                    If(ro == ROW_WORDS - 1, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),
                     If(two & ~second,
                         NextValue(second, 1), NextValue(pc, pc2), NextState("R_TAG"),
                     ).Else(

@@ -75,8 +75,7 @@ always @(*) if (!init) begin
     if (sparsrexecutor_d_last) assert(f_executing && framebanks_pending);
     if (sparsrexecutor_lilwriter_e_fin) assert(f_commit_d1);
     if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d2);
-    if (sparsrexecutor_mask_x_we) assert(f_commit_d1);
-    if (wmem_staged_we) assert(f_commit_d2 || f_commit_d3);
+    if (wmem_staged_we) assert(f_commit_d1 || f_commit_d3);
 end
 """
 
