@@ -122,17 +122,19 @@ JOB_WRITE_W, JOB_WRITE_X, JOB_READ, JOB_DMA, JOB_STATUS = range(5)
 
 def slot_layout(row_bits):
     """A slot table entry: raw (else LIL), row number, first row word, count (raw words / LIL entries),
-    frame index of the slot's tag, finishes its row, row in range."""
-    return [("raw", 1), ("row", row_bits), ("off", 8), ("cnt", 9), ("start", 8), ("fin", 1), ("inr", 1)]
+    payload words, frame index of the slot's first payload word, finishes its row, row in range."""
+    return [("raw", 1), ("row", row_bits), ("off", 8), ("cnt", 9), ("nw", 9), ("pay", 8), ("fin", 1), ("inr", 1)]
 
 
-# A job: what the executor does with a bank (JOB_*), its slot count and the command parameters.
-JOB_LAYOUT = [("kind", 3), ("ns", 3), ("p0", 32), ("p1", 32), ("p2", 32)]
+def job_layout(row_bits):
+    """A job: what the executor does with a bank (JOB_*), its slot count and the command parameters (row
+    numbers and row counts, which an accepted command keeps within the memories: row_bits + 1 bits)."""
+    return [("kind", 3), ("ns", 3)] + [(p, row_bits + 1) for p in ("p0", "p1", "p2")]
 
 
 class FrameBanks(LiteXModule):
     """Two frame buffers of FRAME_WORDS words (one block RAM, ping-pong), each with a job and a slot table
-    of MAX_SLOTS entries (`slot_layout(row_bits)`).
+    of MAX_SLOTS entries (`job_layout(row_bits)`, `slot_layout(row_bits)`).
 
     Fill side (the parser), bank `wbank`: `fill_bank`, the bank the words go to (`wbank`, or the other one
     in the cycle that accepts `wbank`), `writable` (the bank is free; in a cycle where `deciding` (input)
@@ -142,18 +144,18 @@ class FrameBanks(LiteXModule):
     `job_w`: the bank becomes busy and the fill side moves to the other bank).
     Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port: data two cycles after
     the address), `job`, `slot`
-    (the entry `slot_rindex`, combinational), `release` (the bank is free again, the drain side moves on).
+    (registered: the entry `slot_rindex` named in the previous cycle), `release` (the bank is free again, the drain side moves on).
     `empty`: neither bank is busy.
     """
     def __init__(self, row_bits):
-        layout = slot_layout(row_bits)
+        layout, job = slot_layout(row_bits), job_layout(row_bits)
         self.wbank, self.ebank = Signal(name="wbank"), Signal(name="ebank")
         self.fill_bank = Signal(name="fill_bank")
         self.deciding = Signal()
         self.writable, self.pending, self.empty = Signal(name="writable"), Signal(name="pending"), Signal(name="empty")
         self.slot_we, self.slot_index, self.slot_w = Signal(), Signal(2), Record(layout)
-        self.accept, self.job_w = Signal(name="accept"), Record(JOB_LAYOUT)
-        self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(JOB_LAYOUT)
+        self.accept, self.job_w = Signal(name="accept"), Record(job)
+        self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(job)
         self.release = Signal()
         self.fbuf, self.wr, self.rd, write, read = _word_ram(2 * FRAME_WORDS)
         self.sync += write
@@ -163,7 +165,7 @@ class FrameBanks(LiteXModule):
 
         busy = Array(Signal(name=f"busy{i}") for i in range(2))
         tables = {n: Array(Signal(w) for _ in range(2 * MAX_SLOTS)) for n, w in layout}
-        jobs = {n: Array(Signal(w) for _ in range(2)) for n, w in JOB_LAYOUT}
+        jobs = {n: Array(Signal(w) for _ in range(2)) for n, w in job}
         tix_e = Signal(3)
         self.comb += [
             self.fill_bank.eq(self.wbank ^ self.accept),
@@ -171,15 +173,15 @@ class FrameBanks(LiteXModule):
             self.pending.eq(busy[self.ebank]),
             self.empty.eq(~busy[0] & ~busy[1]),
             tix_e.eq(Cat(self.slot_rindex, self.ebank)),
-            [getattr(self.slot, n).eq(tables[n][tix_e]) for n, _ in layout],
-            [getattr(self.job, n).eq(jobs[n][self.ebank]) for n, _ in JOB_LAYOUT],
+            [getattr(self.job, n).eq(jobs[n][self.ebank]) for n, _ in job],
         ]
         tix = Cat(self.slot_index, self.wbank)
         self.sync += [
+            [getattr(self.slot, n).eq(tables[n][tix_e]) for n, _ in layout],
             If(self.slot_we, [tables[n][tix].eq(getattr(self.slot_w, n)) for n, _ in layout]),
             If(self.accept,
                 busy[self.wbank].eq(1),
-                [jobs[n][self.wbank].eq(getattr(self.job_w, n)) for n, _ in JOB_LAYOUT],
+                [jobs[n][self.wbank].eq(getattr(self.job_w, n)) for n, _ in job],
                 self.wbank.eq(~self.wbank),
             ),
             If(self.release, busy[self.ebank].eq(0), self.ebank.eq(~self.ebank)),
@@ -218,8 +220,9 @@ class RowMemory(LiteXModule):
 
 class WMEM(RowMemory):
     """WMEM: a RowMemory with a lane mask of ROW_LANES bits per physical row (`mask_wr` (adr, dat_w, we): a
-    write lands one cycle later, through registers in front of the LUT RAM's many write ports; `mask_rd`:
-    the mask of `phys`, one cycle after it). A lane whose mask bit is 0 reads as 0."""
+    write lands two cycles later, through two stages of registers in front of the LUT RAM's many write ports
+    (the second sits by the RAM); `mask_rd`: the mask of `phys`, one cycle after it). A lane whose mask bit is 0
+    reads as 0."""
     def __init__(self, rows, row_bits):
         RowMemory.__init__(self, rows, row_bits, "w")
         mask = Memory(ROW_LANES, rows + 1, name="sparsr_wmask")
@@ -229,8 +232,9 @@ class WMEM(RowMemory):
 
         # # #
 
-        self.sync += [mask_w.adr.eq(self.mask_wr.adr), mask_w.dat_w.eq(self.mask_wr.dat_w),
-                      mask_w.we.eq(self.mask_wr.we)]
+        staged = Record(self.mask_wr.layout)
+        self.sync += [staged.eq(self.mask_wr),
+                      mask_w.adr.eq(staged.adr), mask_w.dat_w.eq(staged.dat_w), mask_w.we.eq(staged.we)]
         self.comb += self.mask_rd.adr.eq(self.phys)
 
 
@@ -253,41 +257,24 @@ class XMEM(RowMemory):
 # Parser --------------------------------------------------------------------------------------------------
 
 class TagCheck(LiteXModule):
-    """A word read as a slot tag (combinational): its `kind`, `count`, `offset`; `end`, the frame index of
-    the slot's last word when the tag is at frame index `index`; `bad`: the tag breaks a REASON_TAG rule
-    (kind 11, lane width, reserved bits, raw count 0 or past the row's end, LIL count or offset, the slot
-    runs past the frame). The overrun compares the count with the room left after `index`, in words for a
-    raw piece and in entries for a LIL slot (ceil(5 n / 4) <= room exactly when n <= floor(4 room / 5), a
-    table of `index`), so `bad` waits for no adder on the word."""
+    """A word read as a slot tag (combinational): `bad` when it breaks a REASON_TAG rule (kind 11, lane width,
+    reserved bits, raw count 0 or past the row's end, LIL count or offset, the slot runs past the frame),
+    given `room`, the words after the slot's header up to the frame's end, and `lil_room`, the LIL entries that
+    fit in them (ceil(5 n / 4) <= room exactly when n <= floor(4 room / 5)), so the overrun compares the count
+    and waits for no adder. A tag on the frame's last word is refused by the parser."""
     def __init__(self):
-        self.word, self.index = Signal(32), Signal(8)
-        self.kind, self.count, self.offset = Signal(2), Signal(9), Signal(8)
-        self.end = Signal(11)
+        self.word, self.room, self.lil_room = Signal(32), Signal(8), Signal(8)
         self.bad = Signal()
 
         # # #
 
         word = self.word
         k_kind, k_width, k_cnt, k_off = (TAG.field(word, f) for f in ("kind", "width", "count", "offset"))
-        k_res = Signal()
-        k_w = Signal(10)
-        k_nw = Signal(10)
-        room = Signal(8)         # words after the slot's header up to the frame's end (index < FRAME_WORDS - 1)
-        lil_room = Signal(8)     # LIL entries that fit in them
-        assert LIL_ENTRY_BYTES == 5
-        self.comb += [
-            room.eq(FRAME_WORDS - 2 - self.index),
-            lil_room.eq(Array(C(4 * max(FRAME_WORDS - 2 - i, 0) // 5, 8) for i in range(FRAME_WORDS))[self.index]),
-            self.kind.eq(k_kind), self.count.eq(k_cnt), self.offset.eq(k_off),
-            k_res.eq((word & TAG.reserved_mask()) != 0),
-            k_w.eq(_lil_words(k_cnt)),
-            k_nw.eq(Mux(k_kind == KIND_LIL, k_w, k_cnt)),
-            self.end.eq(self.index + 1 + k_nw),
-            self.bad.eq((k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | k_res |
-                        ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
-                        ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
-                        (self.index == FRAME_WORDS - 1) | Mux(k_kind == KIND_LIL, k_cnt > lil_room, k_cnt > room)),
-        ]
+        self.comb += self.bad.eq(
+            (k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | ((word & TAG.reserved_mask()) != 0) |
+            ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
+            ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
+            Mux(k_kind == KIND_LIL, k_cnt > self.lil_room, k_cnt > self.room))
 
 
 class SparsrParser(LiteXModule):
@@ -321,18 +308,32 @@ class SparsrParser(LiteXModule):
         sink = self.sink
         word = sink.data
         idx = Signal(8)
+        # Where idx is, as registers that move with it (no compare of idx on the word's paths): one-hot
+        # idx = 0..5 (the header and the command parameters), idx >= HEADER_WORDS, idx = FRAME_WORDS - 1.
+        at_i = Signal(HEADER_WORDS + 3, reset=1)
+        in_body, at_last = Signal(), Signal()
+        at_len = Signal()        # idx = len_at (from idx = HEADER_WORDS on)
         discard = Signal()
-        hlen = Signal(32)
-        hlen_end = Signal(33)    # HEADER_WORDS + LEN: the index of a kind-00 tag that agrees with LEN
-        haddr = Signal(32)
+        # LEN and ADDR, decoded from their words into flags and small registers
+        len_cmd, len_full, len_fits = Signal(), Signal(), Signal()  # LEN = the command's, PAYLOAD_WORDS, < 253
+        len_at = Signal(8)       # HEADER_WORDS + LEN (when len_fits): the index of a kind-00 tag that agrees
+        addr_n, addr_big = Signal(3), Signal()
         reason = Signal(REASON_BITS)
         PS_TAG, PS_ROW, PS_PAY, PS_END = range(4)
         ps = Signal(2)
         nslots = Signal(3)
         n_oor = Signal(3)
-        s_raw, s_cnt, s_off, s_end, s_cont = Signal(), Signal(9), Signal(8), Signal(9), Signal()
-        phase, ent, prev, has_prev, pw, pad_start = Signal(3), Signal(9), Signal(8), Signal(), Signal(8), Signal(10)
-        params = [Signal(32) for _ in range(3)]
+        s_raw, s_cnt, s_off, s_nw, s_cont = Signal(), Signal(9), Signal(8), Signal(9), Signal()
+        s_left, s_last = Signal(9), Signal()     # payload words left in the slot; the next one is its last
+        # LIL: byte phase of the word, entries left, previous lane, entry bytes left before this word (down to
+        # 0), which of this word's bytes are padding
+        phase, eleft, prev, has_prev, bleft, pad = Signal(3), Signal(9), Signal(8), Signal(), Signal(10), Signal(4)
+        nb = index_bits(max(R, X)) + 1     # a row number or row count within the memories
+        params = [Signal(nb) for _ in range(3)]
+        # The command parameters' range checks, each made as its word arrives (against constants and the
+        # parameters before it, which an accepted command keeps within nb bits): p0 < R, p0 < X, p1 != 0,
+        # p1 < R, p0 + p1 <= R, p2 != 0, p0 + p2 <= X, p1 + p2 <= R.
+        c_p0r, c_p0x, c_p1nz, c_p1r, c_s01r, c_p2nz, c_s02x, c_s12r = (Signal() for _ in range(8))
         # Raw row in progress: committed (p_*) and as this frame would leave it (q_*).
         p_valid, p_row, p_off, p_x = Signal(), Signal(32), Signal(9), Signal()
         q_valid, q_row, q_off, q_x = Signal(), Signal(32), Signal(9), Signal()
@@ -353,13 +354,11 @@ class SparsrParser(LiteXModule):
         # The command, decoded from the CMD word into registers.
         self.comb += is_write.eq(is_w | is_x)
         # The current word as if it were a tag.
-        self.tag = tag = TagCheck()
-        self.comb += [tag.word.eq(word), tag.index.eq(idx)]
-        k_kind, k_cnt, k_off, k_end = tag.kind, tag.count, tag.offset, tag.end
+        k_kind, k_cnt, k_off = (TAG.field(word, f) for f in ("kind", "count", "offset"))
         body = Signal()          # a payload word of a write frame
         at_tag, at_row, at_pay = Signal(), Signal(), Signal()
         self.comb += [
-            body.eq(fire & ~discard & (idx >= HEADER_WORDS) & is_write),
+            body.eq(fire & ~discard & in_body & is_write),
             at_tag.eq(body & (ps == PS_TAG)),
             at_row.eq(body & (ps == PS_ROW)),
             at_pay.eq(body & (ps == PS_PAY)),
@@ -375,9 +374,9 @@ class SparsrParser(LiteXModule):
         wbytes = [word[8 * i:8 * i + 8] for i in range(4)]
         pad_bad = Signal()
         self.comb += [
-            lane_here.eq((phase < 4) & (ent < s_cnt)),
+            lane_here.eq(~phase[2] & (eleft != 0)),
             lane.eq(Array(wbytes)[phase[:2]]),
-            pad_bad.eq(reduce(or_, [(((pw << 2) + i >= pad_start) & (wbytes[i] != 0)) for i in range(4)])),
+            pad_bad.eq(reduce(or_, [pad[i] & (wbytes[i] != 0) for i in range(4)])),
         ]
         # End of the slot list in this word (a kind-00 tag, or a slot ending on the frame's last word).
         end_tag = Signal()
@@ -386,8 +385,8 @@ class SparsrParser(LiteXModule):
         end_nslots = Signal(3)
         self.comb += [
             end_tag.eq(at_tag & (k_kind == KIND_END)),
-            slot_ends.eq((at_row | at_pay) & (s_end == idx)),
-            list_end.eq(end_tag | (slot_ends & (idx == FRAME_WORDS - 1))),
+            slot_ends.eq((at_row & (s_nw == 0)) | (at_pay & s_last)),
+            list_end.eq(end_tag | (slot_ends & at_last)),
             end_nslots.eq(nslots + at_row),
         ]
         # Errors found on this word, in priority order (the first one names the refusal).
@@ -403,18 +402,31 @@ class SparsrParser(LiteXModule):
         self.comb += piece_bad.eq(Mux(q_valid, (nslots != 0) | (k_kind != KIND_RAW) | (k_off != q_off),
                                       (k_kind == KIND_RAW) & (k_off != 0)))
         hdr_word = Signal()
-        self.comb += hdr_word.eq(fire & ~discard & (idx < HEADER_WORDS))
+        self.comb += hdr_word.eq(fire & ~discard & ~in_body)
+        # A slot's tag is checked in a second stage, the cycle after it (before its row word's own rules, if
+        # that word comes in the same cycle), on registers: the tag word, the room after it (tables of its
+        # index), a fifth slot, the raw-piece continuity. Not on the frame's last word (that tag is refused
+        # at once) or on a word that ends a frame too short (refused for its length).
+        slot_tag = Signal()
+        t_word, t_room, t_lil_room = Signal(32), Signal(8), Signal(8)
+        t_chk, t_full, t_piece = Signal(), Signal(), Signal()
+        self.tag = tag = TagCheck()
+        self.comb += [
+            slot_tag.eq(at_tag & (k_kind != KIND_END)),
+            tag.word.eq(t_word), tag.room.eq(t_room), tag.lil_room.eq(t_lil_room),
+        ]
         errors = [
-            (hdr_word & (idx == 0) & ~known_cmd, REASON_CMD),
-            (hdr_word & (idx == 1) & p_valid & ~cont_ok, REASON_PIECE),
-            (hdr_word & (idx == 2) & ~is_write & ((hlen != exp_len) | (word != 0)), REASON_CMD),
-            (at_tag & (k_kind != KIND_END) & tag.bad, REASON_TAG),
-            (at_tag & (k_kind != KIND_END) & (nslots == MAX_SLOTS), REASON_HEADER),
-            (at_tag & (k_kind != KIND_END) & piece_bad, REASON_PIECE),
+            (hdr_word & at_i[0] & ~known_cmd, REASON_CMD),
+            (hdr_word & at_i[1] & p_valid & ~cont_ok, REASON_PIECE),
+            (hdr_word & at_i[2] & ~is_write & (~len_cmd | (word != 0)), REASON_CMD),
+            (t_chk & tag.bad, REASON_TAG),
+            (t_chk & t_full, REASON_HEADER),
+            (t_chk & t_piece, REASON_PIECE),
+            (slot_tag & at_last, REASON_TAG),
             (at_row & s_cont & (word != q_row), REASON_PIECE),
             (at_pay & ~s_raw & ((lane_here & has_prev & (lane <= prev)) | pad_bad), REASON_LIL),
-            (list_end & ((end_nslots != haddr) | (end_nslots == 0) |
-                         Mux(end_tag, idx != hlen_end, hlen != PAYLOAD_WORDS)), REASON_HEADER),
+            (list_end & ((end_nslots != addr_n) | addr_big | (end_nslots == 0) |
+                         Mux(end_tag, ~len_fits | ~at_len, ~len_full)), REASON_HEADER),
         ]
         errs = Signal(len(errors))      # the rules the previous word broke
         self.sync += errs.eq(Cat(*[cond for cond, _ in errors]))
@@ -425,23 +437,23 @@ class SparsrParser(LiteXModule):
         for i, (_, r) in reversed(list(enumerate(errors))):
             sel = If(errs[i], err_code.eq(r)).Else(sel)
         self.comb += sel
-        # Command parameters (registered by the last word, so only registers are used here).
         p0, p1, p2 = params
         cmd_ok = Signal()
         cmd_ok_r = Signal()
         self.comb += cmd_ok.eq(
             is_write |
-            (is_read & (p0 < R) & (p1 != 0) & (_wide(p0, 1) + p1 <= R)) |
-            (is_dma & (p0 < X) & (p1 < R) & (p2 != 0) & (_wide(p0, 1) + p2 <= X) &
-             (_wide(p1, 1) + p2 <= R)) |
+            (is_read & c_p0r & c_p1nz & c_s01r) |
+            (is_dma & c_p0x & c_p1r & c_p2nz & c_s02x & c_s12r) |
             is_status)
         self.sync += cmd_ok_r.eq(cmd_ok)
+        w_small, w_n = Signal(), Signal(nb)     # the word fits nb bits; its nb low bits
+        self.comb += [w_small.eq(word[nb:] == 0), w_n.eq(word[:nb])]
         frame_end = Signal()
         len_bad = Signal()
         frame_done = Signal()
         self.comb += [
-            frame_end.eq(fire & ~discard & (idx == FRAME_WORDS - 1) & sink.last),
-            len_bad.eq(fire & ~discard & (sink.last != (idx == FRAME_WORDS - 1))),
+            frame_end.eq(fire & ~discard & at_last & sink.last),
+            len_bad.eq(fire & ~discard & (sink.last != at_last)),
             frame_done.eq(frame_end | len_bad),
         ]
         # The verdict, one cycle after the frame's last word: `reason` holds the first rule broken up to the
@@ -465,6 +477,11 @@ class SparsrParser(LiteXModule):
         new_off = Signal(9)
         self.comb += new_off.eq(s_off + s_cnt)
         self.sync += [
+            t_word.eq(word),
+            t_room.eq(FRAME_WORDS - 2 - idx),
+            t_lil_room.eq(Array(C(4 * max(FRAME_WORDS - 2 - i, 0) // LIL_ENTRY_BYTES, 8)
+                                for i in range(FRAME_WORDS))[idx]),
+            t_chk.eq(slot_tag & ~frame_done), t_full.eq(nslots == MAX_SLOTS), t_piece.eq(piece_bad),
             v_done.eq(frame_done), v_len.eq(len_bad),
             If(frame_done, v_ns.eq(end_nslots), v_oor.eq(n_oor + (at_row & row_oor))),
             If(err_prev & (reason == 0), reason.eq(err_code)),
@@ -472,26 +489,41 @@ class SparsrParser(LiteXModule):
             If(fire & discard & sink.last, discard.eq(0)),
             If(fire & ~discard,
                 idx.eq(idx + 1),
-                If(idx == 0,
+                at_i.eq(at_i << 1), If(at_i[HEADER_WORDS - 1], in_body.eq(1)), at_last.eq(idx == FRAME_WORDS - 2),
+                at_len.eq(idx + 1 == len_at),
+                If(at_i[0],
                     is_w.eq(word == CMD_WRITE_WMEM), is_x.eq(word == CMD_WRITE_XMEM), is_read.eq(word == CMD_READ_WMEM),
                     is_dma.eq(word == CMD_DMA_XMEM_WMEM), is_status.eq(word == CMD_STATUS),
                 ),
-                If(idx == 1, hlen.eq(word), hlen_end.eq(_wide(word, 1) + HEADER_WORDS)),
-                If(idx == 2, haddr.eq(word)),
-                [If(idx == HEADER_WORDS + i, params[i].eq(word)) for i in range(3)],
+                If(at_i[1],
+                    len_cmd.eq(word == exp_len), len_full.eq(word == PAYLOAD_WORDS),
+                    len_fits.eq(word < FRAME_WORDS - HEADER_WORDS), len_at.eq(word[:8] + HEADER_WORDS),
+                ),
+                If(at_i[2], addr_n.eq(word[:3]), addr_big.eq(word[3:] != 0)),
+                [If(at_i[HEADER_WORDS + i], params[i].eq(word)) for i in range(3)],
+                If(at_i[HEADER_WORDS], c_p0r.eq(word < R), c_p0x.eq(word < X)),
+                If(at_i[HEADER_WORDS + 1],
+                    c_p1nz.eq(word != 0), c_p1r.eq(word < R), c_s01r.eq(w_small & (_wide(p0, 1) + w_n <= R)),
+                ),
+                If(at_i[HEADER_WORDS + 2],
+                    c_p2nz.eq(word != 0), c_s02x.eq(w_small & (_wide(p0, 1) + w_n <= X)),
+                    c_s12r.eq(w_small & (_wide(p1, 1) + w_n <= R)),
+                ),
             ),
             If(at_tag,
                 If(k_kind == KIND_END,
                     ps.eq(PS_END),
                 ).Else(
                     ps.eq(PS_ROW),
-                    s_raw.eq(k_kind == KIND_RAW), s_cnt.eq(k_cnt), s_off.eq(k_off), s_end.eq(k_end),
+                    s_raw.eq(k_kind == KIND_RAW), s_cnt.eq(k_cnt), s_off.eq(k_off),
+                    s_nw.eq(Mux(k_kind == KIND_LIL, _lil_words(k_cnt), k_cnt)),
                     s_cont.eq(q_valid),
-                    phase.eq(0), ent.eq(0), has_prev.eq(0), pw.eq(0), pad_start.eq(_entry_bytes(k_cnt)),
+                    phase.eq(0), eleft.eq(k_cnt), has_prev.eq(0),
+                    bleft.eq(_entry_bytes(k_cnt)), pad.eq(Mux(k_cnt == 0, 0b1111, 0)),
                 )
             ),
             If(at_row,
-                ps.eq(Mux(s_end == idx, PS_TAG, PS_PAY)),
+                ps.eq(Mux(s_nw == 0, PS_TAG, PS_PAY)), s_left.eq(s_nw), s_last.eq(s_nw == 1),
                 nslots.eq(nslots + 1),
                 n_oor.eq(n_oor + row_oor),
                 If(s_raw,
@@ -499,10 +531,11 @@ class SparsrParser(LiteXModule):
                 ),
             ),
             If(at_pay,
-                If(s_end == idx, ps.eq(PS_TAG)),
+                If(s_last, ps.eq(PS_TAG)),
+                s_left.eq(s_left - 1), s_last.eq(s_left == 2),
                 phase.eq(Mux(phase == 4, 0, phase + 1)),
-                pw.eq(pw + 1),
-                If(lane_here, ent.eq(ent + 1), prev.eq(lane), has_prev.eq(1)),
+                bleft.eq(Mux(bleft > 4, bleft - 4, 0)), pad.eq(Cat(*[bleft <= 4 + i for i in range(4)])),
+                If(lane_here, eleft.eq(eleft - 1), prev.eq(lane), has_prev.eq(1)),
             ),
             If(accept,
                 p_valid.eq(q_valid), p_row.eq(q_row), p_off.eq(q_off), p_x.eq(q_x),
@@ -511,7 +544,7 @@ class SparsrParser(LiteXModule):
                 q_valid.eq(p_valid), q_row.eq(p_row), q_off.eq(p_off), q_x.eq(p_x),
             ),
             If(frame_done,
-                idx.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
+                idx.eq(0), at_i.eq(1), in_body.eq(0), at_last.eq(0), ps.eq(PS_TAG), nslots.eq(0), n_oor.eq(0),
                 If(~sink.last, discard.eq(1)),
             ),
         ]
@@ -520,14 +553,14 @@ class SparsrParser(LiteXModule):
         self.comb += [
             banks.slot_we.eq(at_row), banks.slot_index.eq(nslots[:2]),
             slot.raw.eq(s_raw), slot.row.eq(word), slot.off.eq(s_off), slot.cnt.eq(s_cnt),
-            slot.start.eq(idx - 1), slot.fin.eq(new_off == ROW_WORDS), slot.inr.eq(row_inr),
+            slot.nw.eq(s_nw), slot.pay.eq(idx + 1), slot.fin.eq(new_off == ROW_WORDS), slot.inr.eq(row_inr),
             banks.accept.eq(accept),
             banks.job_w.kind.eq(job_kind), banks.job_w.ns.eq(v_ns),
             banks.job_w.p0.eq(p0), banks.job_w.p1.eq(p1), banks.job_w.p2.eq(p2),
             self.accept.eq(accept), self.refuse.eq(refuse), self.reason.eq(refuse_code),
             self.accept_status.eq(accept & is_status),
             self.rows_refused.eq(v_oor),
-            self.idle.eq((idx == 0) & ~discard & ~v_done),
+            self.idle.eq(at_i[0] & ~discard & ~v_done),
         ]
 
 
@@ -538,9 +571,9 @@ class AnswerPath(LiteXModule):
 
     `push` (one word a cycle, only while `can_push`) with `last`, and `word`, or with `from_wmem` the word
     the WMEM read port delivers two cycles later (`wmem_data`), 0 unless its lane is set (`wmem_lane_set`,
-    sampled with `push`). Latency: a word enters the FIFO two cycles after `push`. `can_push` is a register
-    that leaves out the word the FIFO gives away in its cycle: with `fifo_depth` >= 5 a source that takes a
-    word every cycle still gets one every cycle.
+    sampled with `push`). Latency: a word enters the FIFO three cycles after `push` (the word into the FIFO is
+    registered). `can_push` is a register that leaves out the word the FIFO gives away in its cycle: with
+    `fifo_depth` >= 6 a source that takes a word every cycle still gets one every cycle.
     """
     def __init__(self, fifo_depth):
         self.push, self.from_wmem, self.last = Signal(), Signal(), Signal()
@@ -552,22 +585,28 @@ class AnswerPath(LiteXModule):
         # # #
 
         self.fifo = fifo = stream.SyncFIFO(WORD_LAYOUT, fifo_depth, buffered=False)
-        # two stages of words on their way (the read of a WMEM word)
+        # three stages of words on their way: the read of a WMEM word (two), the word into the FIFO
         stages = [Record([("valid", 1), ("mem", 1), ("last", 1), ("bit", 1), ("word", 32)]) for _ in range(2)]
         first, second = stages
+        third = Record([("valid", 1), ("last", 1), ("word", 32)])
+        held = Signal(bits_for(fifo_depth + 3))     # words in the FIFO and on their way
         self.comb += [
             fifo.source.connect(self.source),
-            fifo.sink.valid.eq(second.valid),
-            fifo.sink.data.eq(Mux(second.mem, Mux(second.bit, self.wmem_data, 0), second.word)),
-            fifo.sink.last.eq(second.last),
+            fifo.sink.valid.eq(third.valid),
+            fifo.sink.data.eq(third.word),
+            fifo.sink.last.eq(third.last),
+            held.eq(fifo.level + first.valid + second.valid + third.valid),
         ]
         self.sync += [
             first.valid.eq(self.push), first.mem.eq(self.from_wmem), first.word.eq(self.word),
             first.last.eq(self.last), first.bit.eq(self.wmem_lane_set),
             second.eq(first),
+            third.valid.eq(second.valid), third.last.eq(second.last),
+            third.word.eq(Mux(second.mem, Mux(second.bit, self.wmem_data, 0), second.word)),
             # registered: room for one more word with the words in flight and the one pushed now (not
-            # counting a word leaving now), so the executor's decisions start from a register
-            self.can_push.eq(_wide(fifo.level, 2) + first.valid + second.valid + self.push < fifo_depth),
+            # counting a word leaving now), so the executor's decisions start from a register; `push` only
+            # picks one of two compares
+            self.can_push.eq(Mux(self.push, held < fifo_depth - 1, held < fifo_depth)),
         ]
 
 
@@ -637,8 +676,7 @@ class SparsrExecutor(LiteXModule):
         pwb, pxb = wmem.phys_bits, xmem.phys_bits
         rb = len(wmem.row)
         si = Signal(3)
-        slot = banks.slot
-        self.comb += banks.slot_rindex.eq(si[:2])
+        slot = banks.slot      # registered: the states before W_SLOT name its entry (IDLE: slot 0, the default)
         x_raw, x_tox, x_fin = Signal(name="x_raw"), Signal(name="x_tox"), Signal(name="x_fin")
         x_cnt, x_off, x_inr = Signal(9, name="x_cnt"), Signal(8, name="x_off"), Signal(name="x_inr")
         x_nw = Signal(9)
@@ -649,7 +687,8 @@ class SparsrExecutor(LiteXModule):
         issue_left, proc_left, o = Signal(9), Signal(9), Signal(9)
         src_x = Signal()
         in_dma = Signal()
-        dleft = Signal(32)
+        rleft = Signal(rb + 1)       # rows left to read or copy
+        wleft = Signal(9)            # words of the answer piece left
         self.comb += wmem.row.eq(trow_w)
         move_word = Signal(32)
         raw_lane = Signal(8)
@@ -685,8 +724,8 @@ class SparsrExecutor(LiteXModule):
         self.sync += If(answer.push, fw.eq(fw + 1))
 
         # Read plan of one answer frame: a first piece and, if that ends a row, a second one.
-        rleft = Signal(32)
         ro = Signal(8)
+        ro_zero = Signal()           # ro = 0, a register set with ro
         self.comb += wmem.rd.adr.eq(Cat(ro, wmem.phys))     # only R_DATA uses what it reads
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
         two, second = Signal(), Signal()
@@ -723,9 +762,10 @@ class SparsrExecutor(LiteXModule):
                     JOB_WRITE_W: NextState("W_SLOT"),
                     JOB_WRITE_X: NextState("W_SLOT"),
                     JOB_READ: [NextValue(trow_w, banks.job.p0), NextValue(rleft, banks.job.p1),
-                               NextValue(ro, 0), NextState("R_PLAN")],
+                               NextValue(ro, 0), NextValue(ro_zero, 1),
+                               NextState("R_PLAN")],
                     JOB_DMA: [NextValue(trow_x, banks.job.p0), NextValue(trow_w, banks.job.p1),
-                              NextValue(dleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
+                              NextValue(rleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
                     JOB_STATUS: [NextValue(fw, 0), NextState("S_EMIT")],
                 })
             )
@@ -739,8 +779,7 @@ class SparsrExecutor(LiteXModule):
                 NextValue(x_fin, slot.fin), NextValue(x_inr, slot.inr),
                 NextValue(x_tox, banks.job.kind == JOB_WRITE_X),
                 NextValue(trow_w, slot.row), NextValue(trow_x, slot.row),
-                NextValue(rd_ptr, slot.start + 2),
-                NextValue(x_nw, Mux(slot.raw, slot.cnt, _lil_words(slot.cnt))),
+                NextValue(rd_ptr, slot.pay), NextValue(x_nw, slot.nw),
                 NextValue(in_dma, 0),
                 NextState("W_PREP"),
             )
@@ -751,7 +790,7 @@ class SparsrExecutor(LiteXModule):
             NextState("MOVE"),
         ]
         fsm.act("W_PREP",
-            banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)),
+            banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)), banks.slot_rindex.eq(si + 1),
             If(~x_inr,
                 NextValue(si, si + 1), NextState("W_SLOT"),
             ).Elif(x_nw == 0,
@@ -771,6 +810,7 @@ class SparsrExecutor(LiteXModule):
         )
         # Move the words of one slot (or one XMEM row): raw -> row words, LIL -> decoder or copy.
         fsm.act("MOVE",
+            banks.slot_rindex.eq(si + 1),
             If(src_x,
                 xmem.rd.adr.eq(Cat(rd_ptr[:8], physx)),
             ).Else(
@@ -809,7 +849,7 @@ class SparsrExecutor(LiteXModule):
         )
         # DMA XMEM -> WMEM, one row after another; LIL rows go through the decoder.
         fsm.act("D_ROW",
-            If(dleft == 0,
+            If(rleft == 0,
                 banks.release.eq(1), NextState("IDLE"),
             ).Elif(d_ready,
                 NextValue(physx, d_phys), NextValue(in_dma, 1), NextValue(src_x, 1), NextValue(x_tox, 0),
@@ -834,7 +874,7 @@ class SparsrExecutor(LiteXModule):
         )
         fsm.act("D_NEXT",
             d_done.eq(1),
-            NextValue(trow_x, trow_x + 1), NextValue(trow_w, trow_w + 1), NextValue(dleft, dleft - 1),
+            NextValue(trow_x, trow_x + 1), NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1),
             NextState("D_ROW"),
         )
         # Read WMEM: answer frames of raw pieces.
@@ -863,16 +903,16 @@ class SparsrExecutor(LiteXModule):
             )
         )
         fsm.act("R_ROW",
-            If(ro == 0, NextValue(lanes_set, wmem.mask_rd.dat_r)),
+            If(ro_zero, NextValue(lanes_set, wmem.mask_rd.dat_r)),
             If(answer.can_push,
-                answer.push.eq(1), answer.word.eq(trow_w), NextValue(dleft, pc), NextState("R_DATA"),
+                answer.push.eq(1), answer.word.eq(trow_w), NextValue(wleft, pc), NextState("R_DATA"),
             )
         )
         fsm.act("R_DATA",
             If(answer.can_push,
                 answer.push.eq(1), answer.from_wmem.eq(1), NextValue(lanes_set, lanes_set[1:]),
-                NextValue(ro, ro + 1), NextValue(dleft, dleft - 1),
-                If(dleft == 1,
+                NextValue(ro, ro + 1), NextValue(ro_zero, ro == ROW_WORDS - 1), NextValue(wleft, wleft - 1),
+                If(wleft == 1,
                     If(ro == ROW_WORDS - 1, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),
                     If(two & ~second,
                         NextValue(second, 1), NextValue(pc, pc2), NextState("R_TAG"),
@@ -934,7 +974,7 @@ class SparsrReceiver(LiteXModule):
     cycles while the next one streams in); a read or DMA command holds the input only while it runs. With
     XMEM in DRAM, write frames into XMEM take words as fast as the DRAM takes them once its write FIFO is
     full, and a DMA row costs its fetch from DRAM (docs/sparsr.md, "XMEM in DRAM").
-    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 260 cycles after
+    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 261 cycles after
     its last word.
     """
     def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=False, xmem=XMEM_BRAM, dram_port=None,
@@ -968,17 +1008,21 @@ class SparsrReceiver(LiteXModule):
         # A status answer gives the counters as its frame left them: no later frame is taken (and so
         # accepted, refused or counted) until the answer is out.
         self.sync += If(parser.accept_status, parser.hold.eq(1)).Elif(executor.status_sent, parser.hold.eq(0))
+        # The counters add their events one cycle late, from registers (the verdict does not reach the
+        # counters' enables); `counting`: a verdict still to be counted.
+        counting = Signal()
+        self.sync += counting.eq(parser.accept | parser.refuse)
         self.comb += [
             self.sink.connect(parser.sink),
             executor.source.connect(self.source),
-            self.idle.eq(parser.idle & banks.empty & (xmem.idle if xmem.in_dram else 1)),
+            self.idle.eq(parser.idle & ~counting & banks.empty & (xmem.idle if xmem.in_dram else 1)),
         ]
         add_counters(self, COUNTERS, {
             "frames_ok": parser.accept,
             **{"refused_" + name: parser.refuse & (parser.reason == code) for code, name in REASONS.items()},
             "slots_stored": executor.slot_stored,
             "slots_refused_row": Mux(parser.accept, parser.rows_refused, 0),
-        })
+        }, register=True)
         self.comb += [s.eq(self.counters[n]) for s, n in zip(executor.status, STATUS_COUNTERS)]
         if with_csr:
             add_counter_csrs(self, COUNTERS)

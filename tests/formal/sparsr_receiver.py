@@ -43,33 +43,39 @@ always @(posedge clk) f_open <= f_open + framebanks_accept - framebanks_release;
 wire f_row_write = wmem_word_ram_we || wmem_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we;
 wire f_executing = state != 0;
 // f_commit: the executor commits (or runs a command of) a bank the parser accepted and has not released, or
-// did so up to three cycles ago (its data stage handles a word the cycle after MOVE read it, the LIL writer
-// registers the entries the cycle after that and writes the lane mask one cycle later; the word memories
-// register their writes).
-reg f_commit_d1 = 0, f_commit_d2 = 0, f_commit_d3 = 0;
+// did so up to four cycles ago (its data stage handles a word the cycle after MOVE read it, the LIL writer
+// registers the entries the cycle after that and issues the lane mask one cycle later, through two registers;
+// the word memories register their writes).
+reg f_commit_d1 = 0, f_commit_d2 = 0, f_commit_d3 = 0, f_commit_d4 = 0;
 always @(posedge clk) begin
     f_commit_d1 <= f_executing && framebanks_pending;
     f_commit_d2 <= f_commit_d1;
     f_commit_d3 <= f_commit_d2;
+    f_commit_d4 <= f_commit_d3;
 end
-wire f_commit = (f_executing && framebanks_pending) || f_commit_d1 || f_commit_d2 || f_commit_d3;
+wire f_commit = (f_executing && framebanks_pending) || f_commit_d1 || f_commit_d2 || f_commit_d3 || f_commit_d4;
 always @(*) if (!init) begin
     // A frame's last word either accepts or refuses it, and only an accepted frame becomes a bank.
     assert(!(sparsrparser_accept && sparsrparser_refuse));
     assert(framebanks_accept == sparsrparser_accept);
-    // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while (or up to three cycles
+    // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while (or up to four cycles
     // after) the executor commits (or runs a command of) a bank that the parser accepted and had not released.
     if (f_row_write) assert(f_commit);
     // A row map switches (a raw row is stored) only in the cycle that commits the last word of a raw slot
     // that finishes its row.
     if (wmem_map_we || xmem_map_we) assert(sparsrexecutor_x_raw && sparsrexecutor_x_fin);
     // Lemmas: the open frames are the busy banks; the executor leaves IDLE only for a busy bank; the data
-    // stage's word and the LIL writer's registered entries and lane mask belong to a slot being committed.
+    // stage's word and the LIL writer's registered entries and lane mask belong to a slot being committed (the
+    // last word's in the cycle after it, which still commits), and so does a lane mask write on its way.
     assert(f_open == framebanks_busy0 + framebanks_busy1);
     if (f_executing) assert(framebanks_pending);
     if (sparsrexecutor_d_we_w || sparsrexecutor_d_we_x || sparsrexecutor_d_lil || sparsrexecutor_d_last) assert(f_commit_d1);
     if (sparsrexecutor_lilwriter_e_valid || sparsrexecutor_lilwriter_e_fin) assert(f_commit_d2);
     if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d3);
+    if (sparsrexecutor_d_last) assert(f_executing && framebanks_pending);
+    if (sparsrexecutor_lilwriter_e_fin) assert(f_commit_d1);
+    if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d2);
+    if (wmem_staged_we) assert(f_commit_d1 || f_commit_d3);
 end
 """
 
@@ -79,13 +85,14 @@ CHECK_DRAM = (CHECK
               .replace("wmem_word_ram_we || wmem_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we",
                        "word_ram_we || we || map_we || dramxmem_wfifo_sink_valid || dramxmem_ent_a_we")
               .replace("if (wmem_map_we || xmem_map_we)", "if (map_we || dramxmem_map_we)")
+              .replace("wmem_staged_we", "staged_we")
               .replace("f_executing = state != 0", "f_executing = sparsrexecutor_state != 0"))
 
 PROPERTIES = [
     Property(
         "sparsr_receiver_refused_frames",
         f"In the Sparsr receiver ({ROWS} WMEM and {ROWS} XMEM rows, any input words and framing, any answer "
-        "back-pressure) no row memory, row map, lane mask or form is written except while (or up to three "
+        "back-pressure) no row memory, row map, lane mask or form is written except while (or up to four "
         "cycles after) the executor commits a frame the parser accepted (so a refused frame changes no row), "
         "and a row map switches "
         "only at the last word of a raw slot that finishes its row.",
