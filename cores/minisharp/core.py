@@ -60,7 +60,9 @@ class MiniSharpCore(LiteXModule):
     Parameters: num_ports >= 2, dw in (8, 16, 32, 64), lanes (power of two, lanes*32 multiple of dw;
     default max(1, dw/32)), chunk_elements (ABI: MS_CHUNK_ELEMENTS), n_contexts >= 2, n_slots >= 1,
     max_ranks <= 256, window (completion window, DONE_WINDOW), tick_log2 (TIMEOUT_TICK_LOG2), partials (v0.2
-    exact partials in and out; default: one lane, the only width that has them).
+    exact partials in and out; default: one lane, the only width that has them), carry_limbs (limbs a
+    carry stage of the rounding pipeline resolves: MSAccumulatorBank's; more limbs, fewer stages and
+    flip-flops, a longer carry chain).
     mgmt_mac (None: no management port): a management stack (e.g. LiteEth's MAC under Etherbone) is an
     internal port of the forwarding path. mgmt_source carries to it the frames to mgmt_mac and the broadcast
     ARPs from the ports set in the input mgmt_ports whose source MAC is mgmt_src_mac when mgmt_src_filter
@@ -70,7 +72,7 @@ class MiniSharpCore(LiteXModule):
     """
     def __init__(self, num_ports=2, dw=8, lanes=None, chunk_elements=MS_CHUNK_ELEMENTS, n_contexts=8,
                  n_slots=4, max_ranks=64, res_fifo_words=None, window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2,
-                 partials=None, mgmt_mac=None):
+                 partials=None, carry_limbs=None, mgmt_mac=None):
         if num_ports < 2:
             raise ValueError(f"num_ports must be >= 2, got {num_ports}")
         if n_contexts < 2:
@@ -102,7 +104,7 @@ class MiniSharpCore(LiteXModule):
         self.ingress = [MSPortIngress(dw, lanes, payload_bytes=pbytes, raw_bytes=2048, with_mgmt=with_mgmt)
                         for _ in range(num_ports)]
         self.engine = engine = MSCollectiveEngine(num_ports, lanes, chunk_elements, n_contexts, n_slots, max_ranks,
-                                                  window, tick_log2, partials)
+                                                  window, tick_log2, partials, carry_limbs)
         self.comb += engine.slot_timeout.eq(self.slot_timeout), engine.ctx_timeout.eq(self.ctx_timeout)
         self.fanout = fanout = MSResultFanout(num_ports, lanes)
         # Between the engine and the fan-out: a meta queue (the engine emits a chunk's meta record when it

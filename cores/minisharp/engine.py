@@ -700,7 +700,7 @@ class MSCollectiveEngine(LiteXModule):
     at 1 lane, 50 with more (rounding pipelines of 18 and 14 stages).
     """
     def __init__(self, num_ports=2, lanes=1, chunk_elements=256, n_contexts=8, n_slots=4, max_ranks=64,
-                 window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2, partials=None):
+                 window=DONE_WINDOW, tick_log2=TIMEOUT_TICK_LOG2, partials=None, carry_limbs=None):
         partials = lanes == 1 if partials is None else partials
         for name, v in (("lanes", lanes), ("chunk_elements", chunk_elements)):
             if v < 1 or v & (v - 1):
@@ -728,7 +728,7 @@ class MSCollectiveEngine(LiteXModule):
 
         wpc = chunk_elements // lanes
         self.bank = bank = MSAccumulatorBank(lanes=lanes, depth=n_slots * wpc, max_ranks=max_ranks, out_depth=32,
-                                             partials=partials)
+                                             partials=partials, carry_limbs=carry_limbs)
         if partials:
             self.words = MSResultWords()
             self.comb += bank.source.connect(self.words.sink), self.words.source.connect(self.result)

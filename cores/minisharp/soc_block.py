@@ -136,8 +136,8 @@ class MiniSharpSoCBlock(LiteXModule):
     port<i>_rx_frames / _rx_drops / _fwd_frames / _tx_frames; setups, chunks; inject_* (a frame buffer
     sent into any input port: while it sends, that port's PHY frames are not accepted); capture_* (the bytes
     leaving one output port); v0.2: admin_ports, mac_filter, mac, slot_timeout, ctx_timeout (MiniSharpCore's
-    inputs of the same names); teardowns, slot_timeouts, ctx_timeouts counters. partials: the v0.2 exact
-    partials (MiniSharpCore's parameter). The injector and the capture exist in 8-bit builds (with_inject,
+    inputs of the same names); teardowns, slot_timeouts, ctx_timeouts counters. partials, carry_limbs:
+    MiniSharpCore's parameters. The injector and the capture exist in 8-bit builds (with_inject,
     default dw == 8).
     mgmt_ports (a port mask, None: no management port): a management stack on mgmt_source / mgmt_sink
     (MiniSharpCore's management port, MAC mgmt_mac) reached from these ports only. CSRs mgmt_ports (reset:
@@ -145,8 +145,8 @@ class MiniSharpSoCBlock(LiteXModule):
     mgmt_src_mac reach the stack); counters mgmt_rx_frames, mgmt_tx_frames and drop_mgmt_refused.
     """
     def __init__(self, num_ports=2, dw=8, chunk_elements=MS_CHUNK_ELEMENTS, n_contexts=8, n_slots=4, max_ranks=64,
-                 inject_bytes=2048, capture_bytes=4096, partials=True, with_inject=None, mgmt_ports=None,
-                 mgmt_mac=None):
+                 inject_bytes=2048, capture_bytes=4096, partials=True, carry_limbs=None, with_inject=None,
+                 mgmt_ports=None, mgmt_mac=None):
         with_inject = dw == 8 if with_inject is None else with_inject
         if with_inject and dw != 8:
             raise ValueError(f"the injector and the capture are 8-bit: with_inject needs dw = 8, not {dw}")
@@ -157,7 +157,8 @@ class MiniSharpSoCBlock(LiteXModule):
             raise ValueError("a management port needs its MAC (mgmt_mac)")
         self.core = core = MiniSharpCore(num_ports=num_ports, dw=dw, chunk_elements=chunk_elements,
                                          n_contexts=n_contexts, n_slots=n_slots, max_ranks=max_ranks,
-                                         partials=partials, mgmt_mac=mgmt_mac if with_mgmt else None)
+                                         partials=partials, carry_limbs=carry_limbs,
+                                         mgmt_mac=mgmt_mac if with_mgmt else None)
         self.sinks = [stream.Endpoint(port_description(dw)) for _ in range(num_ports)]
         self.sources = core.sources
 
