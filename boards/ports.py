@@ -3,9 +3,13 @@ from migen import ClockDomainsRenamer
 
 from litex.build.generic_platform import Subsignal
 from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
 
+from liteeth.common import eth_phy_description
 from liteeth.mac.core import LiteEthMACCore
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
+
+from cores.lib.buffers import RegisteredBuffer
 
 # MiniSharp on two 1 Gb/s RGMII ports (docs/minisharp.md, "Board builds"): 32-bit ports at 62.5 MHz carry
 # 2 Gb/s each and the one-lane engine 2 Gb/s, the two ports' line rate together.
@@ -73,10 +77,21 @@ class RGMIIDataPort(LiteXModule):
         # Padding, FCS and preamble in sys at `dw` bits (with_sys_datapath): in the PHY's 125 MHz domain the
         # TX ready chain (gap, preamble, CRC inserter, padding, width converter) ended in the clock-domain
         # FIFO's read and reached 102.8-124.0 MHz on the Versa.
-        self.mac = ClockDomainsRenamer(rename)(
-            LiteEthMACCore(self.phy, dw=dw, with_preamble_crc=True, with_padding=True, with_sys_datapath=True,
-                           tx_cdc_buffered=True, rx_cdc_buffered=True))
-        self.sink, self.source = self.mac.sink, self.mac.source
+        mac = LiteEthMACCore(self.phy, dw=dw, with_preamble_crc=True, with_padding=True, with_sys_datapath=True,
+                             tx_cdc_buffered=True, rx_cdc_buffered=True)
+        # Registered valid and ready (RegisteredBuffer: a cycle each) where ready chains would cross: before the
+        # MAC's sys TX chain (else it continues into the core's output arbiter and the management stack's TX
+        # clock-domain FIFO: 17.1 ns on the Colorlight), and in the PHY's domain after the TX clock-domain FIFO
+        # and before the RX one (the FIFO's pointer compare through the width converter: 12.2 ns).
+        self.tx_buf = RegisteredBuffer(eth_phy_description(dw))
+        self.tx_phy_buf = ClockDomainsRenamer(rename["eth_tx"])(RegisteredBuffer(eth_phy_description(dw)))
+        self.rx_phy_buf = ClockDomainsRenamer(rename["eth_rx"])(RegisteredBuffer(eth_phy_description(dw)))
+        tx, rx = mac.tx_datapath.pipeline, mac.rx_datapath.pipeline
+        tx.insert(_cdc_index(tx) + 1, self.tx_phy_buf)
+        rx.insert(_cdc_index(rx), self.rx_phy_buf)
+        self.mac = ClockDomainsRenamer(rename)(mac)
+        self.comb += self.tx_buf.source.connect(self.mac.sink)
+        self.sink, self.source = self.tx_buf.sink, self.mac.source
 
         # # #
 
@@ -84,6 +99,11 @@ class RGMIIDataPort(LiteXModule):
         platform.add_period_constraint(rx_clk, 1e9 / RGMII_CLK_FREQ)
         platform.add_period_constraint(tx_clk, 1e9 / RGMII_CLK_FREQ)
         platform.add_false_path_constraints(sys_clk, rx_clk, tx_clk)
+
+
+def _cdc_index(pipeline):
+    """Index of the clock-domain FIFO in a LiteEth MAC datapath's stage list."""
+    return next(i for i, stage in enumerate(pipeline) if isinstance(stage, stream.ClockDomainCrossing))
 
 
 def add_minisharp_ports(soc, platform, management, tx_delay=0e-9, rx_delay=2e-9, shared_mdio=False,
