@@ -53,7 +53,8 @@ def main(argv=None):
     parser.add_argument("--cores", default="", help="comma-separated cores to include")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     parser.add_argument("--router", default="router2", choices=["router1", "router2"],
-                        help="nextpnr's router (router1 stalls on the MiniSharp builds: docs/minisharp.md)")
+                        help="nextpnr's router (on the Colorlight's MiniSharp router2 diverges; router1 "
+                             "routed one netlist at seed 1: docs/minisharp.md)")
     parser.add_argument("--placer", default="heap", choices=["heap", "static", "sa"],
                         help="nextpnr's placer (heap's legaliser loops on the Colorlight's MiniSharp: docs/minisharp.md)")
     parser.add_argument("--no-fit-check", action="store_true",
