@@ -64,7 +64,8 @@ class RGMIIDataPort(LiteXModule):
     """RGMII port `index` of `platform`: LiteEth's ECP5 RGMII PHY in clock domains eth<index>_rx/_tx and a
     MAC core (preamble, FCS check and insertion, padding) whose user side `sink`/`source` carries `dw`-bit
     frames without preamble/FCS in sys (a frame with a bad FCS ends with `error` set). The PHY's clocks get
-    their period constraints and false paths to `sys_clk`. with_mdio=False: the port leaves its MDIO pins
+    their period constraints and false paths to `sys_clk`. Latency: registered stages add a sys and a PHY cycle on
+    TX and a PHY cycle on RX. with_mdio=False: the port leaves its MDIO pins
     alone (boards whose PHYs share one MDIO bus)."""
     def __init__(self, platform, index, sys_clk, dw=DATA_PORT_DW, tx_delay=0e-9, rx_delay=2e-9, with_mdio=True):
         rename = {"eth_rx": f"eth{index}_rx", "eth_tx": f"eth{index}_tx"}
@@ -83,9 +84,10 @@ class RGMIIDataPort(LiteXModule):
         # MAC's sys TX chain (else it continues into the core's output arbiter and the management stack's TX
         # clock-domain FIFO: 17.1 ns on the Colorlight), and in the PHY's domain after the TX clock-domain FIFO
         # and before the RX one (the FIFO's pointer compare through the width converter: 12.2 ns).
-        self.tx_buf = RegisteredBuffer(eth_phy_description(dw))
-        self.tx_phy_buf = ClockDomainsRenamer(rename["eth_tx"])(RegisteredBuffer(eth_phy_description(dw)))
-        self.rx_phy_buf = ClockDomainsRenamer(rename["eth_rx"])(RegisteredBuffer(eth_phy_description(dw)))
+        layout = eth_phy_description(dw)
+        self.tx_buf = RegisteredBuffer(layout)
+        self.tx_phy_buf = ClockDomainsRenamer(rename["eth_tx"])(RegisteredBuffer(layout))
+        self.rx_phy_buf = ClockDomainsRenamer(rename["eth_rx"])(RegisteredBuffer(layout))
         tx, rx = mac.tx_datapath.pipeline, mac.rx_datapath.pipeline
         tx.insert(_cdc_index(tx) + 1, self.tx_phy_buf)
         rx.insert(_cdc_index(rx), self.rx_phy_buf)
