@@ -404,7 +404,7 @@ class L2UnitParser(LiteXModule):
     `valid`: a beat of the unit is there (a zero beat while completing); `go` (in): it is taken. Per unit:
     `hdr` and `key` (its reply route) registered at beat 0, `hdr_now` the header of the current beat
     (valid at beat 0), `length` (the length prefix, registered at its beat: `length_now` is the value
-    registered when `length_load`) and `stream_len` (prefix and packet). `body_data` / `body_n`: the bytes of the beat that belong to the segment body (from the length
+    registered when `length_load`). `body_data` / `body_n`: the bytes of the beat that belong to the segment body (from the length
     prefix on; the bytes from body_n on are zero). Position: `at_decision` (the beat at which the unit's context is decided: key and length
     are registered by then), `start` (beat 0 is taken), `hold` (between beat 0 and the decision).
     """
@@ -421,7 +421,6 @@ class L2UnitParser(LiteXModule):
         self.hdr = hdr = Signal(L2_HEADER_BITS)
         self.key = key = Signal(L2_HEADER_BITS)
         self.length = length = Signal(8 * L2_LENGTH_BYTES)
-        self.stream_len = stream_len = Signal(8 * L2_LENGTH_BYTES + 1)
         self.length_now = Signal(8 * L2_LENGTH_BYTES)
         self.length_load = Signal()
         self.body_data = Signal(8 * P)
@@ -449,7 +448,6 @@ class L2UnitParser(LiteXModule):
         self.comb += [
             hdr_now.eq(Cat(*reversed(by[:L2_HEADER_BYTES]))),
             reply_route_statements(hdr_now, key_now),
-            stream_len.eq(length + L2_LENGTH_BYTES),
         ]
         at_start = Signal()
         final = Signal()
@@ -494,7 +492,7 @@ class L2ContextTable(LiteXModule):
     (packets up to max_packet bytes), keyed by the reply route, and n_sources skip entries (key, segments
     left to drop). At `start` (beat 0 of a unit taken) the key matches of hdr_now are registered (compared in
     key_form, the skip entries holding that form); at
-    `decide` the unit (key, hdr, length, stream_len) continues an OPEN context, is skipped, or is a first
+    `decide` the unit (key, hdr, length) continues an OPEN context, is skipped, or is a first
     segment that takes a FREE context or is dropped (bad length, too long, none free: its continuation
     segments enter a skip entry). `wait`: a first segment finds no FREE context while one is DONE (which
     frees itself once delivered). The decision: ctx, seg (segment index), keep (store the body), complete
@@ -514,7 +512,6 @@ class L2ContextTable(LiteXModule):
         self.key = key = Signal(L2_HEADER_BITS)
         self.hdr = hdr = Signal(L2_HEADER_BITS)
         self.length = length = Signal(8 * L2_LENGTH_BYTES)
-        self.stream_len = stream_len = Signal(8 * L2_LENGTH_BYTES + 1)
         self.length_now = length_now = Signal(8 * L2_LENGTH_BYTES)
         self.length_load = Signal()
         self.start = Signal()
@@ -545,6 +542,7 @@ class L2ContextTable(LiteXModule):
         c_len = Array(Signal(8 * L2_LENGTH_BYTES, name=f"ctx{i}_length") for i in range(n))
         c_seg = Array(Signal(max=slots + 1, name=f"ctx{i}_segment") for i in range(n))
         c_rem = Array(Signal(8 * L2_LENGTH_BYTES + 1, name=f"ctx{i}_remaining") for i in range(n))  # stream bytes to come
+        c_fin = Array(Signal(name=f"ctx{i}_final") for i in range(n))      # c_rem <= SEGMENT_BYTES
         s_on = Array(Signal(name=f"skip{i}_valid") for i in range(n))
         s_key = Array(Signal(len(key_form(hdr)), name=f"skip{i}_key") for i in range(n))     # key_form
         s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
@@ -572,9 +570,18 @@ class L2ContextTable(LiteXModule):
         cont, skip, first = Signal(), Signal(), Signal()
         bad_len, too_long, no_ctx, alloc, to_skip = (Signal() for _ in range(5))
         len_bad, len_long = Signal(), Signal()      # `length`'s checks, registered with it
+        len_multi, len_fin = Signal(), Signal()         # more than one segment, at most two
+        len_rest = Signal(8 * L2_LENGTH_BYTES + 1)      # stream bytes after the first segment
+        len_skip = Signal(8)                            # segments after the first
+        stream_now = Signal(8 * L2_LENGTH_BYTES + 1)
+        self.comb += stream_now.eq(length_now + L2_LENGTH_BYTES)
         self.sync += If(self.length_load,
             len_bad.eq((length_now == 0) | (length_now > L2_MAX_PACKET_BYTES)),
             len_long.eq(length_now > max_packet),
+            len_multi.eq(stream_now > SEGMENT_BYTES),
+            len_fin.eq(stream_now <= 2 * SEGMENT_BYTES),
+            len_rest.eq(stream_now - SEGMENT_BYTES),
+            len_skip.eq(((stream_now + SEGMENT_BYTES - 1) >> 8) - 1),
         )
         self.comb += [
             cont.eq(hit != 0),
@@ -585,13 +592,12 @@ class L2ContextTable(LiteXModule):
             wait.eq(first & ~bad_len & ~too_long & (free == 0) & (closed != 0)),
             no_ctx.eq(first & ~bad_len & ~too_long & (free == 0) & (closed == 0)),
             alloc.eq(first & ~bad_len & ~too_long & (free != 0)),
-            to_skip.eq((too_long | no_ctx) & (stream_len > SEGMENT_BYTES)),
-            complete.eq(Mux(cont, c_rem[hit_i] <= SEGMENT_BYTES, stream_len <= SEGMENT_BYTES)),
+            to_skip.eq((too_long | no_ctx) & len_multi),
+            complete.eq(Mux(cont, c_fin[hit_i], ~len_multi)),
             self.ctx.eq(Mux(cont, hit_i, free_i)),
             self.seg.eq(Mux(cont, c_seg[hit_i], 0)),
             self.keep.eq(cont | alloc),
         ]
-        nseg = (stream_len + SEGMENT_BYTES - 1) >> 8
 
         # Idle timeout: a shared tick every timeout / L2_RX_TIMEOUT_STEPS cycles (paused while the sink is
         # stalled by the reassembler) ages OPEN contexts and skip entries; a segment's decision resets its
@@ -635,6 +641,7 @@ class L2ContextTable(LiteXModule):
                     c_age[hit_i].eq(0),
                     c_seg[hit_i].eq(c_seg[hit_i] + 1),
                     c_rem[hit_i].eq(c_rem[hit_i] - SEGMENT_BYTES),
+                    c_fin[hit_i].eq(c_rem[hit_i] <= 2 * SEGMENT_BYTES),
                     If(complete, st[hit_i].eq(DONE)),
                 ),
                 If(alloc,
@@ -644,7 +651,8 @@ class L2ContextTable(LiteXModule):
                     c_hdr[free_i].eq(hdr),
                     c_len[free_i].eq(length),
                     c_seg[free_i].eq(1),
-                    c_rem[free_i].eq(stream_len - SEGMENT_BYTES),
+                    c_rem[free_i].eq(len_rest),
+                    c_fin[free_i].eq(len_fin),
                 ),
                 If(skip,
                     s_age[s_hit_i].eq(0),
@@ -654,7 +662,7 @@ class L2ContextTable(LiteXModule):
                 If(to_skip & (s_free != 0),
                     s_on[s_free_i].eq(1),
                     s_key[s_free_i].eq(key_form(hdr)),
-                    s_left[s_free_i].eq(nseg - 1),
+                    s_left[s_free_i].eq(len_skip),
                     s_age[s_free_i].eq(0),
                 ),
             ),
@@ -940,7 +948,7 @@ class L2Reassembler(LiteXModule):
         self.comb += [
             sink.connect(inp.sink),
             [getattr(ctxs, name).eq(getattr(inp, name))
-             for name in ("hdr_now", "key", "hdr", "length", "stream_len", "length_now", "length_load", "start",
+             for name in ("hdr_now", "key", "hdr", "length", "length_now", "length_load", "start",
                           "hold")],
             ctxs.decide.eq(inp.go & inp.at_decision),
             ctxs.stalled.eq(sink.valid & ~sink.ready),
