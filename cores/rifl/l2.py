@@ -341,10 +341,6 @@ class L2Segmenter(LiteXModule):
         # Stage 2: the segment stream's beats through a registered handshake (valid and ready: 1 cycle), then a
         # header before every SEGMENT_BYTES of them, packed into Layer 1 beats.
         self.stream_buffer = sb = stream.Buffer(sp.source.description, pipe_valid=True, pipe_ready=True)
-        # The route FIFO's head registered (its LUTRAM read is off the header -> frame packer path): a route
-        # enters the FIFO with its packet's length prefix and is registered 2 cycles later at the earliest
-        # (or as the previous packet's last segment ends), before the packet's first beat reaches the framer.
-        self.route_buffer = rb = stream.Buffer(routes.source.description, pipe_valid=True)
         self.framer = framer = L2Framer(frame_bits, data_width)
         beats = SEGMENT_BYTES // W
         beat = Signal(max=beats)
@@ -352,9 +348,8 @@ class L2Segmenter(LiteXModule):
         seg_end = Signal()
         self.comb += [
             sp.source.connect(sb.sink),
-            routes.source.connect(rb.sink),
             framer.sink.valid.eq(sb.source.valid),
-            framer.sink.header.eq(rb.source.route),
+            framer.sink.header.eq(routes.source.route),
             framer.sink.data.eq(sb.source.data),
             framer.sink.last.eq(beat == beats - 1),
             sb.source.ready.eq(framer.sink.ready),
@@ -365,16 +360,16 @@ class L2Segmenter(LiteXModule):
             beat.eq(beat + 1),
             If(beat == beats - 1, beat.eq(0)),
         )
-        # Whether the segment is its packet's last, registered: `done` and the registered route change only
-        # at the end of a segment, SEGMENT_BYTES / W >= 4 cycles apart, and a route is registered before its
-        # packet's first beat reaches the framer.
+        # Whether the segment is its packet's last, registered: `done` and the route at the FIFO's head change
+        # only at the end of a segment, SEGMENT_BYTES / W >= 4 cycles apart, and a route is written before
+        # its packet's first beat reaches the framer.
         last_seg = Signal()
         self.comb += If(seg_end,
             ev["segments"].eq(1),
-            rb.source.ready.eq(last_seg),
+            routes.source.ready.eq(last_seg),
         )
         self.sync += [
-            last_seg.eq(done == rb.source.segments - 1),
+            last_seg.eq(done == routes.source.segments - 1),
             If(seg_end, If(last_seg, done.eq(0)).Else(done.eq(done + 1))),
         ]
 
