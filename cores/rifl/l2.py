@@ -58,14 +58,20 @@ def byte_mask(module, n, nbytes):
     return mask
 
 
+def byte_enables(module, n, nbytes):
+    """A signal with the low min(n, nbytes) bits set (one a byte), as byte_mask."""
+    mask = byte_mask(module, n, nbytes)
+    return Cat(*[mask[8 * k] for k in range(nbytes)])
+
+
 class BytePacker(LiteXModule):
     """Packs chunks of 0..in_bytes bytes (sink: data, n; byte k = data[8k+7:8k]) into beats of `size` bytes
     (source: data, bytes above `size` zero), `size` (one of `sizes`, default 1..out_bytes) being set by the
     user for the next beat. Buffer of in_bytes + out_bytes bytes; takes a chunk and gives a beat every cycle;
-    latency 1 cycle. The shift amounts come from registers (the level, and `size`, which users set from
-    registers; the buffer's shift and the level compares are a case over `sizes`): the handshake
-    (`source.ready`, `sink.valid`) only selects between the shifted words. clean: the sink's bytes from n
-    on are zero (no mask on the way in)."""
+    latency 1 cycle. The shift amounts and the level compares come from registers (the level, the level
+    less each of `sizes` and the compares, all updated with the level; `size`, which users set from
+    registers, selects among them): the handshake (`source.ready`, `sink.valid`) only selects between the
+    shifted words. clean: the sink's bytes from n on are zero (no mask on the way in)."""
     def __init__(self, in_bytes, out_bytes, sizes=None, clean=False):
         self.sink = sink = stream.Endpoint([("data", 8 * in_bytes), ("n", bits_for(in_bytes))])
         self.source = source = stream.Endpoint([("data", 8 * out_bytes)])
@@ -74,8 +80,13 @@ class BytePacker(LiteXModule):
         # # #
 
         B = in_bytes + out_bytes
+        sizes = sorted(set(sizes or range(1, out_bytes + 1)))
         buf = Signal(8 * B)
-        level = Signal(max=B + 1)
+        level, level_next = Signal(max=B + 1), Signal(max=B + 1)
+        after = {k: Signal(max=B + 1) for k in sizes}           # level - k
+        full = {k: Signal() for k in sizes}                     # level >= k
+        fits = {k: Signal(reset=1) for k in sizes}              # level <= out_bytes + k
+        space = Signal(reset=1)                                 # level <= out_bytes
         popped = Signal(max=B + 1)                  # the level after a beat leaves
         pop, push = Signal(), Signal()
         room = Signal()                             # popped <= out_bytes
@@ -85,19 +96,24 @@ class BytePacker(LiteXModule):
             source.data.eq(buf & byte_mask(self, self.size, out_bytes)),
             chunk.eq(sink.data if clean else sink.data & byte_mask(self, sink.n, in_bytes)),
             Case(self.size, {k: [
-                source.valid.eq(level >= k),
-                room.eq(level <= out_bytes + k),
+                source.valid.eq(full[k]),
+                room.eq(fits[k]),
+                popped.eq(after[k]),
                 kept.eq(buf >> 8 * k),
-            ] for k in sorted(set(sizes or range(1, out_bytes + 1)))}),
-            popped.eq(level - self.size),
+            ] for k in sizes}),
             pop.eq(source.valid & source.ready),
-            sink.ready.eq(Mux(pop, room, level <= out_bytes)),
+            sink.ready.eq(Mux(pop, room, space)),
             push.eq(sink.valid & sink.ready),
+            level_next.eq(Mux(pop, popped, level) + Mux(push, sink.n, 0)),
         ]
         self.sync += [
             buf.eq(Mux(pop, kept, buf) |
                    Mux(push, Mux(pop, chunk << Cat(C(0, 3), popped), chunk << Cat(C(0, 3), level)), 0)[:8 * B]),
-            level.eq(Mux(pop, popped, level) + Mux(push, sink.n, 0)),
+            level.eq(level_next),
+            [after[k].eq(level_next - k) for k in sizes],
+            [full[k].eq(level_next >= k) for k in sizes],
+            [fits[k].eq(level_next <= out_bytes + k) for k in sizes],
+            space.eq(level_next <= out_bytes),
         ]
 
 
@@ -238,31 +254,39 @@ class L2Segmenter(LiteXModule):
 
         # Stage 1: the segment stream (length prefix, packet, zero padding to whole segments) in W-byte beats.
         # Counters with their next beat's byte counts and end flags registered beside them: rem (packet
-        # bytes to come), left (segment stream bytes to come after the prefix: rem + padding).
-        self.stream_packer = sp = BytePacker(W, W, sizes=(W,))
+        # bytes to come), left (segment stream bytes to come after the prefix: rem + padding). Their next
+        # values (loaded, less a DATA beat, less a PAD beat) are computed with their flags from registers,
+        # the handshake selects one (no subtraction or compare after it).
+        self.stream_packer = sp = BytePacker(W, W, sizes=(W,), clean=True)
         self.routes = routes = stream.SyncFIFO([("route", L2_HEADER_BITS), ("segments", 9)], 4)
         rem, left = Signal(8 * L2_LENGTH_BYTES), Signal(nb)
         n_data, n_left = Signal(max=W + 1), Signal(max=W + 1)      # min(rem, W), min(left, W)
+        en_data = Signal(W)                                        # byte enables of n_data
         rem_end, left_end = Signal(), Signal()                     # rem <= W, left <= W
         pad_nz = Signal()                                          # the packet has padding
         trail = Signal()
         load = Signal()                                            # a packet starts: rem, left loaded
-        n_sent = Signal(max=W + 1)                                  # bytes of rem and left sent
-        rem_next, left_next = Signal(8 * L2_LENGTH_BYTES), Signal(nb)
+        sent_data, sent_pad = Signal(), Signal()                   # n_data, n_left bytes sent
+        rem_data, left_data, left_pad = Signal(8 * L2_LENGTH_BYTES), Signal(nb), Signal(nb)
         self.comb += [
             sp.size.eq(W),
             routes.sink.route.eq(inp.route),
             routes.sink.segments.eq(inp.segments),
-            rem_next.eq(Mux(load, inp.length, rem - n_sent)),
-            left_next.eq(Mux(load, inp.stream, left - n_sent)),
+            rem_data.eq(rem - n_data),
+            left_data.eq(left - n_data),
+            left_pad.eq(left - n_left),
         ]
+
+        def set_rem(value):
+            return [rem.eq(value), n_data.eq(Mux(value < W, value, W)), en_data.eq(byte_enables(self, value, W)),
+                    rem_end.eq(value <= W)]
+
+        def set_left(value):
+            return [left.eq(value), n_left.eq(Mux(value < W, value, W)), left_end.eq(value <= W)]
+
         self.sync += [
-            rem.eq(rem_next),
-            left.eq(left_next),
-            n_data.eq(Mux(rem_next < W, rem_next, W)),
-            n_left.eq(Mux(left_next < W, left_next, W)),
-            rem_end.eq(rem_next <= W),
-            left_end.eq(left_next <= W),
+            If(load, set_rem(inp.length)).Elif(sent_data, set_rem(rem_data)),
+            If(load, set_left(inp.stream)).Elif(sent_data, set_left(left_data)).Elif(sent_pad, set_left(left_pad)),
         ]
         self.fsm = fsm = FSM(reset_state="LENGTH")
         fsm.act("LENGTH",
@@ -288,11 +312,11 @@ class L2Segmenter(LiteXModule):
         # when rem <= W, else (an early last) left - W > 0.
         fsm.act("DATA",
             sp.sink.valid.eq(inp.valid),
-            sp.sink.data.eq(inp.data),
+            sp.sink.data.eq(inp.data & Cat(*[Replicate(en_data[k], 8) for k in range(W)])),
             sp.sink.n.eq(n_data),
             inp.ready.eq(sp.sink.ready),
             If(inp.valid & sp.sink.ready,
-                n_sent.eq(n_data),
+                sent_data.eq(1),
                 If(inp.last | rem_end,
                     ev["length_errors"].eq(~rem_end | ~inp.last),
                     NextValue(trail, ~inp.last),
@@ -305,7 +329,7 @@ class L2Segmenter(LiteXModule):
             sp.sink.valid.eq(1),
             sp.sink.n.eq(n_left),
             If(sp.sink.ready,
-                n_sent.eq(n_left),
+                sent_pad.eq(1),
                 If(left_end, If(trail, NextState("DROP")).Else(NextState("LENGTH"))),
             ),
         )
@@ -379,8 +403,8 @@ class L2UnitParser(LiteXModule):
 
     `valid`: a beat of the unit is there (a zero beat while completing); `go` (in): it is taken. Per unit:
     `hdr` and `key` (its reply route) registered at beat 0, `hdr_now` the header of the current beat
-    (valid at beat 0), `length` (the length prefix, registered at its beat) and `stream_len` (prefix and
-    packet). `body_data` / `body_n`: the bytes of the beat that belong to the segment body (from the length
+    (valid at beat 0), `length` (the length prefix, registered at its beat: `length_now` is the value
+    registered when `length_load`). `body_data` / `body_n`: the bytes of the beat that belong to the segment body (from the length
     prefix on; the bytes from body_n on are zero). Position: `at_decision` (the beat at which the unit's context is decided: key and length
     are registered by then), `start` (beat 0 is taken), `hold` (between beat 0 and the decision).
     """
@@ -397,7 +421,8 @@ class L2UnitParser(LiteXModule):
         self.hdr = hdr = Signal(L2_HEADER_BITS)
         self.key = key = Signal(L2_HEADER_BITS)
         self.length = length = Signal(8 * L2_LENGTH_BYTES)
-        self.stream_len = stream_len = Signal(8 * L2_LENGTH_BYTES + 1)
+        self.length_now = Signal(8 * L2_LENGTH_BYTES)
+        self.length_load = Signal()
         self.body_data = Signal(8 * P)
         self.body_n = Signal(max=P + 1)
         self.at_decision = at_dec = Signal()
@@ -423,7 +448,6 @@ class L2UnitParser(LiteXModule):
         self.comb += [
             hdr_now.eq(Cat(*reversed(by[:L2_HEADER_BYTES]))),
             reply_route_statements(hdr_now, key_now),
-            stream_len.eq(length + L2_LENGTH_BYTES),
         ]
         at_start = Signal()
         final = Signal()
@@ -441,6 +465,8 @@ class L2UnitParser(LiteXModule):
             ),
             sink.ready.eq(drop | (go & ~fill)),
             self.start.eq(go & (beat == 0)),
+            self.length_now.eq(Cat(by[(L2_LENGTH_OFFSET + 1) % P], by[L2_LENGTH_OFFSET % P])),
+            self.length_load.eq(go & at_start),
             self.hold.eq((go & (beat == 0)) | ((beat != 0) & (beat <= jk))),
         ]
         self.sync += [
@@ -450,7 +476,7 @@ class L2UnitParser(LiteXModule):
                 If(~fill & sink.last & ~final, fill.eq(1)),
                 If(~fill & ~sink.last & final, drop.eq(1)),
                 If(beat == 0, hdr.eq(hdr_now), key.eq(key_now)),
-                If(at_start, length.eq(Cat(by[(L2_LENGTH_OFFSET + 1) % P], by[L2_LENGTH_OFFSET % P]))),
+                If(at_start, length.eq(self.length_now)),
             ),
         ]
         self.comb += [
@@ -466,7 +492,7 @@ class L2ContextTable(LiteXModule):
     (packets up to max_packet bytes), keyed by the reply route, and n_sources skip entries (key, segments
     left to drop). At `start` (beat 0 of a unit taken) the key matches of hdr_now are registered (compared in
     key_form, the skip entries holding that form); at
-    `decide` the unit (key, hdr, length, stream_len) continues an OPEN context, is skipped, or is a first
+    `decide` the unit (key, hdr, length) continues an OPEN context, is skipped, or is a first
     segment that takes a FREE context or is dropped (bad length, too long, none free: its continuation
     segments enter a skip entry). `wait`: a first segment finds no FREE context while one is DONE (which
     frees itself once delivered). The decision: ctx, seg (segment index), keep (store the body), complete
@@ -476,7 +502,8 @@ class L2ContextTable(LiteXModule):
     old expires, one a cycle, outside `hold` (an OPEN context's key then enters a skip entry).
     `out_beat` / `out_last` / `out_ctx`: a beat of context out_ctx's packet left the reassembler; its last
     one frees the context. `lookup` -> lookup_length, lookup_header, lookup_key: a context's packet
-    parameters (for the output).
+    parameters (for the output). `length_now` / `length_load`: the length being registered (its checks are
+    registered with it).
     """
     def __init__(self, n_sources, slots, max_packet):
         n = n_sources
@@ -485,7 +512,8 @@ class L2ContextTable(LiteXModule):
         self.key = key = Signal(L2_HEADER_BITS)
         self.hdr = hdr = Signal(L2_HEADER_BITS)
         self.length = length = Signal(8 * L2_LENGTH_BYTES)
-        self.stream_len = stream_len = Signal(8 * L2_LENGTH_BYTES + 1)
+        self.length_now = length_now = Signal(8 * L2_LENGTH_BYTES)
+        self.length_load = Signal()
         self.start = Signal()
         self.decide = dec = Signal()
         self.hold = hold = Signal()
@@ -514,6 +542,7 @@ class L2ContextTable(LiteXModule):
         c_len = Array(Signal(8 * L2_LENGTH_BYTES, name=f"ctx{i}_length") for i in range(n))
         c_seg = Array(Signal(max=slots + 1, name=f"ctx{i}_segment") for i in range(n))
         c_rem = Array(Signal(8 * L2_LENGTH_BYTES + 1, name=f"ctx{i}_remaining") for i in range(n))  # stream bytes to come
+        c_fin = Array(Signal(name=f"ctx{i}_final") for i in range(n))      # c_rem <= SEGMENT_BYTES
         s_on = Array(Signal(name=f"skip{i}_valid") for i in range(n))
         s_key = Array(Signal(len(key_form(hdr)), name=f"skip{i}_key") for i in range(n))     # key_form
         s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
@@ -540,22 +569,35 @@ class L2ContextTable(LiteXModule):
 
         cont, skip, first = Signal(), Signal(), Signal()
         bad_len, too_long, no_ctx, alloc, to_skip = (Signal() for _ in range(5))
+        len_bad, len_long = Signal(), Signal()      # `length`'s checks, registered with it
+        len_multi, len_fin = Signal(), Signal()         # more than one segment, at most two
+        len_rest = Signal(8 * L2_LENGTH_BYTES + 1)      # stream bytes after the first segment
+        len_skip = Signal(8)                            # segments after the first
+        stream_now = Signal(8 * L2_LENGTH_BYTES + 1)
+        self.comb += stream_now.eq(length_now + L2_LENGTH_BYTES)
+        self.sync += If(self.length_load,
+            len_bad.eq((length_now == 0) | (length_now > L2_MAX_PACKET_BYTES)),
+            len_long.eq(length_now > max_packet),
+            len_multi.eq(stream_now > SEGMENT_BYTES),
+            len_fin.eq(stream_now <= 2 * SEGMENT_BYTES),
+            len_rest.eq(stream_now - SEGMENT_BYTES),
+            len_skip.eq(((stream_now + SEGMENT_BYTES - 1) >> 8) - 1),
+        )
         self.comb += [
             cont.eq(hit != 0),
             skip.eq(~cont & (s_hit != 0)),
             first.eq(~cont & (s_hit == 0)),
-            bad_len.eq(first & ((length == 0) | (length > L2_MAX_PACKET_BYTES))),
-            too_long.eq(first & ~bad_len & (length > max_packet)),
+            bad_len.eq(first & len_bad),
+            too_long.eq(first & ~bad_len & len_long),
             wait.eq(first & ~bad_len & ~too_long & (free == 0) & (closed != 0)),
             no_ctx.eq(first & ~bad_len & ~too_long & (free == 0) & (closed == 0)),
             alloc.eq(first & ~bad_len & ~too_long & (free != 0)),
-            to_skip.eq((too_long | no_ctx) & (stream_len > SEGMENT_BYTES)),
-            complete.eq(Mux(cont, c_rem[hit_i] <= SEGMENT_BYTES, stream_len <= SEGMENT_BYTES)),
+            to_skip.eq((too_long | no_ctx) & len_multi),
+            complete.eq(Mux(cont, c_fin[hit_i], ~len_multi)),
             self.ctx.eq(Mux(cont, hit_i, free_i)),
             self.seg.eq(Mux(cont, c_seg[hit_i], 0)),
             self.keep.eq(cont | alloc),
         ]
-        nseg = (stream_len + SEGMENT_BYTES - 1) >> 8
 
         # Idle timeout: a shared tick every timeout / L2_RX_TIMEOUT_STEPS cycles (paused while the sink is
         # stalled by the reassembler) ages OPEN contexts and skip entries; a segment's decision resets its
@@ -599,6 +641,7 @@ class L2ContextTable(LiteXModule):
                     c_age[hit_i].eq(0),
                     c_seg[hit_i].eq(c_seg[hit_i] + 1),
                     c_rem[hit_i].eq(c_rem[hit_i] - SEGMENT_BYTES),
+                    c_fin[hit_i].eq(c_rem[hit_i] <= 2 * SEGMENT_BYTES),
                     If(complete, st[hit_i].eq(DONE)),
                 ),
                 If(alloc,
@@ -608,7 +651,8 @@ class L2ContextTable(LiteXModule):
                     c_hdr[free_i].eq(hdr),
                     c_len[free_i].eq(length),
                     c_seg[free_i].eq(1),
-                    c_rem[free_i].eq(stream_len - SEGMENT_BYTES),
+                    c_rem[free_i].eq(len_rest),
+                    c_fin[free_i].eq(len_fin),
                 ),
                 If(skip,
                     s_age[s_hit_i].eq(0),
@@ -618,7 +662,7 @@ class L2ContextTable(LiteXModule):
                 If(to_skip & (s_free != 0),
                     s_on[s_free_i].eq(1),
                     s_key[s_free_i].eq(key_form(hdr)),
-                    s_left[s_free_i].eq(nseg - 1),
+                    s_left[s_free_i].eq(len_skip),
                     s_age[s_free_i].eq(0),
                 ),
             ),
@@ -696,7 +740,10 @@ class L2PacketStore(LiteXModule):
         # Reading: the words of complete packets back to back (the first word of a packet in the cycle its
         # context leaves `next`), registered after the block RAM (its output is slow: 1 cycle), then its prefix
         # dropped and its bytes past the packet masked (1 cycle), into a packer that cuts data_width beats.
-        self.params = params = stream.SyncFIFO([("ctx", cb)] + L2_RX_PARAMS, 4)
+        # Beside the parameters, each packet's first two output beats decided ahead (computed from `next`'s
+        # registers): whether each is the packet's last, their byte enables, the bytes left after the first.
+        self.params = params = stream.SyncFIFO([("ctx", cb)] + L2_RX_PARAMS + [
+            ("only", 1), ("en", W), ("rest", 8 * L2_LENGTH_BYTES), ("rest_last", 1), ("rest_en", W)], 4)
         self.out_packer = op = BytePacker(M, W, sizes=(W,), clean=True)
         nb = 8 * L2_LENGTH_BYTES + 1
         # The next complete packet registered with its parameters and read plan (1 cycle): stream bytes to
@@ -756,6 +803,11 @@ class L2PacketStore(LiteXModule):
             params.sink.length.eq(nx.source.length),
             params.sink.header.eq(nx.source.header),
             params.sink.reply.eq(nx.source.reply),
+            params.sink.only.eq(nx.source.length <= W),
+            params.sink.en.eq(byte_enables(self, nx.source.length, W)),
+            params.sink.rest.eq(nx.source.length - W),
+            params.sink.rest_last.eq(nx.source.length <= 2 * W),
+            params.sink.rest_en.eq(byte_enables(self, params.sink.rest, W)),
             op.sink.valid.eq(word_valid),
             op.sink.data.eq(word),
             op.sink.n.eq(word_n),
@@ -786,15 +838,18 @@ class L2PacketStore(LiteXModule):
         # Output: beats of W bytes, the packet's last one holding the rest of its length. Each packet is
         # read up to a whole number of beats, so the packer's beat size is constant (no size -> valid ->
         # shifter chain); the bytes after the packet's end are masked. The last beat frees the context.
+        # The beat's last flag and byte enables are registered a beat ahead (from the parameter FIFO for a
+        # packet's first two beats): the remaining-byte compares are off the output path.
         started = Signal()
-        out_rem = Signal(8 * L2_LENGTH_BYTES)
-        cur = Signal(8 * L2_LENGTH_BYTES)
+        out_rem = Signal(8 * L2_LENGTH_BYTES)                  # bytes left from the current beat on
+        rem_last, rem_en = Signal(), Signal(W)
+        en = Signal(W)
         self.comb += [
-            cur.eq(Mux(started, out_rem, params.source.length)),
+            source.last.eq(Mux(started, rem_last, params.source.only)),
+            en.eq(Mux(started, rem_en, params.source.en)),
             op.size.eq(W),
             source.valid.eq(op.source.valid & params.source.valid),
-            source.data.eq(op.source.data & byte_mask(self, cur, W)),
-            source.last.eq(cur <= W),
+            source.data.eq(op.source.data & Cat(*[Replicate(en[k], 8) for k in range(W)])),
             source.length.eq(params.source.length),
             source.header.eq(params.source.header),
             source.reply.eq(params.source.reply),
@@ -807,7 +862,15 @@ class L2PacketStore(LiteXModule):
         ]
         self.sync += If(source.valid & source.ready,
             started.eq(~source.last),
-            out_rem.eq(cur - W),
+            If(started,
+                out_rem.eq(out_rem - W),
+                rem_last.eq(out_rem <= 2 * W),
+                rem_en.eq(byte_enables(self, out_rem - W, W)),
+            ).Else(
+                out_rem.eq(params.source.rest),
+                rem_last.eq(params.source.rest_last),
+                rem_en.eq(params.source.rest_en),
+            ),
         )
 
 
@@ -885,7 +948,8 @@ class L2Reassembler(LiteXModule):
         self.comb += [
             sink.connect(inp.sink),
             [getattr(ctxs, name).eq(getattr(inp, name))
-             for name in ("hdr_now", "key", "hdr", "length", "stream_len", "start", "hold")],
+             for name in ("hdr_now", "key", "hdr", "length", "length_now", "length_load", "start",
+                          "hold")],
             ctxs.decide.eq(inp.go & inp.at_decision),
             ctxs.stalled.eq(sink.valid & ~sink.ready),
             ctxs.timeout_cycles.eq(self._timeout.storage if with_csr else C(timeout, L2_RX_TIMEOUT_BITS)),
