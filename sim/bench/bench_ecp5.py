@@ -1,8 +1,10 @@
 """make bench BENCH=ecp5: every core out of context and every board build on ECP5, nextpnr seeds 1-3, each
 against its clock target with pass/fail (build/bench/ecp5.md, build/bench/ecp5.json).
 
-* Cores (`CORES`): each core in the configuration its SoC block uses, built by its own benchmark's factory
-  (sim.bench.ecp5.synth_point: yosys once, nextpnr once a seed, every port registered), at 125 MHz.
+* Cores (`CORES`): each core in the configuration its SoC block and the board builds use (`block_part`: the
+  part taken out of the SoC block as the boards build it), and the larger configurations of the cores' own
+  benchmarks, each row saying which (sim.bench.ecp5.synth_point: yosys once, nextpnr once a seed, every
+  port registered), at 125 MHz.
 * Boards (`BOARDS`): `python -m boards.build BOARD --cores ... --seed S` in a build folder of its own (the
   board builds of `make build`), its clocks as `make build` reports them.
 
@@ -14,6 +16,7 @@ short, or whose router gave up, reports nextpnr's post-placement estimate, marke
     .venv/bin/python -m sim.bench ecp5 [--quick]      # quick: the smallest core, seed 1 (the smoke test)
 """
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import time
 
+from boards.ports import BOARD_CORE_OPTIONS
 from sim import BUILD, ROOT
 from sim.bench.ecp5 import point_digest, synth_point
 from sim.bench.framework import BenchResult, Table
@@ -32,27 +36,45 @@ TARGET_MHZ = 125
 CORE_TIMEOUT_S = 45 * 60
 BOARD_TIMEOUT_S = 60 * 60
 
-# (label, factory, args, device): the cores of the SoC blocks, each at TARGET_MHZ.
+# The parts of the SoC blocks as the SoC and the board builds make them (block_part): the boards' rifl_net.
+_NET = dict(block="cores.rifl.soc_block:RIFLNetBlock", kwargs=BOARD_CORE_OPTIONS["rifl_net"])
+_SWITCH = dict(block="cores.switch.soc_block:SwitchBlock", kwargs={})
+AS_BUILT, LARGER = "as the SoC and boards build it", "larger than the SoC and boards build it"
+# (label, factory, args, device, configuration): every core at TARGET_MHZ, in the configuration its SoC block
+# and the board builds use, and the larger configurations of the cores' own benchmarks.
 CORES = [
     ("MiniSharp 2 x 8-bit, 1 lane", "sim.bench.bench_minisharp:ecp5_core",
-     dict(params=dict(num_ports=2, dw=8, lanes=1)), "LFE5U-25F"),
-    ("RIFL L1 endpoint F = 256", "sim.bench.bench_rifl:ecp5_endpoint", {}, "LFE5U-25F"),
-    ("RIFL L2 segmenter F = 256", "sim.bench.bench_rifl:ecp5_l2", dict(part="segmenter"), "LFE5U-25F"),
-    ("RIFL L2 reassembler F = 256", "sim.bench.bench_rifl:ecp5_l2", dict(part="reassembler"), "LFE5U-25F"),
-    ("RIFL aligner F = 256", "sim.bench.bench_rifl:ecp5_aligner", {}, "LFE5U-25F"),
-    ("RIFL switch line card F = 256", "sim.bench.bench_rifl_net:ecp5_line_card", {}, "LFE5U-25F"),
-    ("Sparsr receiver (16 + 8 rows)", "sim.bench.bench_sparsr:ecp5_receiver", {}, "LFE5U-45F"),
-    ("Sync node, 8 idents", "sim.bench.bench_sync:ecp5_node", dict(n_idents=8), "LFE5U-25F"),
+     dict(params=dict(num_ports=2, dw=8, lanes=1)), "LFE5U-25F", AS_BUILT),
+    ("RIFL L1 endpoint F = 256, RTT 118 frames", "sim.bench.bench_rifl:ecp5_endpoint", {}, "LFE5U-25F", LARGER),
+    ("RIFL L2 segmenter, rifl_net (F = 64)", "sim.bench.bench_ecp5:block_part",
+     dict(_NET, path="net.host0.segmenter", ios="sim.bench.bench_rifl:stream_ios"), "LFE5U-25F", AS_BUILT),
+    ("RIFL L2 reassembler, rifl_net (F = 64)", "sim.bench.bench_ecp5:block_part",
+     dict(_NET, path="net.host0.reassembler", ios="sim.bench.bench_rifl:stream_ios"), "LFE5U-25F", AS_BUILT),
+    ("RIFL switch line card, rifl_net (F = 64)", "sim.bench.bench_ecp5:block_part",
+     dict(_NET, path="net.switch0.cards.0", ios="sim.bench.bench_rifl_net:line_card_ios"), "LFE5U-25F", AS_BUILT),
+    ("RIFL L2 segmenter F = 256", "sim.bench.bench_rifl:ecp5_l2", dict(part="segmenter"), "LFE5U-25F", LARGER),
+    ("RIFL L2 reassembler F = 256", "sim.bench.bench_rifl:ecp5_l2", dict(part="reassembler"), "LFE5U-25F", LARGER),
+    ("RIFL aligner F = 256", "sim.bench.bench_rifl:ecp5_aligner", {}, "LFE5U-25F", AS_BUILT),
+    ("RIFL switch line card F = 256", "sim.bench.bench_rifl_net:ecp5_line_card", {}, "LFE5U-25F", LARGER),
+    ("Sparsr receiver (16 + 8 rows)", "sim.bench.bench_sparsr:ecp5_receiver", {}, "LFE5U-45F",
+     "WMEM smaller than add_sparsr's 64 rows; XMEM in block RAM (boards: DRAM)"),
+    ("Sync node, 8 links, 8 idents", "sim.bench.bench_sync:ecp5_node", dict(n_idents=8), "LFE5U-25F",
+     "as the SoC block builds it (4 x 4; the boards' 2 x 2 nodes have 3-4 links)"),
+    ("iSLIP, switch block (N = 4, 2 iterations)", "sim.bench.bench_ecp5:block_part",
+     dict(_SWITCH, path="switch.scheduler", ios="sim.bench.bench_switch:scheduler_ios"), "LFE5U-25F", AS_BUILT),
+    ("Batcher-Banyan, switch block (N = 4, 177-bit lanes)", "sim.bench.bench_ecp5:block_part",
+     dict(_SWITCH, path="switch.network", ios="sim.bench.bench_switch:network_ios"), "LFE5U-25F", AS_BUILT),
     ("iSLIP N = 8, 3 iterations, pipelined", "sim.bench.bench_switch:ecp5_scheduler",
-     dict(n=8, k=3, pipelined=True), "LFE5U-25F"),
+     dict(n=8, k=3, pipelined=True), "LFE5U-25F", LARGER),
     ("iSLIP N = 16, 3 iterations, pipelined", "sim.bench.bench_switch:ecp5_scheduler",
-     dict(n=16, k=3, pipelined=True), "LFE5U-25F"),
+     dict(n=16, k=3, pipelined=True), "LFE5U-25F", LARGER),
     ("Batcher-Banyan N = 8 (113-bit lanes)", "sim.bench.bench_switch:ecp5_network", dict(n=8, width=113),
-     "LFE5U-85F"),
+     "LFE5U-85F", LARGER),
     ("Batcher-Banyan N = 16 (113-bit lanes)", "sim.bench.bench_switch:ecp5_network", dict(n=16, width=113),
-     "LFE5U-85F"),
+     "LFE5U-85F", LARGER),
 ]
-QUICK_CORE = ("iSLIP N = 4, 1 iteration", "sim.bench.bench_switch:ecp5_scheduler", dict(n=4, k=1), "LFE5U-25F")
+QUICK_CORE = ("iSLIP N = 4, 1 iteration", "sim.bench.bench_switch:ecp5_scheduler", dict(n=4, k=1), "LFE5U-25F",
+              LARGER)
 # (board, cores): the board builds of `make build` (boards/fit.py's largest fitting sets among them).
 BOARDS = [("colorlight_5a_75b", ""), ("colorlight_5a_75b", "minisharp"), ("lattice_versa_ecp5", ""),
           ("lattice_versa_ecp5", "minisharp"), ("lattice_versa_ecp5", "rifl"), ("lattice_versa_ecp5", "sparsr"),
@@ -63,9 +85,24 @@ def _name(label):
     return "ecp5_" + re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
+def block_part(block, path, ios, kwargs=None):
+    """ECP5 factory (sim.bench.ecp5.synth_point): one part of a SoC block as the SoC and the board builds make
+    it. `block` ("module:Class") is built with `kwargs`; the part is its submodule at the dotted `path` (a
+    number indexes a list); `ios` ("module:function") gives the part's ports: (module, ios[, overrides])."""
+    part = _load(block)(**(kwargs or {}))
+    for step in path.split("."):
+        part = part[int(step)] if step.isdigit() else getattr(part, step)
+    return _load(ios)(part)
+
+
+def _load(name):
+    module, attr = name.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def core_points(cores, seeds, timeout):
     params = [dict(factory=factory, args=args, name=_name(label), device=device, freq_mhz=TARGET_MHZ, seed=seed,
-                   timeout=timeout) for label, factory, args, device in cores for seed in seeds]
+                   timeout=timeout) for label, factory, args, device, _ in cores for seed in seeds]
     return tasks(synth_point, params, point_digest)
 
 
@@ -141,18 +178,18 @@ def _cells(r, key, yosys_key):
 
 def core_table(cores, seeds, results):
     t = Table(f"Cores out of context (yosys + nextpnr-ecp5, registered ports), target {TARGET_MHZ} MHz",
-              ["core", "device", "LUT4", "FF", "DP16KD"] + [f"Fmax seed {s} (MHz)" for s in seeds] + ["meets target"])
+              ["core", "configuration", "device", "LUT4", "FF", "DP16KD"] + [f"Fmax seed {s} (MHz)" for s in seeds] + ["meets target"])
     rows = {}
     for pt, r in zip(core_points_meta(cores, seeds), results):
         rows.setdefault(pt, []).append(r)
-    for (label, device), runs in rows.items():
+    for (label, device, config), runs in rows.items():
         first = runs[0]
         figures, ok = [], True
         for r in runs:
             f, est = _fmax(r)
             ok &= f is not None and not est and f >= TARGET_MHZ
             figures.append("-" if f is None else f"{f:.1f}" + (" (estimate)" if est else ""))
-        t.add(label, device, _cells(first, "lut4", "LUT4"), _cells(first, "ff", "TRELLIS_FF"),
+        t.add(label, config, device, _cells(first, "lut4", "LUT4"), _cells(first, "ff", "TRELLIS_FF"),
               _cells(first, "bram_dp16kd", "DP16KD"), *figures, "pass" if ok else "FAIL")
     t.notes = ("Fmax: the worst clock after routing; \"estimate\": nextpnr's post-placement figure of a run that "
                "did not route within the timeout; pass: every seed routed at the target or above.")
@@ -160,7 +197,7 @@ def core_table(cores, seeds, results):
 
 
 def core_points_meta(cores, seeds):
-    return [(label, device) for label, _, _, device in cores for _ in seeds]
+    return [(label, device, config) for label, _, _, device, config in cores for _ in seeds]
 
 
 def board_table(boards, seeds, results):
@@ -191,7 +228,7 @@ def run(quick=False, boards=True):
     res = BenchResult("ecp5", tables=[core_table(cores, seeds, results[:n_cores])])
     if len(results) > n_cores:
         res.tables.append(board_table(BOARDS, SEEDS, results[n_cores:]))
-    res.data = {"cores": [dict(r, label=label, device=device, seed=pt.params["seed"])
-                          for (label, device), pt, r in zip(core_points_meta(cores, seeds), points, results)],
+    res.data = {"cores": [dict(r, label=label, device=device, configuration=config, seed=pt.params["seed"])
+                          for (label, device, config), pt, r in zip(core_points_meta(cores, seeds), points, results)],
                 "boards": results[n_cores:], "walls_s": sweep_stats().walls}
     return res

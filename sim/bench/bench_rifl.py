@@ -244,13 +244,18 @@ def ecp5_endpoint():
             ecp5_special_overrides)
 
 
+def stream_ios(m):
+    """The ports of a module whose interface is its `sink` and `source` streams (the Layer 2 segmenter and
+    reassembler) for an out-of-context run: (module, ios)."""
+    return m, list(m.sink.flatten()) + list(m.source.flatten())
+
+
 def ecp5_l2(part):
     """ECP5 factory of the Layer 2 segmenter or reassembler (F = 256, 256-bit beats; the reassembler with
     REA_SOURCES contexts of REA_MAX_PACKET bytes, which fit the 25F's block RAM)."""
     from cores.rifl.l2 import L2Reassembler, L2Segmenter
-    m = L2Segmenter(256, 256) if part == "segmenter" else \
-        L2Reassembler(256, 256, n_sources=REA_SOURCES, max_packet=REA_MAX_PACKET)
-    return m, list(m.sink.flatten()) + list(m.source.flatten())
+    return stream_ios(L2Segmenter(256, 256) if part == "segmenter" else
+                      L2Reassembler(256, 256, n_sources=REA_SOURCES, max_packet=REA_MAX_PACKET))
 
 
 def ecp5_aligner():

@@ -309,7 +309,11 @@ def ecp5_line_card():
     """ECP5 factory (sim.bench.ecp5.synth_point): one switch line card (L1 endpoint, L2 deframer and framer,
     F = 256, 256-bit cells, rtt 16)."""
     from cores.switch.line_card import RIFLLineCard
-    m = RIFLLineCard(256, 256, rtt=16)
+    return line_card_ios(RIFLLineCard(256, 256, rtt=16))
+
+
+def line_card_ios(m):
+    """The ports of a RIFLLineCard `m` for an out-of-context run: (module, ios)."""
     return m, [m.tx_frame, m.rx_frame, m.link_up] + [s for ep in (m.cell_sink, m.cell_source, m.fc_sink, m.fc_source)
                                                      for s in ep.flatten()]
 

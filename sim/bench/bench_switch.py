@@ -292,18 +292,26 @@ def ccdf_plot(points, n, k):
     return p
 
 
-def ecp5_scheduler(n, k, pipelined=False):
-    """The ECP5 runs' factory (sim.bench.ecp5.synth_point) of the iSLIP scheduler: (module, ios)."""
-    m = ISLIPScheduler(n, k, pipelined)
+def scheduler_ios(m):
+    """The ports of an ISLIPScheduler `m` for an out-of-context run: (module, ios)."""
     return m, [m.req, m.start, m.busy, m.done, m.match_valid, m.match_flat, m.overruns]
 
 
-def ecp5_network(n, width):
-    """The ECP5 runs' factory of the Batcher-Banyan network: (module, ios, overrides: its delay block RAMs as
-    DP16KD tiles)."""
+def network_ios(m):
+    """The ports of a BatcherBanyan `m` for an out-of-context run: (module, ios, overrides: its delay block
+    RAMs as DP16KD tiles)."""
     from cores.lib.block_ram import ecp5_special_overrides
-    m = BatcherBanyan(n, width)
     return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions], ecp5_special_overrides
+
+
+def ecp5_scheduler(n, k, pipelined=False):
+    """The ECP5 runs' factory (sim.bench.ecp5.synth_point) of the iSLIP scheduler: (module, ios)."""
+    return scheduler_ios(ISLIPScheduler(n, k, pipelined))
+
+
+def ecp5_network(n, width):
+    """The ECP5 runs' factory of the Batcher-Banyan network (network_ios)."""
+    return network_ios(BatcherBanyan(n, width))
 
 
 ECP5_SCHEDULERS = [(8, "LFE5U-25F", 125, False), (8, "LFE5U-25F", 125, True), (16, "LFE5U-25F", 125, False),
