@@ -541,11 +541,12 @@ class L2ContextTable(LiteXModule):
         c_hdr = Array(Signal(L2_HEADER_BITS, name=f"ctx{i}_header") for i in range(n))
         c_len = Array(Signal(8 * L2_LENGTH_BYTES, name=f"ctx{i}_length") for i in range(n))
         c_seg = Array(Signal(max=slots + 1, name=f"ctx{i}_segment") for i in range(n))
-        c_rem = Array(Signal(8 * L2_LENGTH_BYTES + 1, name=f"ctx{i}_remaining") for i in range(n))  # stream bytes to come
-        c_fin = Array(Signal(name=f"ctx{i}_final") for i in range(n))      # c_rem <= SEGMENT_BYTES
+        c_left = Array(Signal(8, name=f"ctx{i}_left") for i in range(n))    # segments to come
+        c_fin = Array(Signal(name=f"ctx{i}_final") for i in range(n))      # c_left == 1 (while OPEN)
         s_on = Array(Signal(name=f"skip{i}_valid") for i in range(n))
         s_key = Array(Signal(len(key_form(hdr)), name=f"skip{i}_key") for i in range(n))     # key_form
         s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
+        s_one = Array(Signal(name=f"skip{i}_one") for i in range(n))       # s_left == 1
 
         # Key matches are registered at beat 0: open contexts and skip entries change only at decisions and
         # timeouts, which never fall between a unit's beat 0 and its decision; free/DONE states are taken live.
@@ -571,7 +572,6 @@ class L2ContextTable(LiteXModule):
         bad_len, too_long, no_ctx, alloc, to_skip = (Signal() for _ in range(5))
         len_bad, len_long = Signal(), Signal()      # `length`'s checks, registered with it
         len_multi, len_fin = Signal(), Signal()         # more than one segment, at most two
-        len_rest = Signal(8 * L2_LENGTH_BYTES + 1)      # stream bytes after the first segment
         len_skip = Signal(8)                            # segments after the first
         stream_now = Signal(8 * L2_LENGTH_BYTES + 1)
         self.comb += stream_now.eq(length_now + L2_LENGTH_BYTES)
@@ -580,7 +580,6 @@ class L2ContextTable(LiteXModule):
             len_long.eq(length_now > max_packet),
             len_multi.eq(stream_now > SEGMENT_BYTES),
             len_fin.eq(stream_now <= 2 * SEGMENT_BYTES),
-            len_rest.eq(stream_now - SEGMENT_BYTES),
             len_skip.eq(((stream_now + SEGMENT_BYTES - 1) >> 8) - 1),
         )
         self.comb += [
@@ -607,13 +606,15 @@ class L2ContextTable(LiteXModule):
         tb = log2_int(L2_RX_TIMEOUT_STEPS)
         c_age = Array(Signal(max=age_max + 1, name=f"ctx{i}_age") for i in range(n))
         s_age = Array(Signal(max=age_max + 1, name=f"skip{i}_age") for i in range(n))
+        c_aged = Array(Signal(name=f"ctx{i}_aged") for i in range(n))      # c_age == age_max
+        s_aged = Array(Signal(name=f"skip{i}_aged") for i in range(n))     # s_age == age_max
         prescale = Signal(L2_RX_TIMEOUT_BITS - tb)
         tick, expire = Signal(), Signal()
         old, s_old = Signal(n), Signal(n)
         old_i = Signal(cb)
         self.comb += [
-            old.eq(Cat(*[(st[i] == OPEN) & (c_age[i] == age_max) for i in range(n)])),
-            s_old.eq(Cat(*[s_on[i] & (s_age[i] == age_max) for i in range(n)])),
+            old.eq(Cat(*[(st[i] == OPEN) & c_aged[i] for i in range(n)])),
+            s_old.eq(Cat(*[s_on[i] & s_aged[i] for i in range(n)])),
             expire.eq(~hold & (old != 0)),
         ]
         _first_index(self, old, old_i, n)
@@ -622,48 +623,53 @@ class L2ContextTable(LiteXModule):
                 If(prescale + 1 >= self.timeout_cycles[tb:], prescale.eq(0), tick.eq(1)).Else(
                     prescale.eq(prescale + 1), tick.eq(0)),
             ).Else(tick.eq(0)),
-            [If(tick & (c_age[i] != age_max), c_age[i].eq(c_age[i] + 1)) for i in range(n)],
-            [If(tick & (s_age[i] != age_max), s_age[i].eq(s_age[i] + 1)) for i in range(n)],
+            [If(tick & ~c_aged[i], c_age[i].eq(c_age[i] + 1), c_aged[i].eq(c_age[i] == age_max - 1))
+             for i in range(n)],
+            [If(tick & ~s_aged[i], s_age[i].eq(s_age[i] + 1), s_aged[i].eq(s_age[i] == age_max - 1))
+             for i in range(n)],
             [If(~hold & s_old[i], s_on[i].eq(0)) for i in range(n)],
             If(expire,
                 st[old_i].eq(FREE),
                 If(s_free != 0,
                     s_on[s_free_i].eq(1),
                     s_key[s_free_i].eq(key_form(c_hdr[old_i])),
-                    s_left[s_free_i].eq((c_rem[old_i] + SEGMENT_BYTES - 1) >> 8),
-                    s_age[s_free_i].eq(0),
+                    s_left[s_free_i].eq(c_left[old_i]),
+                    s_one[s_free_i].eq(c_fin[old_i]),
+                    s_age[s_free_i].eq(0), s_aged[s_free_i].eq(0),
                 ),
             ),
         ]
         self.sync += [
             If(dec,
                 If(cont,
-                    c_age[hit_i].eq(0),
+                    c_age[hit_i].eq(0), c_aged[hit_i].eq(0),
                     c_seg[hit_i].eq(c_seg[hit_i] + 1),
-                    c_rem[hit_i].eq(c_rem[hit_i] - SEGMENT_BYTES),
-                    c_fin[hit_i].eq(c_rem[hit_i] <= 2 * SEGMENT_BYTES),
+                    c_left[hit_i].eq(c_left[hit_i] - 1),
+                    c_fin[hit_i].eq(c_left[hit_i] <= 2),
                     If(complete, st[hit_i].eq(DONE)),
                 ),
                 If(alloc,
                     st[free_i].eq(Mux(complete, DONE, OPEN)),
-                    c_age[free_i].eq(0),
+                    c_age[free_i].eq(0), c_aged[free_i].eq(0),
                     c_key[free_i].eq(key),
                     c_hdr[free_i].eq(hdr),
                     c_len[free_i].eq(length),
                     c_seg[free_i].eq(1),
-                    c_rem[free_i].eq(len_rest),
+                    c_left[free_i].eq(len_skip),
                     c_fin[free_i].eq(len_fin),
                 ),
                 If(skip,
-                    s_age[s_hit_i].eq(0),
+                    s_age[s_hit_i].eq(0), s_aged[s_hit_i].eq(0),
                     s_left[s_hit_i].eq(s_left[s_hit_i] - 1),
-                    If(s_left[s_hit_i] == 1, s_on[s_hit_i].eq(0)),
+                    s_one[s_hit_i].eq(s_left[s_hit_i] == 2),
+                    If(s_one[s_hit_i], s_on[s_hit_i].eq(0)),
                 ),
                 If(to_skip & (s_free != 0),
                     s_on[s_free_i].eq(1),
                     s_key[s_free_i].eq(key_form(hdr)),
                     s_left[s_free_i].eq(len_skip),
-                    s_age[s_free_i].eq(0),
+                    s_one[s_free_i].eq(len_fin),
+                    s_age[s_free_i].eq(0), s_aged[s_free_i].eq(0),
                 ),
             ),
             If(self.out_beat, If(self.out_last, st[self.out_ctx].eq(FREE))),
