@@ -396,6 +396,19 @@ def _first_index(module, vec, idx, n, sync=None):
         module.sync += If(sync, statements)
 
 
+def read_plan(module, W, M, length):
+    """The packet store's read plan of a packet of `length` bytes (data_width W bytes, memory words of M
+    bytes): [(name, signal)] set in `module`: left (stream bytes to read: the prefix and the packet up to
+    whole beats), take (the first word's bytes), more (more words follow)."""
+    left, take, more = Signal(8 * L2_LENGTH_BYTES + 1), Signal(bits_for(M)), Signal()
+    module.comb += [
+        left.eq(Cat(C(L2_LENGTH_BYTES, log2_int(W)), (length + W - 1)[log2_int(W):])),
+        take.eq(Mux(left < M, left, M)),
+        more.eq(left > M),
+    ]
+    return [("left", left), ("take", take), ("more", more)]
+
+
 class L2UnitParser(LiteXModule):
     """The reassembler's input: Layer 1 beats (sink, user_layout(frame_bits)) into units of L2_PACKET_BYTES
     (one Layer 2 packet), a beat a cycle. A Layer 1 packet that ends early is completed with zero beats, one
@@ -503,9 +516,11 @@ class L2ContextTable(LiteXModule):
     `out_beat` / `out_last` / `out_ctx`: a beat of context out_ctx's packet left the reassembler; its last
     one frees the context. `lookup` -> lookup_length, lookup_header, lookup_key: a context's packet
     parameters (for the output). `length_now` / `length_load`: the length being registered (its checks are
-    registered with it).
+    registered with it). plan: a function (module, length) -> [(name, signal)] of figures of a packet's
+    length (`read_plan`), registered with the length and kept per context: lookup_plan[name] (the looked up
+    context's).
     """
-    def __init__(self, n_sources, slots, max_packet):
+    def __init__(self, n_sources, slots, max_packet, plan=None):
         n = n_sources
         cb = bits_for(n - 1)
         self.hdr_now = hdr_now = Signal(L2_HEADER_BITS)
@@ -575,6 +590,14 @@ class L2ContextTable(LiteXModule):
         len_skip = Signal(8)                            # segments after the first
         stream_now = Signal(8 * L2_LENGTH_BYTES + 1)
         self.comb += stream_now.eq(length_now + L2_LENGTH_BYTES)
+        plan_now = plan(self, length_now) if plan else []
+        len_plan = [Signal(len(sig), name=f"len_{name}") for name, sig in plan_now]
+        c_plan = [Array(Signal(len(sig), name=f"ctx{i}_{name}") for i in range(n)) for name, sig in plan_now]
+        self.lookup_plan = {}
+        for (name, sig), reg, arr in zip(plan_now, len_plan, c_plan):
+            self.lookup_plan[name] = Signal(len(sig), name=f"lookup_{name}")
+            self.comb += self.lookup_plan[name].eq(arr[self.lookup])
+            self.sync += If(self.length_load, reg.eq(sig))
         self.sync += If(self.length_load,
             len_bad.eq((length_now == 0) | (length_now > L2_MAX_PACKET_BYTES)),
             len_long.eq(length_now > max_packet),
@@ -656,6 +679,7 @@ class L2ContextTable(LiteXModule):
                     c_len[free_i].eq(length),
                     c_seg[free_i].eq(1),
                     c_left[free_i].eq(len_skip),
+                    [arr[free_i].eq(reg) for reg, arr in zip(len_plan, c_plan)],
                     c_fin[free_i].eq(len_fin),
                 ),
                 If(skip,
@@ -698,9 +722,10 @@ class L2PacketStore(LiteXModule):
     prefix and cuts data_width beats (source: l2_data_layout(data_width) with L2_RX_PARAMS; a packet is
     read up to a whole number of beats, the bytes past its end masked). `lookup` (out) -> length, header,
     reply (in): the parameters of the next packet's context. `out_beat` / `out_last` / `out_ctx`: a beat left on
-    source, whether it was its packet's last, and its context.
+    source, whether it was its packet's last, and its context. planned: the next packet's read plan
+    (`read_plan` of its length) is an input too, `plan` (name -> signal), else it is computed from `length`.
     """
-    def __init__(self, data_width, n_sources, slots, word_bytes):
+    def __init__(self, data_width, n_sources, slots, word_bytes, planned=False):
         W, M = data_width // 8, word_bytes
         n = n_sources
         cb = bits_for(n - 1)
@@ -756,7 +781,11 @@ class L2PacketStore(LiteXModule):
         # read (the prefix and the packet up to whole beats), the first word's bytes, more words to come.
         self.next = nx = stream.Buffer([("ctx", cb)] + L2_RX_PARAMS + [("left", nb), ("take", bits_for(M)),
                                                                         ("more", 1)], pipe_valid=True)
-        rounded = Signal(nb)
+        if planned:
+            self.plan = {name: Signal(len(sig), name=f"plan_{name}") for name, sig in read_plan(LiteXModule(), W, M,
+                                                                                             self.length)}
+        else:
+            self.plan = dict(read_plan(self, W, M, self.length))
         self.comb += [
             self.lookup.eq(done.source.ctx),
             nx.sink.valid.eq(done.source.valid),
@@ -765,10 +794,9 @@ class L2PacketStore(LiteXModule):
             nx.sink.length.eq(self.length),
             nx.sink.header.eq(self.header),
             nx.sink.reply.eq(self.reply),
-            rounded.eq(Cat(C(L2_LENGTH_BYTES, log2_int(W)), (self.length + W - 1)[log2_int(W):])),
-            nx.sink.left.eq(rounded),
-            nx.sink.take.eq(Mux(rounded < M, rounded, M)),
-            nx.sink.more.eq(rounded > M),
+            nx.sink.left.eq(self.plan["left"]),
+            nx.sink.take.eq(self.plan["take"]),
+            nx.sink.more.eq(self.plan["more"]),
         ]
         # The packet being read: its next word and what is left, with the next word's bytes (min(left, M))
         # and whether more words follow (left > M) registered beside it.
@@ -948,9 +976,9 @@ class L2Reassembler(LiteXModule):
         # leaves the body packer (segment bodies: length prefix, packet, padding, SEGMENT_BYTES each, packed
         # into M-byte words); the words go to the packet store.
         self.parser = inp = L2UnitParser(frame_bits)
-        self.contexts = ctxs = L2ContextTable(n_sources, S, max_packet)
+        self.contexts = ctxs = L2ContextTable(n_sources, S, max_packet, plan=lambda m, length: read_plan(m, W, M, length))
         self.body_packer = wp = BytePacker(P, M, sizes=(M,), clean=True)
-        self.store = store = L2PacketStore(data_width, n_sources, S, M)
+        self.store = store = L2PacketStore(data_width, n_sources, S, M, planned=True)
         self.comb += [
             sink.connect(inp.sink),
             [getattr(ctxs, name).eq(getattr(inp, name))
@@ -974,6 +1002,7 @@ class L2Reassembler(LiteXModule):
             store.length.eq(ctxs.lookup_length),
             store.header.eq(ctxs.lookup_header),
             store.reply.eq(ctxs.lookup_key),
+            [store.plan[name].eq(sig) for name, sig in ctxs.lookup_plan.items()],
             [getattr(ctxs, name).eq(getattr(store, name)) for name in ("out_beat", "out_last", "out_ctx")],
             store.source.connect(source),
         ]
