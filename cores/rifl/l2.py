@@ -82,7 +82,7 @@ class BytePacker(LiteXModule):
         B = in_bytes + out_bytes
         sizes = sorted(set(sizes or range(1, out_bytes + 1)))
         buf = Signal(8 * B)
-        level, level_next = Signal(max=B + 1), Signal(max=B + 1)
+        level = Signal(max=B + 1)
         after = {k: Signal(max=B + 1) for k in sizes}           # level - k
         full = {k: Signal() for k in sizes}                     # level >= k
         fits = {k: Signal(reset=1) for k in sizes}              # level <= out_bytes + k
@@ -104,17 +104,23 @@ class BytePacker(LiteXModule):
             pop.eq(source.valid & source.ready),
             sink.ready.eq(Mux(pop, room, space)),
             push.eq(sink.valid & sink.ready),
-            level_next.eq(Mux(pop, popped, level) + Mux(push, sink.n, 0)),
         ]
-        self.sync += [
-            buf.eq(Mux(pop, kept, buf) |
-                   Mux(push, Mux(pop, chunk << Cat(C(0, 3), popped), chunk << Cat(C(0, 3), level)), 0)[:8 * B]),
-            level.eq(level_next),
-            [after[k].eq(level_next - k) for k in sizes],
-            [full[k].eq(level_next >= k) for k in sizes],
-            [fits[k].eq(level_next <= out_bytes + k) for k in sizes],
-            space.eq(level_next <= out_bytes),
-        ]
+        self.sync += buf.eq(Mux(pop, kept, buf) |
+                            Mux(push, Mux(pop, chunk << Cat(C(0, 3), popped), chunk << Cat(C(0, 3), level)), 0)[:8 * B])
+        # The next level and its figures for each outcome of the handshake (no beat or a beat of each size
+        # leaves, a chunk comes in or not), computed from registers and sink.n before the handshake, which
+        # only selects one set (no carry chain after it).
+        def figures(base, with_push):
+            value = Signal(max=B + 1)
+            self.comb += value.eq(base + sink.n if with_push else base)
+            return [level.eq(value),
+                    [after[k].eq(value - k) for k in sizes],
+                    [full[k].eq(value >= k) for k in sizes],
+                    [fits[k].eq(value <= out_bytes + k) for k in sizes],
+                    space.eq(value <= out_bytes)]
+        self.sync += If(pop,
+            Case(self.size, {k: If(push, figures(after[k], True)).Else(figures(after[k], False)) for k in sizes}),
+        ).Elif(push, figures(level, True))
 
 
 class L2Framer(LiteXModule):
@@ -457,9 +463,12 @@ class L2UnitParser(LiteXModule):
             self.valid.eq(fill | (sink.valid & ~drop)),
         ]
         by = _bytes(data, P)
+        # Beat 0 is never a fill beat (fill ends with the unit): its header (and the length, when at beat 0)
+        # from sink.data, without the fill mux.
+        by0 = _bytes(sink.data, P)
         self.comb += self.first.eq(beat == 0)
         self.comb += [
-            hdr_now.eq(Cat(*reversed(by[:L2_HEADER_BYTES]))),
+            hdr_now.eq(Cat(*reversed(by0[:L2_HEADER_BYTES]))),
             reply_route_statements(hdr_now, key_now),
         ]
         at_start = Signal()
@@ -478,7 +487,7 @@ class L2UnitParser(LiteXModule):
             ),
             sink.ready.eq(drop | (go & ~fill)),
             self.start.eq(go & (beat == 0)),
-            self.length_now.eq(Cat(by[(L2_LENGTH_OFFSET + 1) % P], by[L2_LENGTH_OFFSET % P])),
+            self.length_now.eq(Cat(*[(by0 if jd == 0 else by)[(L2_LENGTH_OFFSET + k) % P] for k in (1, 0)])),
             self.length_load.eq(go & at_start),
             self.hold.eq((go & (beat == 0)) | ((beat != 0) & (beat <= jk))),
         ]
@@ -560,6 +569,8 @@ class L2ContextTable(LiteXModule):
         c_fin = Array(Signal(name=f"ctx{i}_final") for i in range(n))      # c_left == 1 (while OPEN)
         s_on = Array(Signal(name=f"skip{i}_valid") for i in range(n))
         s_key = Array(Signal(len(key_form(hdr)), name=f"skip{i}_key") for i in range(n))     # key_form
+        c_form = Array(Signal(len(key_form(hdr)), name=f"ctx{i}_form") for i in range(n))    # key_form(c_hdr)
+        form = Signal(len(key_form(hdr)))           # key_form(hdr), registered with it (at `start`)
         s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
         s_one = Array(Signal(name=f"skip{i}_one") for i in range(n))       # s_left == 1
 
@@ -571,7 +582,7 @@ class L2ContextTable(LiteXModule):
         hit_i, free_i, s_hit_i, s_free_i = Signal(cb), Signal(cb), Signal(cb), Signal(cb)
         self.comb += [
             form_now.eq(key_form(hdr_now)),
-            hit_now.eq(Cat(*[(st[i] == OPEN) & (key_form(c_hdr[i]) == form_now) for i in range(n)])),
+            hit_now.eq(Cat(*[(st[i] == OPEN) & (c_form[i] == form_now) for i in range(n)])),
             free.eq(Cat(*[st[i] == FREE for i in range(n)])),
             closed.eq(Cat(*[st[i] == DONE for i in range(n)])),
             s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == form_now) for i in range(n)])),
@@ -581,7 +592,7 @@ class L2ContextTable(LiteXModule):
             _first_index(self, vec, idx, n, sync=self.start)
         for vec, idx in ((free, free_i), (s_free, s_free_i)):
             _first_index(self, vec, idx, n)
-        self.sync += If(self.start, hit.eq(hit_now), s_hit.eq(s_hit_now))
+        self.sync += If(self.start, hit.eq(hit_now), s_hit.eq(s_hit_now), form.eq(form_now))
 
         cont, skip, first = Signal(), Signal(), Signal()
         bad_len, too_long, no_ctx, alloc, to_skip = (Signal() for _ in range(5))
@@ -655,7 +666,7 @@ class L2ContextTable(LiteXModule):
                 st[old_i].eq(FREE),
                 If(s_free != 0,
                     s_on[s_free_i].eq(1),
-                    s_key[s_free_i].eq(key_form(c_hdr[old_i])),
+                    s_key[s_free_i].eq(c_form[old_i]),
                     s_left[s_free_i].eq(c_left[old_i]),
                     s_one[s_free_i].eq(c_fin[old_i]),
                     s_age[s_free_i].eq(0), s_aged[s_free_i].eq(0),
@@ -676,6 +687,7 @@ class L2ContextTable(LiteXModule):
                     c_age[free_i].eq(0), c_aged[free_i].eq(0),
                     c_key[free_i].eq(key),
                     c_hdr[free_i].eq(hdr),
+                    c_form[free_i].eq(form),
                     c_len[free_i].eq(length),
                     c_seg[free_i].eq(1),
                     c_left[free_i].eq(len_skip),
@@ -690,7 +702,7 @@ class L2ContextTable(LiteXModule):
                 ),
                 If(to_skip & (s_free != 0),
                     s_on[s_free_i].eq(1),
-                    s_key[s_free_i].eq(key_form(hdr)),
+                    s_key[s_free_i].eq(form),
                     s_left[s_free_i].eq(len_skip),
                     s_one[s_free_i].eq(len_fin),
                     s_age[s_free_i].eq(0), s_aged[s_free_i].eq(0),
