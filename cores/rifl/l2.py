@@ -71,8 +71,11 @@ class BytePacker(LiteXModule):
     latency 1 cycle. The shift amounts and the level compares come from registers (the level, the level
     less each of `sizes` and the compares, all updated with the level; `size`, which users set from
     registers, selects among them): the handshake (`source.ready`, `sink.valid`) only selects between the
-    shifted words. clean: the sink's bytes from n on are zero (no mask on the way in)."""
-    def __init__(self, in_bytes, out_bytes, sizes=None, clean=False):
+    shifted words. clean: the sink's bytes from n on are zero (no mask on the way in). ahead: the next level
+    and its figures are computed for each outcome of the handshake (no beat or a beat of each size leaves, a
+    chunk comes in or not) from registers and sink.n, the handshake selecting one set (no carry chain after
+    it), else from the next level (an adder after the handshake, and fewer LUTs)."""
+    def __init__(self, in_bytes, out_bytes, sizes=None, clean=False, ahead=False):
         self.sink = sink = stream.Endpoint([("data", 8 * in_bytes), ("n", bits_for(in_bytes))])
         self.source = source = stream.Endpoint([("data", 8 * out_bytes)])
         self.size = Signal(bits_for(out_bytes))
@@ -107,20 +110,28 @@ class BytePacker(LiteXModule):
         ]
         self.sync += buf.eq(Mux(pop, kept, buf) |
                             Mux(push, Mux(pop, chunk << Cat(C(0, 3), popped), chunk << Cat(C(0, 3), level)), 0)[:8 * B])
-        # The next level and its figures for each outcome of the handshake (no beat or a beat of each size
-        # leaves, a chunk comes in or not), computed from registers and sink.n before the handshake, which
-        # only selects one set (no carry chain after it).
-        def figures(base, with_push):
-            value = Signal(max=B + 1)
-            self.comb += value.eq(base + sink.n if with_push else base)
+
+        def figures(value):
             return [level.eq(value),
                     [after[k].eq(value - k) for k in sizes],
                     [full[k].eq(value >= k) for k in sizes],
                     [fits[k].eq(value <= out_bytes + k) for k in sizes],
                     space.eq(value <= out_bytes)]
-        self.sync += If(pop,
-            Case(self.size, {k: If(push, figures(after[k], True)).Else(figures(after[k], False)) for k in sizes}),
-        ).Elif(push, figures(level, True))
+
+        def candidate(base, with_push):
+            value = Signal(max=B + 1)
+            self.comb += value.eq(base + sink.n if with_push else base)
+            return figures(value)
+
+        if ahead:
+            self.sync += If(pop,
+                Case(self.size, {k: If(push, candidate(after[k], True)).Else(candidate(after[k], False))
+                                 for k in sizes}),
+            ).Elif(push, candidate(level, True))
+        else:
+            level_next = Signal(max=B + 1)
+            self.comb += level_next.eq(Mux(pop, popped, level) + Mux(push, sink.n, 0))
+            self.sync += figures(level_next)
 
 
 class L2Framer(LiteXModule):
@@ -390,7 +401,7 @@ def _cat_fields(*fields):
     return Cat(*[s[:w] for s, w in fields if w])
 
 
-FREE, OPEN, DONE = 0, 1, 2         # reassembly context states
+FREE, OPEN, DONE = 1, 2, 4         # reassembly context states (one-hot: a state's test is one bit)
 
 
 def _first_index(module, vec, idx, n, sync=None):
@@ -405,14 +416,22 @@ def _first_index(module, vec, idx, n, sync=None):
 def read_plan(module, W, M, length):
     """The packet store's read plan of a packet of `length` bytes (data_width W bytes, memory words of M
     bytes): [(name, signal)] set in `module`: left (stream bytes to read: the prefix and the packet up to
-    whole beats), take (the first word's bytes), more (more words follow)."""
+    whole beats), take (the first word's bytes), more (more words follow); and its first two output beats:
+    only (the first is the last), en (its byte enables), rest (the bytes after it), rest_last, rest_en (the
+    second beat's)."""
     left, take, more = Signal(8 * L2_LENGTH_BYTES + 1), Signal(bits_for(M)), Signal()
+    only, en, rest, rest_last = Signal(), Signal(W), Signal(8 * L2_LENGTH_BYTES), Signal()
     module.comb += [
         left.eq(Cat(C(L2_LENGTH_BYTES, log2_int(W)), (length + W - 1)[log2_int(W):])),
         take.eq(Mux(left < M, left, M)),
         more.eq(left > M),
+        only.eq(length <= W),
+        en.eq(byte_enables(module, length, W)),
+        rest.eq(length - W),
+        rest_last.eq(length <= 2 * W),
     ]
-    return [("left", left), ("take", take), ("more", more)]
+    return [("left", left), ("take", take), ("more", more), ("only", only), ("en", en), ("rest", rest),
+            ("rest_last", rest_last), ("rest_en", byte_enables(module, rest, W))]
 
 
 class L2UnitParser(LiteXModule):
@@ -512,7 +531,7 @@ class L2ContextTable(LiteXModule):
 
     n_sources contexts (FREE -> OPEN while segments arrive -> DONE until delivered) of `slots` segments
     (packets up to max_packet bytes), keyed by the reply route, and n_sources skip entries (key, segments
-    left to drop). At `start` (beat 0 of a unit taken) the key matches of hdr_now are registered (compared in
+    left to drop). At beat 0 (`beat0`, each cycle it is offered, the last when it is taken: `start`) the key matches of hdr_now are registered (compared in
     key_form, the skip entries holding that form); at
     `decide` the unit (key, hdr, length) continues an OPEN context, is skipped, or is a first
     segment that takes a FREE context or is dropped (bad length, too long, none free: its continuation
@@ -540,6 +559,8 @@ class L2ContextTable(LiteXModule):
         self.length_load = Signal()
         self.start = Signal()
         self.decide = dec = Signal()
+        self.beat0 = Signal()
+        self.at_decision = Signal()
         self.hold = hold = Signal()
         self.stalled = Signal()
         self.timeout_cycles = Signal(L2_RX_TIMEOUT_BITS)
@@ -560,7 +581,7 @@ class L2ContextTable(LiteXModule):
 
         # # #
 
-        st = Array(Signal(2, name=f"ctx{i}_state") for i in range(n))
+        st = Array(Signal(3, reset=FREE, name=f"ctx{i}_state") for i in range(n))
         c_key = Array(Signal(L2_HEADER_BITS, name=f"ctx{i}_key") for i in range(n))
         c_hdr = Array(Signal(L2_HEADER_BITS, name=f"ctx{i}_header") for i in range(n))
         c_len = Array(Signal(8 * L2_LENGTH_BYTES, name=f"ctx{i}_length") for i in range(n))
@@ -574,27 +595,36 @@ class L2ContextTable(LiteXModule):
         s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
         s_one = Array(Signal(name=f"skip{i}_one") for i in range(n))       # s_left == 1
 
-        # Key matches are registered at beat 0: open contexts and skip entries change only at decisions and
-        # timeouts, which never fall between a unit's beat 0 and its decision; free/DONE states are taken live.
+        # Key matches are registered at beat 0 (`beat0`: in every cycle a beat 0 is offered, the last time when
+        # it is taken, so the handshake is not their enable): open contexts and skip entries change only at
+        # decisions and timeouts, which never fall between a unit's beat 0 being taken and its decision;
+        # free/DONE states are taken live.
         hit_now, s_hit_now = Signal(n), Signal(n)
         form_now = Signal(len(key_form(hdr_now)))
-        hit, free, closed, s_hit, s_free = Signal(n), Signal(n), Signal(n), Signal(n), Signal(n)
+        free, closed, s_free = Signal(n), Signal(n), Signal(n)
         hit_i, free_i, s_hit_i, s_free_i = Signal(cb), Signal(cb), Signal(cb), Signal(cb)
         self.comb += [
             form_now.eq(key_form(hdr_now)),
-            hit_now.eq(Cat(*[(st[i] == OPEN) & (c_form[i] == form_now) for i in range(n)])),
-            free.eq(Cat(*[st[i] == FREE for i in range(n)])),
-            closed.eq(Cat(*[st[i] == DONE for i in range(n)])),
+            hit_now.eq(Cat(*[st[i][1] & (c_form[i] == form_now) for i in range(n)])),
+            free.eq(Cat(*[st[i][0] for i in range(n)])),
+            closed.eq(Cat(*[st[i][2] for i in range(n)])),
             s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == form_now) for i in range(n)])),
             s_free.eq(~Cat(*s_on)),
         ]
         for vec, idx in ((hit_now, hit_i), (s_hit_now, s_hit_i)):
-            _first_index(self, vec, idx, n, sync=self.start)
+            _first_index(self, vec, idx, n, sync=self.beat0)
         for vec, idx in ((free, free_i), (s_free, s_free_i)):
             _first_index(self, vec, idx, n)
-        self.sync += If(self.start, hit.eq(hit_now), s_hit.eq(s_hit_now), form.eq(form_now))
-
+        # The unit's case, registered with the matches: it continues an open context, is skipped, or is a first
+        # segment.
         cont, skip, first = Signal(), Signal(), Signal()
+        self.sync += If(self.beat0,
+            cont.eq(hit_now != 0),
+            skip.eq((hit_now == 0) & (s_hit_now != 0)),
+            first.eq((hit_now == 0) & (s_hit_now == 0)),
+            form.eq(form_now),
+        )
+
         bad_len, too_long, no_ctx, alloc, to_skip = (Signal() for _ in range(5))
         len_bad, len_long = Signal(), Signal()      # `length`'s checks, registered with it
         len_multi, len_fin = Signal(), Signal()         # more than one segment, at most two
@@ -617,9 +647,6 @@ class L2ContextTable(LiteXModule):
             len_skip.eq(((stream_now + SEGMENT_BYTES - 1) >> 8) - 1),
         )
         self.comb += [
-            cont.eq(hit != 0),
-            skip.eq(~cont & (s_hit != 0)),
-            first.eq(~cont & (s_hit == 0)),
             bad_len.eq(first & len_bad),
             too_long.eq(first & ~bad_len & len_long),
             wait.eq(first & ~bad_len & ~too_long & (free == 0) & (closed != 0)),
@@ -647,7 +674,7 @@ class L2ContextTable(LiteXModule):
         old, s_old = Signal(n), Signal(n)
         old_i = Signal(cb)
         self.comb += [
-            old.eq(Cat(*[(st[i] == OPEN) & c_aged[i] for i in range(n)])),
+            old.eq(Cat(*[st[i][1] & c_aged[i] for i in range(n)])),
             s_old.eq(Cat(*[s_on[i] & s_aged[i] for i in range(n)])),
             expire.eq(~hold & (old != 0)),
         ]
@@ -664,13 +691,37 @@ class L2ContextTable(LiteXModule):
             [If(~hold & s_old[i], s_on[i].eq(0)) for i in range(n)],
             If(expire,
                 st[old_i].eq(FREE),
-                If(s_free != 0,
-                    s_on[s_free_i].eq(1),
+                If(s_free != 0, s_on[s_free_i].eq(1)),
+            ),
+        ]
+        # The fields of the first free context and of the first free skip entry are written every cycle with
+        # what an allocation (or a skip entry's creation) at this cycle would put there: a free entry's fields
+        # are never read, so only the state (and the skip entry's valid flag) waits for the decision, and
+        # the decision's fan-out is that of the state bits. A skip entry is created at a decision (the unit's
+        # key) or by an expiry (the expired context's), never both in a cycle (no expiry during `hold`).
+        self.sync += [
+            If(free != 0,
+                c_age[free_i].eq(0), c_aged[free_i].eq(0),
+                c_key[free_i].eq(key),
+                c_hdr[free_i].eq(hdr),
+                c_form[free_i].eq(form),
+                c_len[free_i].eq(length),
+                c_seg[free_i].eq(1),
+                c_left[free_i].eq(len_skip),
+                [arr[free_i].eq(reg) for reg, arr in zip(len_plan, c_plan)],
+                c_fin[free_i].eq(len_fin),
+            ),
+            If(s_free != 0,
+                If(self.at_decision,
+                    s_key[s_free_i].eq(form),
+                    s_left[s_free_i].eq(len_skip),
+                    s_one[s_free_i].eq(len_fin),
+                ).Else(
                     s_key[s_free_i].eq(c_form[old_i]),
                     s_left[s_free_i].eq(c_left[old_i]),
                     s_one[s_free_i].eq(c_fin[old_i]),
-                    s_age[s_free_i].eq(0), s_aged[s_free_i].eq(0),
                 ),
+                s_age[s_free_i].eq(0), s_aged[s_free_i].eq(0),
             ),
         ]
         self.sync += [
@@ -682,31 +733,14 @@ class L2ContextTable(LiteXModule):
                     c_fin[hit_i].eq(c_left[hit_i] <= 2),
                     If(complete, st[hit_i].eq(DONE)),
                 ),
-                If(alloc,
-                    st[free_i].eq(Mux(complete, DONE, OPEN)),
-                    c_age[free_i].eq(0), c_aged[free_i].eq(0),
-                    c_key[free_i].eq(key),
-                    c_hdr[free_i].eq(hdr),
-                    c_form[free_i].eq(form),
-                    c_len[free_i].eq(length),
-                    c_seg[free_i].eq(1),
-                    c_left[free_i].eq(len_skip),
-                    [arr[free_i].eq(reg) for reg, arr in zip(len_plan, c_plan)],
-                    c_fin[free_i].eq(len_fin),
-                ),
+                If(alloc, st[free_i].eq(Mux(complete, DONE, OPEN))),
                 If(skip,
                     s_age[s_hit_i].eq(0), s_aged[s_hit_i].eq(0),
                     s_left[s_hit_i].eq(s_left[s_hit_i] - 1),
                     s_one[s_hit_i].eq(s_left[s_hit_i] == 2),
                     If(s_one[s_hit_i], s_on[s_hit_i].eq(0)),
                 ),
-                If(to_skip & (s_free != 0),
-                    s_on[s_free_i].eq(1),
-                    s_key[s_free_i].eq(form),
-                    s_left[s_free_i].eq(len_skip),
-                    s_one[s_free_i].eq(len_fin),
-                    s_age[s_free_i].eq(0), s_aged[s_free_i].eq(0),
-                ),
+                If(to_skip & (s_free != 0), s_on[s_free_i].eq(1)),
             ),
             If(self.out_beat, If(self.out_last, st[self.out_ctx].eq(FREE))),
         ]
@@ -787,12 +821,13 @@ class L2PacketStore(LiteXModule):
         # registers): whether each is the packet's last, their byte enables, the bytes left after the first.
         self.params = params = stream.SyncFIFO([("ctx", cb)] + L2_RX_PARAMS + [
             ("only", 1), ("en", W), ("rest", 8 * L2_LENGTH_BYTES), ("rest_last", 1), ("rest_en", W)], 4)
-        self.out_packer = op = BytePacker(M, W, sizes=(W,), clean=True)
+        self.out_packer = op = BytePacker(M, W, sizes=(W,), clean=True, ahead=True)
         nb = 8 * L2_LENGTH_BYTES + 1
         # The next complete packet registered with its parameters and read plan (1 cycle): stream bytes to
         # read (the prefix and the packet up to whole beats), the first word's bytes, more words to come.
-        self.next = nx = stream.Buffer([("ctx", cb)] + L2_RX_PARAMS + [("left", nb), ("take", bits_for(M)),
-                                                                        ("more", 1)], pipe_valid=True)
+        self.next = nx = stream.Buffer([("ctx", cb)] + L2_RX_PARAMS + [
+            ("left", nb), ("take", bits_for(M)), ("more", 1), ("only", 1), ("en", W), ("rest", 8 * L2_LENGTH_BYTES),
+            ("rest_last", 1), ("rest_en", W)], pipe_valid=True)
         if planned:
             self.plan = {name: Signal(len(sig), name=f"plan_{name}") for name, sig in read_plan(LiteXModule(), W, M,
                                                                                              self.length)}
@@ -806,9 +841,7 @@ class L2PacketStore(LiteXModule):
             nx.sink.length.eq(self.length),
             nx.sink.header.eq(self.header),
             nx.sink.reply.eq(self.reply),
-            nx.sink.left.eq(self.plan["left"]),
-            nx.sink.take.eq(self.plan["take"]),
-            nx.sink.more.eq(self.plan["more"]),
+            [getattr(nx.sink, name).eq(sig) for name, sig in self.plan.items()],
         ]
         # The packet being read: its next word and what is left, with the next word's bytes (min(left, M))
         # and whether more words follow (left > M) registered beside it.
@@ -849,11 +882,8 @@ class L2PacketStore(LiteXModule):
             params.sink.length.eq(nx.source.length),
             params.sink.header.eq(nx.source.header),
             params.sink.reply.eq(nx.source.reply),
-            params.sink.only.eq(nx.source.length <= W),
-            params.sink.en.eq(byte_enables(self, nx.source.length, W)),
-            params.sink.rest.eq(nx.source.length - W),
-            params.sink.rest_last.eq(nx.source.length <= 2 * W),
-            params.sink.rest_en.eq(byte_enables(self, params.sink.rest, W)),
+            [getattr(params.sink, name).eq(getattr(nx.source, name))
+             for name in ("only", "en", "rest", "rest_last", "rest_en")],
             op.sink.valid.eq(word_valid),
             op.sink.data.eq(word),
             op.sink.n.eq(word_n),
@@ -989,13 +1019,14 @@ class L2Reassembler(LiteXModule):
         # into M-byte words); the words go to the packet store.
         self.parser = inp = L2UnitParser(frame_bits)
         self.contexts = ctxs = L2ContextTable(n_sources, S, max_packet, plan=lambda m, length: read_plan(m, W, M, length))
-        self.body_packer = wp = BytePacker(P, M, sizes=(M,), clean=True)
+        self.body_packer = wp = BytePacker(P, M, sizes=(M,), clean=True, ahead=True)
         self.store = store = L2PacketStore(data_width, n_sources, S, M, planned=True)
         self.comb += [
             sink.connect(inp.sink),
             [getattr(ctxs, name).eq(getattr(inp, name))
              for name in ("hdr_now", "key", "hdr", "length", "length_now", "length_load", "start",
-                          "hold")],
+                          "hold", "at_decision")],
+            ctxs.beat0.eq(inp.first),
             ctxs.decide.eq(inp.go & inp.at_decision),
             ctxs.stalled.eq(sink.valid & ~sink.ready),
             ctxs.timeout_cycles.eq(self._timeout.storage if with_csr else C(timeout, L2_RX_TIMEOUT_BITS)),
