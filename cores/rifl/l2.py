@@ -464,6 +464,7 @@ class L2UnitParser(LiteXModule):
         self.body_data = Signal(8 * P)
         self.body_n = Signal(max=P + 1)
         self.at_decision = at_dec = Signal()
+        self.pre_decision = Signal()
         self.start = Signal()
         self.hold = Signal()
         self.first = Signal()
@@ -496,6 +497,7 @@ class L2UnitParser(LiteXModule):
         self.comb += [
             at_start.eq(beat == jd),
             at_dec.eq(beat == jk),
+            self.pre_decision.eq(beat == jk - 1),
             final.eq(beat == nbeats - 1),
             If(at_start,
                 self.body_data.eq(data >> 8 * lo),
@@ -531,8 +533,9 @@ class L2ContextTable(LiteXModule):
 
     n_sources contexts (FREE -> OPEN while segments arrive -> DONE until delivered) of `slots` segments
     (packets up to max_packet bytes), keyed by the reply route, and n_sources skip entries (key, segments
-    left to drop). At beat 0 (`beat0`, each cycle it is offered, the last when it is taken: `start`) the key matches of hdr_now are registered (compared in
-    key_form, the skip entries holding that form); at
+    left to drop). The key matches (compared in key_form, the skip entries holding that form) of hdr_now
+    are registered at beat 0 or, late_match, those of its form (registered at beat 0, `beat0`) at the beat
+    before the decision (`pre_decision`), each cycle the beat is offered, the last when it is taken; at
     `decide` the unit (key, hdr, length) continues an OPEN context, is skipped, or is a first
     segment that takes a FREE context or is dropped (bad length, too long, none free: its continuation
     segments enter a skip entry). `wait`: a first segment finds no FREE context while one is DONE (which
@@ -548,7 +551,7 @@ class L2ContextTable(LiteXModule):
     length (`read_plan`), registered with the length and kept per context: lookup_plan[name] (the looked up
     context's).
     """
-    def __init__(self, n_sources, slots, max_packet, plan=None):
+    def __init__(self, n_sources, slots, max_packet, plan=None, late_match=False):
         n = n_sources
         cb = bits_for(n - 1)
         self.hdr_now = hdr_now = Signal(L2_HEADER_BITS)
@@ -560,6 +563,7 @@ class L2ContextTable(LiteXModule):
         self.start = Signal()
         self.decide = dec = Signal()
         self.beat0 = Signal()
+        self.pre_decision = Signal()
         self.at_decision = Signal()
         self.hold = hold = Signal()
         self.stalled = Signal()
@@ -595,42 +599,42 @@ class L2ContextTable(LiteXModule):
         s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
         s_one = Array(Signal(name=f"skip{i}_one") for i in range(n))       # s_left == 1
 
-        # Key matches are registered at beat 0 (`beat0`: in every cycle a beat 0 is offered, the last time when
-        # it is taken, so the handshake is not their enable): open contexts and skip entries change only at
-        # decisions and timeouts, which never fall between a unit's beat 0 being taken and its decision;
-        # free/DONE states are taken live.
+        # Key matches are registered at the beat before the decision (`pre_decision`: in every cycle that beat
+        # is offered, the last time when it is taken, so the handshake is not their enable), from the form
+        # registered at beat 0 (`beat0`, likewise) when that is a later beat, else from the header's form at
+        # beat 0: open contexts and skip entries change only at decisions and timeouts, which never fall
+        # between a unit's beat 0 being taken and its decision; free/DONE states are taken live.
         hit_now, s_hit_now = Signal(n), Signal(n)
         form_now = Signal(len(key_form(hdr_now)))
+        form_match = form if late_match else form_now
         free, closed, s_free = Signal(n), Signal(n), Signal(n)
         hit_i, free_i, s_hit_i, s_free_i = Signal(cb), Signal(cb), Signal(cb), Signal(cb)
         self.comb += [
             form_now.eq(key_form(hdr_now)),
-            hit_now.eq(Cat(*[st[i][1] & (c_form[i] == form_now) for i in range(n)])),
+            hit_now.eq(Cat(*[st[i][1] & (c_form[i] == form_match) for i in range(n)])),
             free.eq(Cat(*[st[i][0] for i in range(n)])),
             closed.eq(Cat(*[st[i][2] for i in range(n)])),
-            s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == form_now) for i in range(n)])),
+            s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == form_match) for i in range(n)])),
             s_free.eq(~Cat(*s_on)),
         ]
         for vec, idx in ((hit_now, hit_i), (s_hit_now, s_hit_i)):
-            _first_index(self, vec, idx, n, sync=self.beat0)
+            _first_index(self, vec, idx, n, sync=self.pre_decision)
         for vec, idx in ((free, free_i), (s_free, s_free_i)):
             _first_index(self, vec, idx, n)
         # The unit's case, registered with the matches: it continues an open context, is skipped, or is a first
         # segment.
         cont, skip, first = Signal(), Signal(), Signal()
-        self.sync += If(self.beat0,
+        self.sync += If(self.beat0, form.eq(form_now))
+        self.sync += If(self.pre_decision,
             cont.eq(hit_now != 0),
             skip.eq((hit_now == 0) & (s_hit_now != 0)),
             first.eq((hit_now == 0) & (s_hit_now == 0)),
-            form.eq(form_now),
         )
 
         bad_len, too_long, no_ctx, alloc, to_skip = (Signal() for _ in range(5))
         len_bad, len_long = Signal(), Signal()      # `length`'s checks, registered with it
         len_multi, len_fin = Signal(), Signal()         # more than one segment, at most two
         len_skip = Signal(8)                            # segments after the first
-        stream_now = Signal(8 * L2_LENGTH_BYTES + 1)
-        self.comb += stream_now.eq(length_now + L2_LENGTH_BYTES)
         plan_now = plan(self, length_now) if plan else []
         len_plan = [Signal(len(sig), name=f"len_{name}") for name, sig in plan_now]
         c_plan = [Array(Signal(len(sig), name=f"ctx{i}_{name}") for i in range(n)) for name, sig in plan_now]
@@ -642,9 +646,10 @@ class L2ContextTable(LiteXModule):
         self.sync += If(self.length_load,
             len_bad.eq((length_now == 0) | (length_now > L2_MAX_PACKET_BYTES)),
             len_long.eq(length_now > max_packet),
-            len_multi.eq(stream_now > SEGMENT_BYTES),
-            len_fin.eq(stream_now <= 2 * SEGMENT_BYTES),
-            len_skip.eq(((stream_now + SEGMENT_BYTES - 1) >> 8) - 1),
+            # from the length itself, the stream (length + prefix) not summed first: one carry chain each
+            len_multi.eq(length_now > SEGMENT_BYTES - L2_LENGTH_BYTES),       # stream > SEGMENT_BYTES
+            len_fin.eq(length_now <= 2 * SEGMENT_BYTES - L2_LENGTH_BYTES),    # stream <= 2 SEGMENT_BYTES
+            len_skip.eq((length_now + L2_LENGTH_BYTES - 1) >> 8),             # ceil(stream / SEGMENT_BYTES) - 1
         )
         self.comb += [
             bad_len.eq(first & len_bad),
@@ -1018,7 +1023,8 @@ class L2Reassembler(LiteXModule):
         # leaves the body packer (segment bodies: length prefix, packet, padding, SEGMENT_BYTES each, packed
         # into M-byte words); the words go to the packet store.
         self.parser = inp = L2UnitParser(frame_bits)
-        self.contexts = ctxs = L2ContextTable(n_sources, S, max_packet, plan=lambda m, length: read_plan(m, W, M, length))
+        self.contexts = ctxs = L2ContextTable(n_sources, S, max_packet, plan=lambda m, length: read_plan(m, W, M, length),
+                                              late_match=L2_LENGTH_OFFSET // P >= 1)
         self.body_packer = wp = BytePacker(P, M, sizes=(M,), clean=True, ahead=True)
         self.store = store = L2PacketStore(data_width, n_sources, S, M, planned=True)
         self.comb += [
@@ -1027,6 +1033,7 @@ class L2Reassembler(LiteXModule):
              for name in ("hdr_now", "key", "hdr", "length", "length_now", "length_load", "start",
                           "hold", "at_decision")],
             ctxs.beat0.eq(inp.first),
+            ctxs.pre_decision.eq(inp.pre_decision),
             ctxs.decide.eq(inp.go & inp.at_decision),
             ctxs.stalled.eq(sink.valid & ~sink.ready),
             ctxs.timeout_cycles.eq(self._timeout.storage if with_csr else C(timeout, L2_RX_TIMEOUT_BITS)),
