@@ -71,8 +71,11 @@ class BytePacker(LiteXModule):
     latency 1 cycle. The shift amounts and the level compares come from registers (the level, the level
     less each of `sizes` and the compares, all updated with the level; `size`, which users set from
     registers, selects among them): the handshake (`source.ready`, `sink.valid`) only selects between the
-    shifted words. clean: the sink's bytes from n on are zero (no mask on the way in)."""
-    def __init__(self, in_bytes, out_bytes, sizes=None, clean=False):
+    shifted words. clean: the sink's bytes from n on are zero (no mask on the way in). ahead: the next level
+    and its figures are computed for each outcome of the handshake (no beat or a beat of each size leaves, a
+    chunk comes in or not) from registers and sink.n, the handshake selecting one set (no carry chain after
+    it), else from the next level (an adder after the handshake, and fewer LUTs)."""
+    def __init__(self, in_bytes, out_bytes, sizes=None, clean=False, ahead=False):
         self.sink = sink = stream.Endpoint([("data", 8 * in_bytes), ("n", bits_for(in_bytes))])
         self.source = source = stream.Endpoint([("data", 8 * out_bytes)])
         self.size = Signal(bits_for(out_bytes))
@@ -82,7 +85,7 @@ class BytePacker(LiteXModule):
         B = in_bytes + out_bytes
         sizes = sorted(set(sizes or range(1, out_bytes + 1)))
         buf = Signal(8 * B)
-        level, level_next = Signal(max=B + 1), Signal(max=B + 1)
+        level = Signal(max=B + 1)
         after = {k: Signal(max=B + 1) for k in sizes}           # level - k
         full = {k: Signal() for k in sizes}                     # level >= k
         fits = {k: Signal(reset=1) for k in sizes}              # level <= out_bytes + k
@@ -104,17 +107,31 @@ class BytePacker(LiteXModule):
             pop.eq(source.valid & source.ready),
             sink.ready.eq(Mux(pop, room, space)),
             push.eq(sink.valid & sink.ready),
-            level_next.eq(Mux(pop, popped, level) + Mux(push, sink.n, 0)),
         ]
-        self.sync += [
-            buf.eq(Mux(pop, kept, buf) |
-                   Mux(push, Mux(pop, chunk << Cat(C(0, 3), popped), chunk << Cat(C(0, 3), level)), 0)[:8 * B]),
-            level.eq(level_next),
-            [after[k].eq(level_next - k) for k in sizes],
-            [full[k].eq(level_next >= k) for k in sizes],
-            [fits[k].eq(level_next <= out_bytes + k) for k in sizes],
-            space.eq(level_next <= out_bytes),
-        ]
+        self.sync += buf.eq(Mux(pop, kept, buf) |
+                            Mux(push, Mux(pop, chunk << Cat(C(0, 3), popped), chunk << Cat(C(0, 3), level)), 0)[:8 * B])
+
+        def figures(value):
+            return [level.eq(value),
+                    [after[k].eq(value - k) for k in sizes],
+                    [full[k].eq(value >= k) for k in sizes],
+                    [fits[k].eq(value <= out_bytes + k) for k in sizes],
+                    space.eq(value <= out_bytes)]
+
+        def candidate(base, with_push):
+            value = Signal(max=B + 1)
+            self.comb += value.eq(base + sink.n if with_push else base)
+            return figures(value)
+
+        if ahead:
+            self.sync += If(pop,
+                Case(self.size, {k: If(push, candidate(after[k], True)).Else(candidate(after[k], False))
+                                 for k in sizes}),
+            ).Elif(push, candidate(level, True))
+        else:
+            level_next = Signal(max=B + 1)
+            self.comb += level_next.eq(Mux(pop, popped, level) + Mux(push, sink.n, 0))
+            self.sync += figures(level_next)
 
 
 class L2Framer(LiteXModule):
@@ -384,7 +401,7 @@ def _cat_fields(*fields):
     return Cat(*[s[:w] for s, w in fields if w])
 
 
-FREE, OPEN, DONE = 0, 1, 2         # reassembly context states
+FREE, OPEN, DONE = 1, 2, 4         # reassembly context states (one-hot: a state's test is one bit)
 
 
 def _first_index(module, vec, idx, n, sync=None):
@@ -394,6 +411,27 @@ def _first_index(module, vec, idx, n, sync=None):
         module.comb += statements
     else:
         module.sync += If(sync, statements)
+
+
+def read_plan(module, W, M, length):
+    """The packet store's read plan of a packet of `length` bytes (data_width W bytes, memory words of M
+    bytes): [(name, signal)] set in `module`: left (stream bytes to read: the prefix and the packet up to
+    whole beats), take (the first word's bytes), more (more words follow); and its first two output beats:
+    only (the first is the last), en (its byte enables), rest (the bytes after it), rest_last, rest_en (the
+    second beat's)."""
+    left, take, more = Signal(8 * L2_LENGTH_BYTES + 1), Signal(bits_for(M)), Signal()
+    only, en, rest, rest_last = Signal(), Signal(W), Signal(8 * L2_LENGTH_BYTES), Signal()
+    module.comb += [
+        left.eq(Cat(C(L2_LENGTH_BYTES, log2_int(W)), (length + W - 1)[log2_int(W):])),
+        take.eq(Mux(left < M, left, M)),
+        more.eq(left > M),
+        only.eq(length <= W),
+        en.eq(byte_enables(module, length, W)),
+        rest.eq(length - W),
+        rest_last.eq(length <= 2 * W),
+    ]
+    return [("left", left), ("take", take), ("more", more), ("only", only), ("en", en), ("rest", rest),
+            ("rest_last", rest_last), ("rest_en", byte_enables(module, rest, W))]
 
 
 class L2UnitParser(LiteXModule):
@@ -426,6 +464,7 @@ class L2UnitParser(LiteXModule):
         self.body_data = Signal(8 * P)
         self.body_n = Signal(max=P + 1)
         self.at_decision = at_dec = Signal()
+        self.pre_decision = Signal()
         self.start = Signal()
         self.hold = Signal()
         self.first = Signal()
@@ -444,9 +483,12 @@ class L2UnitParser(LiteXModule):
             self.valid.eq(fill | (sink.valid & ~drop)),
         ]
         by = _bytes(data, P)
+        # Beat 0 is never a fill beat (fill ends with the unit): its header (and the length, when at beat 0)
+        # from sink.data, without the fill mux.
+        by0 = _bytes(sink.data, P)
         self.comb += self.first.eq(beat == 0)
         self.comb += [
-            hdr_now.eq(Cat(*reversed(by[:L2_HEADER_BYTES]))),
+            hdr_now.eq(Cat(*reversed(by0[:L2_HEADER_BYTES]))),
             reply_route_statements(hdr_now, key_now),
         ]
         at_start = Signal()
@@ -455,6 +497,7 @@ class L2UnitParser(LiteXModule):
         self.comb += [
             at_start.eq(beat == jd),
             at_dec.eq(beat == jk),
+            self.pre_decision.eq(beat == jk - 1),
             final.eq(beat == nbeats - 1),
             If(at_start,
                 self.body_data.eq(data >> 8 * lo),
@@ -465,7 +508,7 @@ class L2UnitParser(LiteXModule):
             ),
             sink.ready.eq(drop | (go & ~fill)),
             self.start.eq(go & (beat == 0)),
-            self.length_now.eq(Cat(by[(L2_LENGTH_OFFSET + 1) % P], by[L2_LENGTH_OFFSET % P])),
+            self.length_now.eq(Cat(*[(by0 if jd == 0 else by)[(L2_LENGTH_OFFSET + k) % P] for k in (1, 0)])),
             self.length_load.eq(go & at_start),
             self.hold.eq((go & (beat == 0)) | ((beat != 0) & (beat <= jk))),
         ]
@@ -490,8 +533,9 @@ class L2ContextTable(LiteXModule):
 
     n_sources contexts (FREE -> OPEN while segments arrive -> DONE until delivered) of `slots` segments
     (packets up to max_packet bytes), keyed by the reply route, and n_sources skip entries (key, segments
-    left to drop). At `start` (beat 0 of a unit taken) the key matches of hdr_now are registered (compared in
-    key_form, the skip entries holding that form); at
+    left to drop). The key matches (compared in key_form, the skip entries holding that form) of hdr_now
+    are registered at beat 0 or, late_match, those of its form (registered at beat 0, `beat0`) at the beat
+    before the decision (`pre_decision`), each cycle the beat is offered, the last when it is taken; at
     `decide` the unit (key, hdr, length) continues an OPEN context, is skipped, or is a first
     segment that takes a FREE context or is dropped (bad length, too long, none free: its continuation
     segments enter a skip entry). `wait`: a first segment finds no FREE context while one is DONE (which
@@ -503,9 +547,11 @@ class L2ContextTable(LiteXModule):
     `out_beat` / `out_last` / `out_ctx`: a beat of context out_ctx's packet left the reassembler; its last
     one frees the context. `lookup` -> lookup_length, lookup_header, lookup_key: a context's packet
     parameters (for the output). `length_now` / `length_load`: the length being registered (its checks are
-    registered with it).
+    registered with it). plan: a function (module, length) -> [(name, signal)] of figures of a packet's
+    length (`read_plan`), registered with the length and kept per context: lookup_plan[name] (the looked up
+    context's).
     """
-    def __init__(self, n_sources, slots, max_packet):
+    def __init__(self, n_sources, slots, max_packet, plan=None, late_match=False):
         n = n_sources
         cb = bits_for(n - 1)
         self.hdr_now = hdr_now = Signal(L2_HEADER_BITS)
@@ -516,6 +562,9 @@ class L2ContextTable(LiteXModule):
         self.length_load = Signal()
         self.start = Signal()
         self.decide = dec = Signal()
+        self.beat0 = Signal()
+        self.pre_decision = Signal()
+        self.at_decision = Signal()
         self.hold = hold = Signal()
         self.stalled = Signal()
         self.timeout_cycles = Signal(L2_RX_TIMEOUT_BITS)
@@ -536,57 +585,73 @@ class L2ContextTable(LiteXModule):
 
         # # #
 
-        st = Array(Signal(2, name=f"ctx{i}_state") for i in range(n))
+        st = Array(Signal(3, reset=FREE, name=f"ctx{i}_state") for i in range(n))
         c_key = Array(Signal(L2_HEADER_BITS, name=f"ctx{i}_key") for i in range(n))
         c_hdr = Array(Signal(L2_HEADER_BITS, name=f"ctx{i}_header") for i in range(n))
         c_len = Array(Signal(8 * L2_LENGTH_BYTES, name=f"ctx{i}_length") for i in range(n))
         c_seg = Array(Signal(max=slots + 1, name=f"ctx{i}_segment") for i in range(n))
-        c_rem = Array(Signal(8 * L2_LENGTH_BYTES + 1, name=f"ctx{i}_remaining") for i in range(n))  # stream bytes to come
-        c_fin = Array(Signal(name=f"ctx{i}_final") for i in range(n))      # c_rem <= SEGMENT_BYTES
+        c_left = Array(Signal(8, name=f"ctx{i}_left") for i in range(n))    # segments to come
+        c_fin = Array(Signal(name=f"ctx{i}_final") for i in range(n))      # c_left == 1 (while OPEN)
         s_on = Array(Signal(name=f"skip{i}_valid") for i in range(n))
         s_key = Array(Signal(len(key_form(hdr)), name=f"skip{i}_key") for i in range(n))     # key_form
+        c_form = Array(Signal(len(key_form(hdr)), name=f"ctx{i}_form") for i in range(n))    # key_form(c_hdr)
+        form = Signal(len(key_form(hdr)))           # key_form(hdr), registered with it (at `start`)
         s_left = Array(Signal(8, name=f"skip{i}_left") for i in range(n))
+        s_one = Array(Signal(name=f"skip{i}_one") for i in range(n))       # s_left == 1
 
-        # Key matches are registered at beat 0: open contexts and skip entries change only at decisions and
-        # timeouts, which never fall between a unit's beat 0 and its decision; free/DONE states are taken live.
+        # Key matches are registered at the beat before the decision (`pre_decision`: in every cycle that beat
+        # is offered, the last time when it is taken, so the handshake is not their enable), from the form
+        # registered at beat 0 (`beat0`, likewise) when that is a later beat, else from the header's form at
+        # beat 0: open contexts and skip entries change only at decisions and timeouts, which never fall
+        # between a unit's beat 0 being taken and its decision; free/DONE states are taken live.
         hit_now, s_hit_now = Signal(n), Signal(n)
         form_now = Signal(len(key_form(hdr_now)))
-        hit, free, closed, s_hit, s_free = Signal(n), Signal(n), Signal(n), Signal(n), Signal(n)
+        form_match = form if late_match else form_now
+        free, closed, s_free = Signal(n), Signal(n), Signal(n)
         hit_i, free_i, s_hit_i, s_free_i = Signal(cb), Signal(cb), Signal(cb), Signal(cb)
         self.comb += [
             form_now.eq(key_form(hdr_now)),
-            hit_now.eq(Cat(*[(st[i] == OPEN) & (key_form(c_hdr[i]) == form_now) for i in range(n)])),
-            free.eq(Cat(*[st[i] == FREE for i in range(n)])),
-            closed.eq(Cat(*[st[i] == DONE for i in range(n)])),
-            s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == form_now) for i in range(n)])),
+            hit_now.eq(Cat(*[st[i][1] & (c_form[i] == form_match) for i in range(n)])),
+            free.eq(Cat(*[st[i][0] for i in range(n)])),
+            closed.eq(Cat(*[st[i][2] for i in range(n)])),
+            s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == form_match) for i in range(n)])),
             s_free.eq(~Cat(*s_on)),
         ]
         for vec, idx in ((hit_now, hit_i), (s_hit_now, s_hit_i)):
-            _first_index(self, vec, idx, n, sync=self.start)
+            _first_index(self, vec, idx, n, sync=self.pre_decision)
         for vec, idx in ((free, free_i), (s_free, s_free_i)):
             _first_index(self, vec, idx, n)
-        self.sync += If(self.start, hit.eq(hit_now), s_hit.eq(s_hit_now))
-
+        # The unit's case, registered with the matches: it continues an open context, is skipped, or is a first
+        # segment.
         cont, skip, first = Signal(), Signal(), Signal()
+        self.sync += If(self.beat0, form.eq(form_now))
+        self.sync += If(self.pre_decision,
+            cont.eq(hit_now != 0),
+            skip.eq((hit_now == 0) & (s_hit_now != 0)),
+            first.eq((hit_now == 0) & (s_hit_now == 0)),
+        )
+
         bad_len, too_long, no_ctx, alloc, to_skip = (Signal() for _ in range(5))
         len_bad, len_long = Signal(), Signal()      # `length`'s checks, registered with it
         len_multi, len_fin = Signal(), Signal()         # more than one segment, at most two
-        len_rest = Signal(8 * L2_LENGTH_BYTES + 1)      # stream bytes after the first segment
         len_skip = Signal(8)                            # segments after the first
-        stream_now = Signal(8 * L2_LENGTH_BYTES + 1)
-        self.comb += stream_now.eq(length_now + L2_LENGTH_BYTES)
+        plan_now = plan(self, length_now) if plan else []
+        len_plan = [Signal(len(sig), name=f"len_{name}") for name, sig in plan_now]
+        c_plan = [Array(Signal(len(sig), name=f"ctx{i}_{name}") for i in range(n)) for name, sig in plan_now]
+        self.lookup_plan = {}
+        for (name, sig), reg, arr in zip(plan_now, len_plan, c_plan):
+            self.lookup_plan[name] = Signal(len(sig), name=f"lookup_{name}")
+            self.comb += self.lookup_plan[name].eq(arr[self.lookup])
+            self.sync += If(self.length_load, reg.eq(sig))
         self.sync += If(self.length_load,
             len_bad.eq((length_now == 0) | (length_now > L2_MAX_PACKET_BYTES)),
             len_long.eq(length_now > max_packet),
-            len_multi.eq(stream_now > SEGMENT_BYTES),
-            len_fin.eq(stream_now <= 2 * SEGMENT_BYTES),
-            len_rest.eq(stream_now - SEGMENT_BYTES),
-            len_skip.eq(((stream_now + SEGMENT_BYTES - 1) >> 8) - 1),
+            # from the length itself, the stream (length + prefix) not summed first: one carry chain each
+            len_multi.eq(length_now > SEGMENT_BYTES - L2_LENGTH_BYTES),       # stream > SEGMENT_BYTES
+            len_fin.eq(length_now <= 2 * SEGMENT_BYTES - L2_LENGTH_BYTES),    # stream <= 2 SEGMENT_BYTES
+            len_skip.eq((length_now + L2_LENGTH_BYTES - 1) >> 8),             # ceil(stream / SEGMENT_BYTES) - 1
         )
         self.comb += [
-            cont.eq(hit != 0),
-            skip.eq(~cont & (s_hit != 0)),
-            first.eq(~cont & (s_hit == 0)),
             bad_len.eq(first & len_bad),
             too_long.eq(first & ~bad_len & len_long),
             wait.eq(first & ~bad_len & ~too_long & (free == 0) & (closed != 0)),
@@ -607,13 +672,15 @@ class L2ContextTable(LiteXModule):
         tb = log2_int(L2_RX_TIMEOUT_STEPS)
         c_age = Array(Signal(max=age_max + 1, name=f"ctx{i}_age") for i in range(n))
         s_age = Array(Signal(max=age_max + 1, name=f"skip{i}_age") for i in range(n))
+        c_aged = Array(Signal(name=f"ctx{i}_aged") for i in range(n))      # c_age == age_max
+        s_aged = Array(Signal(name=f"skip{i}_aged") for i in range(n))     # s_age == age_max
         prescale = Signal(L2_RX_TIMEOUT_BITS - tb)
         tick, expire = Signal(), Signal()
         old, s_old = Signal(n), Signal(n)
         old_i = Signal(cb)
         self.comb += [
-            old.eq(Cat(*[(st[i] == OPEN) & (c_age[i] == age_max) for i in range(n)])),
-            s_old.eq(Cat(*[s_on[i] & (s_age[i] == age_max) for i in range(n)])),
+            old.eq(Cat(*[st[i][1] & c_aged[i] for i in range(n)])),
+            s_old.eq(Cat(*[s_on[i] & s_aged[i] for i in range(n)])),
             expire.eq(~hold & (old != 0)),
         ]
         _first_index(self, old, old_i, n)
@@ -622,49 +689,63 @@ class L2ContextTable(LiteXModule):
                 If(prescale + 1 >= self.timeout_cycles[tb:], prescale.eq(0), tick.eq(1)).Else(
                     prescale.eq(prescale + 1), tick.eq(0)),
             ).Else(tick.eq(0)),
-            [If(tick & (c_age[i] != age_max), c_age[i].eq(c_age[i] + 1)) for i in range(n)],
-            [If(tick & (s_age[i] != age_max), s_age[i].eq(s_age[i] + 1)) for i in range(n)],
+            [If(tick & ~c_aged[i], c_age[i].eq(c_age[i] + 1), c_aged[i].eq(c_age[i] == age_max - 1))
+             for i in range(n)],
+            [If(tick & ~s_aged[i], s_age[i].eq(s_age[i] + 1), s_aged[i].eq(s_age[i] == age_max - 1))
+             for i in range(n)],
             [If(~hold & s_old[i], s_on[i].eq(0)) for i in range(n)],
             If(expire,
                 st[old_i].eq(FREE),
-                If(s_free != 0,
-                    s_on[s_free_i].eq(1),
-                    s_key[s_free_i].eq(key_form(c_hdr[old_i])),
-                    s_left[s_free_i].eq((c_rem[old_i] + SEGMENT_BYTES - 1) >> 8),
-                    s_age[s_free_i].eq(0),
+                If(s_free != 0, s_on[s_free_i].eq(1)),
+            ),
+        ]
+        # The fields of the first free context and of the first free skip entry are written every cycle with
+        # what an allocation (or a skip entry's creation) at this cycle would put there: a free entry's fields
+        # are never read, so only the state (and the skip entry's valid flag) waits for the decision, and
+        # the decision's fan-out is that of the state bits. A skip entry is created at a decision (the unit's
+        # key) or by an expiry (the expired context's), never both in a cycle (no expiry during `hold`).
+        self.sync += [
+            If(free != 0,
+                c_age[free_i].eq(0), c_aged[free_i].eq(0),
+                c_key[free_i].eq(key),
+                c_hdr[free_i].eq(hdr),
+                c_form[free_i].eq(form),
+                c_len[free_i].eq(length),
+                c_seg[free_i].eq(1),
+                c_left[free_i].eq(len_skip),
+                [arr[free_i].eq(reg) for reg, arr in zip(len_plan, c_plan)],
+                c_fin[free_i].eq(len_fin),
+            ),
+            If(s_free != 0,
+                If(self.at_decision,
+                    s_key[s_free_i].eq(form),
+                    s_left[s_free_i].eq(len_skip),
+                    s_one[s_free_i].eq(len_fin),
+                ).Else(
+                    s_key[s_free_i].eq(c_form[old_i]),
+                    s_left[s_free_i].eq(c_left[old_i]),
+                    s_one[s_free_i].eq(c_fin[old_i]),
                 ),
+                s_age[s_free_i].eq(0), s_aged[s_free_i].eq(0),
             ),
         ]
         self.sync += [
             If(dec,
                 If(cont,
-                    c_age[hit_i].eq(0),
+                    c_age[hit_i].eq(0), c_aged[hit_i].eq(0),
                     c_seg[hit_i].eq(c_seg[hit_i] + 1),
-                    c_rem[hit_i].eq(c_rem[hit_i] - SEGMENT_BYTES),
-                    c_fin[hit_i].eq(c_rem[hit_i] <= 2 * SEGMENT_BYTES),
+                    c_left[hit_i].eq(c_left[hit_i] - 1),
+                    c_fin[hit_i].eq(c_left[hit_i] <= 2),
                     If(complete, st[hit_i].eq(DONE)),
                 ),
-                If(alloc,
-                    st[free_i].eq(Mux(complete, DONE, OPEN)),
-                    c_age[free_i].eq(0),
-                    c_key[free_i].eq(key),
-                    c_hdr[free_i].eq(hdr),
-                    c_len[free_i].eq(length),
-                    c_seg[free_i].eq(1),
-                    c_rem[free_i].eq(len_rest),
-                    c_fin[free_i].eq(len_fin),
-                ),
+                If(alloc, st[free_i].eq(Mux(complete, DONE, OPEN))),
                 If(skip,
-                    s_age[s_hit_i].eq(0),
+                    s_age[s_hit_i].eq(0), s_aged[s_hit_i].eq(0),
                     s_left[s_hit_i].eq(s_left[s_hit_i] - 1),
-                    If(s_left[s_hit_i] == 1, s_on[s_hit_i].eq(0)),
+                    s_one[s_hit_i].eq(s_left[s_hit_i] == 2),
+                    If(s_one[s_hit_i], s_on[s_hit_i].eq(0)),
                 ),
-                If(to_skip & (s_free != 0),
-                    s_on[s_free_i].eq(1),
-                    s_key[s_free_i].eq(key_form(hdr)),
-                    s_left[s_free_i].eq(len_skip),
-                    s_age[s_free_i].eq(0),
-                ),
+                If(to_skip & (s_free != 0), s_on[s_free_i].eq(1)),
             ),
             If(self.out_beat, If(self.out_last, st[self.out_ctx].eq(FREE))),
         ]
@@ -692,9 +773,10 @@ class L2PacketStore(LiteXModule):
     prefix and cuts data_width beats (source: l2_data_layout(data_width) with L2_RX_PARAMS; a packet is
     read up to a whole number of beats, the bytes past its end masked). `lookup` (out) -> length, header,
     reply (in): the parameters of the next packet's context. `out_beat` / `out_last` / `out_ctx`: a beat left on
-    source, whether it was its packet's last, and its context.
+    source, whether it was its packet's last, and its context. planned: the next packet's read plan
+    (`read_plan` of its length) is an input too, `plan` (name -> signal), else it is computed from `length`.
     """
-    def __init__(self, data_width, n_sources, slots, word_bytes):
+    def __init__(self, data_width, n_sources, slots, word_bytes, planned=False):
         W, M = data_width // 8, word_bytes
         n = n_sources
         cb = bits_for(n - 1)
@@ -744,13 +826,18 @@ class L2PacketStore(LiteXModule):
         # registers): whether each is the packet's last, their byte enables, the bytes left after the first.
         self.params = params = stream.SyncFIFO([("ctx", cb)] + L2_RX_PARAMS + [
             ("only", 1), ("en", W), ("rest", 8 * L2_LENGTH_BYTES), ("rest_last", 1), ("rest_en", W)], 4)
-        self.out_packer = op = BytePacker(M, W, sizes=(W,), clean=True)
+        self.out_packer = op = BytePacker(M, W, sizes=(W,), clean=True, ahead=True)
         nb = 8 * L2_LENGTH_BYTES + 1
         # The next complete packet registered with its parameters and read plan (1 cycle): stream bytes to
         # read (the prefix and the packet up to whole beats), the first word's bytes, more words to come.
-        self.next = nx = stream.Buffer([("ctx", cb)] + L2_RX_PARAMS + [("left", nb), ("take", bits_for(M)),
-                                                                        ("more", 1)], pipe_valid=True)
-        rounded = Signal(nb)
+        self.next = nx = stream.Buffer([("ctx", cb)] + L2_RX_PARAMS + [
+            ("left", nb), ("take", bits_for(M)), ("more", 1), ("only", 1), ("en", W), ("rest", 8 * L2_LENGTH_BYTES),
+            ("rest_last", 1), ("rest_en", W)], pipe_valid=True)
+        if planned:
+            self.plan = {name: Signal(len(sig), name=f"plan_{name}") for name, sig in read_plan(LiteXModule(), W, M,
+                                                                                             self.length)}
+        else:
+            self.plan = dict(read_plan(self, W, M, self.length))
         self.comb += [
             self.lookup.eq(done.source.ctx),
             nx.sink.valid.eq(done.source.valid),
@@ -759,10 +846,7 @@ class L2PacketStore(LiteXModule):
             nx.sink.length.eq(self.length),
             nx.sink.header.eq(self.header),
             nx.sink.reply.eq(self.reply),
-            rounded.eq(Cat(C(L2_LENGTH_BYTES, log2_int(W)), (self.length + W - 1)[log2_int(W):])),
-            nx.sink.left.eq(rounded),
-            nx.sink.take.eq(Mux(rounded < M, rounded, M)),
-            nx.sink.more.eq(rounded > M),
+            [getattr(nx.sink, name).eq(sig) for name, sig in self.plan.items()],
         ]
         # The packet being read: its next word and what is left, with the next word's bytes (min(left, M))
         # and whether more words follow (left > M) registered beside it.
@@ -803,11 +887,8 @@ class L2PacketStore(LiteXModule):
             params.sink.length.eq(nx.source.length),
             params.sink.header.eq(nx.source.header),
             params.sink.reply.eq(nx.source.reply),
-            params.sink.only.eq(nx.source.length <= W),
-            params.sink.en.eq(byte_enables(self, nx.source.length, W)),
-            params.sink.rest.eq(nx.source.length - W),
-            params.sink.rest_last.eq(nx.source.length <= 2 * W),
-            params.sink.rest_en.eq(byte_enables(self, params.sink.rest, W)),
+            [getattr(params.sink, name).eq(getattr(nx.source, name))
+             for name in ("only", "en", "rest", "rest_last", "rest_en")],
             op.sink.valid.eq(word_valid),
             op.sink.data.eq(word),
             op.sink.n.eq(word_n),
@@ -942,14 +1023,17 @@ class L2Reassembler(LiteXModule):
         # leaves the body packer (segment bodies: length prefix, packet, padding, SEGMENT_BYTES each, packed
         # into M-byte words); the words go to the packet store.
         self.parser = inp = L2UnitParser(frame_bits)
-        self.contexts = ctxs = L2ContextTable(n_sources, S, max_packet)
-        self.body_packer = wp = BytePacker(P, M, sizes=(M,), clean=True)
-        self.store = store = L2PacketStore(data_width, n_sources, S, M)
+        self.contexts = ctxs = L2ContextTable(n_sources, S, max_packet, plan=lambda m, length: read_plan(m, W, M, length),
+                                              late_match=L2_LENGTH_OFFSET // P >= 1)
+        self.body_packer = wp = BytePacker(P, M, sizes=(M,), clean=True, ahead=True)
+        self.store = store = L2PacketStore(data_width, n_sources, S, M, planned=True)
         self.comb += [
             sink.connect(inp.sink),
             [getattr(ctxs, name).eq(getattr(inp, name))
              for name in ("hdr_now", "key", "hdr", "length", "length_now", "length_load", "start",
-                          "hold")],
+                          "hold", "at_decision")],
+            ctxs.beat0.eq(inp.first),
+            ctxs.pre_decision.eq(inp.pre_decision),
             ctxs.decide.eq(inp.go & inp.at_decision),
             ctxs.stalled.eq(sink.valid & ~sink.ready),
             ctxs.timeout_cycles.eq(self._timeout.storage if with_csr else C(timeout, L2_RX_TIMEOUT_BITS)),
@@ -968,6 +1052,7 @@ class L2Reassembler(LiteXModule):
             store.length.eq(ctxs.lookup_length),
             store.header.eq(ctxs.lookup_header),
             store.reply.eq(ctxs.lookup_key),
+            [store.plan[name].eq(sig) for name, sig in ctxs.lookup_plan.items()],
             [getattr(ctxs, name).eq(getattr(store, name)) for name in ("out_beat", "out_last", "out_ctx")],
             store.source.connect(source),
         ]
