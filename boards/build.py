@@ -51,10 +51,11 @@ def main(argv=None):
     parser.add_argument("--revision", default="8.0", help="board revision (Colorlight: 7.0 or 8.0)")
     parser.add_argument("--sys-clk-freq", type=float, default=None, help="system clock in Hz")
     parser.add_argument("--cores", default="", help="comma-separated cores to include")
-    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
-    parser.add_argument("--router", default="router2", choices=["router1", "router2"],
-                        help="nextpnr's router (on the Colorlight's MiniSharp router2 diverges; router1 "
-                             "routed one netlist at seed 1: docs/minisharp.md)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="nextpnr placement seed (default: the board's for these cores, else 1)")
+    parser.add_argument("--router", default=None, choices=["router1", "router2"],
+                        help="nextpnr's router (default: the board's for these cores, else router2; on the "
+                             "Colorlight's MiniSharp router2 diverges: docs/minisharp.md)")
     parser.add_argument("--placer", default="heap", choices=["heap", "static", "sa"],
                         help="nextpnr's placer (heap's legaliser loops on the Colorlight's MiniSharp: docs/minisharp.md)")
     parser.add_argument("--no-fit-check", action="store_true",
@@ -92,6 +93,10 @@ def main(argv=None):
         kwargs["sys_clk_freq"] = int(args.sys_clk_freq)
     if args.board == "colorlight_5a_75b":
         kwargs["revision"] = args.revision
+    # The board's nextpnr settings for these cores (PNR_DEFAULTS: core -> router and seed), the options' defaults.
+    pnr = next((module.PNR_DEFAULTS[c] for c in kwargs.get("cores", ()) if c in getattr(module, "PNR_DEFAULTS", {})), {})
+    args.router = args.router or pnr.get("router", "router2")
+    args.seed = pnr.get("seed", 1) if args.seed is None else args.seed
     soc = module.BoardSoC(**kwargs)
     output_dir = os.path.abspath(args.build_dir or os.path.join(ROOT, "build", "boards", args.board))
     # YoWASP tools run sandboxed and cannot see /tmp: build inside the project tree, with relative paths.
@@ -135,7 +140,7 @@ def main(argv=None):
     used, fmax = report(gateware, args.board)
     print()
     print(f"Bitstream : {bitstream} ({os.path.getsize(bitstream)} bytes, built in {elapsed:.0f} s)")
-    print(f"Device    : {soc.platform.device}")
+    print(f"Device    : {soc.platform.device} (nextpnr {args.router}, seed {args.seed})")
     for label, key in (("LUT4", "TRELLIS_COMB"), ("FF", "TRELLIS_FF"), ("BRAM (DP16KD)", "DP16KD"),
                        ("LUT RAM (TRELLIS_RAMW)", "TRELLIS_RAMW"), ("IO", "TRELLIS_IO")):
         u, a = used.get(key, (0, 0))
@@ -146,7 +151,8 @@ def main(argv=None):
         ok &= met
         print(f"Fmax {clk:19s}: {achieved:7.1f} MHz (constraint {constraint:.1f} MHz) {'met' if met else 'NOT MET'}")
     with open(os.path.join(output_dir, "summary.json"), "w") as f:
-        json.dump({"board": args.board, "build_s": elapsed, "utilization": used, "fmax": fmax}, f, indent=1)
+        json.dump({"board": args.board, "build_s": elapsed, "router": args.router, "seed": args.seed,
+                   "utilization": used, "fmax": fmax}, f, indent=1)
     return 0 if ok else 1
 
 

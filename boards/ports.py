@@ -78,8 +78,11 @@ class RGMIIDataPort(LiteXModule):
         # Padding, FCS and preamble in sys at `dw` bits (with_sys_datapath): in the PHY's 125 MHz domain the
         # TX ready chain (gap, preamble, CRC inserter, padding, width converter) ended in the clock-domain
         # FIFO's read and reached 102.8-124.0 MHz on the Versa.
+        # The TX clock-domain FIFO 16 deep (LiteEth: 32): both sides carry the line rate, and a 16-entry LUT RAM
+        # reads without the address decode of two (the pointer compare -> read address -> LUT RAM path was the
+        # Colorlight's eth1 critical path at 32: 121.7 MHz of 125).
         mac = LiteEthMACCore(self.phy, dw=dw, with_preamble_crc=True, with_padding=True, with_sys_datapath=True,
-                             tx_cdc_buffered=True, rx_cdc_buffered=True)
+                             tx_cdc_depth=16, tx_cdc_buffered=True, rx_cdc_buffered=True)
         # Registered valid and ready (RegisteredBuffer: a cycle each) where ready chains would cross: before the
         # MAC's sys TX chain (else it continues into the core's output arbiter and the management stack's TX
         # clock-domain FIFO: 17.1 ns on the Colorlight), and in the PHY's domain after the TX clock-domain FIFO
