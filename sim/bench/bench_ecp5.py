@@ -16,7 +16,6 @@ short, or whose router gave up, reports nextpnr's post-placement estimate, marke
     .venv/bin/python -m sim.bench ecp5 [--quick]      # quick: the smallest core, seed 1 (the smoke test)
 """
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -27,7 +26,7 @@ import time
 
 from boards.ports import BOARD_CORE_OPTIONS
 from sim import BUILD, ROOT
-from sim.bench.ecp5 import point_digest, synth_point
+from sim.bench.ecp5 import load, point_digest, synth_point
 from sim.bench.framework import BenchResult, Table
 from sim.bench.sweep import sweep, sweep_stats, tasks
 
@@ -89,15 +88,10 @@ def block_part(block, path, ios, kwargs=None):
     """ECP5 factory (sim.bench.ecp5.synth_point): one part of a SoC block as the SoC and the board builds make
     it. `block` ("module:Class") is built with `kwargs`; the part is its submodule at the dotted `path` (a
     number indexes a list); `ios` ("module:function") gives the part's ports: (module, ios[, overrides])."""
-    part = _load(block)(**(kwargs or {}))
+    part = load(block)(**(kwargs or {}))
     for step in path.split("."):
         part = part[int(step)] if step.isdigit() else getattr(part, step)
-    return _load(ios)(part)
-
-
-def _load(name):
-    module, attr = name.split(":")
-    return getattr(importlib.import_module(module), attr)
+    return load(ios)(part)
 
 
 def core_points(cores, seeds, timeout):

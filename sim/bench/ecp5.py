@@ -181,10 +181,15 @@ def failure_figures(name, device, seed):
     return out
 
 
+def load(name):
+    """The object named "package.module:attribute" (a factory, a class, an ios function)."""
+    module, attr = name.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 @functools.lru_cache(maxsize=None)
 def _factory_verilog(factory, args_json):
-    mod, func = factory.split(":")
-    made = getattr(importlib.import_module(mod), func)(**json.loads(args_json))
+    made = load(factory)(**json.loads(args_json))
     module, ios, overrides = made if len(made) == 3 else (*made, None)
     text, wrapper_ffs = top_verilog(module, ios, overrides)
     return text, wrapper_ffs, sum(len(s) for s in ios)
