@@ -74,9 +74,10 @@ class BoardSoC(InnetSoC):
             self.add_sdram("sdram", phy=self.sdrphy, module=M12L16161A(sys_clk_freq, "1:1"), l2_cache_size=0)
         if "minisharp" in cores:
             # The two RTL8211 PHYs share one MDIO bus. The management stack runs in mgmt: in sys its ready chain
-            # gave 40.7 MHz at 89 % of the LUTs (docs/minisharp.md, "Board builds").
+            # gave 40.7 MHz at 89 % of the LUTs (docs/minisharp.md, "Board builds"). No ICMP echo: fewer LUTs
+            # where the build is congested (Etherbone and ARP only).
             add_minisharp_ports(self, platform, mgmt_ports, tx_delay=0e-9, shared_mdio=True, ip_address=eth_ip,
-                                mgmt_cd="mgmt", mgmt_clk_freq=MGMT_CLK_FREQ,
+                                mgmt_cd="mgmt", mgmt_clk_freq=MGMT_CLK_FREQ, mgmt_icmp=False,
                                 **dict(COLORLIGHT_MINISHARP, **(minisharp or {})))
         else:
             self.ethphy = LiteEthPHYRGMII(

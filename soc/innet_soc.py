@@ -91,9 +91,10 @@ class InternalEtherbone(LiteXModule):
     in clock domain `cd` (of `cd_freq` Hz; sys_clk_freq when cd is sys), `stack_dw` bits wide (8 by default:
     management needs no line rate, and the 8-bit stack is the smallest). With cd other than sys, the MAC's
     clock-domain FIFOs cross between the port (sys) and the stack, and Etherbone's accesses cross to `bus` in
-    a WishboneClockCrossing: the stack's combinational ready chain (about 25 ns on ECP5) then leaves sys."""
+    a WishboneClockCrossing: the stack's combinational ready chain (about 25 ns on ECP5) then leaves sys.
+    with_icmp: answer ICMP echo (ping); without it the stack is ARP, IP, UDP and Etherbone only."""
     def __init__(self, to_stack, from_stack, dw, sys_clk_freq, mac_address=SOC_MAC_ADDRESS,
-                 ip_address=SOC_IP_ADDRESS, stack_dw=8, cd="sys", cd_freq=None):
+                 ip_address=SOC_IP_ADDRESS, stack_dw=8, cd="sys", cd_freq=None, with_icmp=True):
         from liteeth.core import LiteEthUDPIPCore
         from liteeth.frontend.etherbone import LiteEthEtherbone
         if (cd == "sys") != (cd_freq is None):
@@ -103,7 +104,8 @@ class InternalEtherbone(LiteXModule):
 
         self.phy = phy = InternalPHY(stack_dw, to_stack, from_stack, port_dw=dw)
         ethcore = LiteEthUDPIPCore(phy, mac_address=mac_address, ip_address=ip_address,
-                                   clk_freq=cd_freq or sys_clk_freq, dw=stack_dw, with_sys_datapath=True)
+                                   clk_freq=cd_freq or sys_clk_freq, dw=stack_dw, with_sys_datapath=True,
+                                   with_icmp=with_icmp)
         # The stack's "sys" becomes `cd`, then the MAC's PHY side (eth_tx / eth_rx) the port's sys.
         self.ethcore = ClockDomainsRenamer({"eth_tx": "sys", "eth_rx": "sys"})(
             ClockDomainsRenamer({"sys": cd})(ethcore))
@@ -150,7 +152,7 @@ class InnetSoC(SoCCore):
 
     def add_internal_etherbone(self, to_stack, from_stack, dw, **kwargs):
         """Etherbone on an internal port of the SoC's own datapath (InternalEtherbone: `to_stack` / `from_stack`
-        carry `dw`-bit frames in sys; keyword arguments: mac_address, ip_address, stack_dw, cd, cd_freq),
+        carry `dw`-bit frames in sys; keyword arguments: mac_address, ip_address, stack_dw, cd, cd_freq, with_icmp),
         mastering the SoC's bus."""
         self.etherbone_internal = InternalEtherbone(to_stack, from_stack, dw, sys_clk_freq=self.clk_freq, **kwargs)
         self.bus.add_master(name="etherbone", master=self.etherbone_internal.bus)
@@ -188,12 +190,13 @@ class InnetSoC(SoCCore):
         return self._register_core(name, SwitchBlock(**kwargs))
 
     def add_minisharp(self, phys, name=CORE_NAMES["minisharp"], management=None, ip_address=SOC_IP_ADDRESS,
-                      mgmt_cd="sys", mgmt_clk_freq=None, **kwargs):
+                      mgmt_cd="sys", mgmt_clk_freq=None, mgmt_icmp=True, **kwargs):
         """MiniSharp on the data ports `phys`: one (sink, source) pair of LiteEth PHY-layout streams per port
         (`dw` bits, default 8) carrying whole Ethernet frames without preamble/FCS (e.g. a LiteEthMACCore's
         user side). management (a port mask): Etherbone becomes MiniSharp's management port, reached from
         those ports only (at SOC_MAC_ADDRESS / ip_address; see docs/minisharp.md, "Management through the
-        data ports"), its stack in clock domain mgmt_cd (of mgmt_clk_freq Hz; add_internal_etherbone). Keyword arguments go to MiniSharpSoCBlock (dw, chunk_elements, n_contexts, n_slots,
+        data ports"), its stack in clock domain mgmt_cd (of mgmt_clk_freq Hz; add_internal_etherbone), answering ping
+        with mgmt_icmp. Keyword arguments go to MiniSharpSoCBlock (dw, chunk_elements, n_contexts, n_slots,
         max_ranks, ...)."""
         from cores.minisharp.soc_block import MiniSharpSoCBlock
         if len(phys) < 2:
@@ -204,7 +207,7 @@ class InnetSoC(SoCCore):
         block.connect_phys(phys)
         if management is not None:
             self.add_internal_etherbone(block.mgmt_source, block.mgmt_sink, block.core.dw, ip_address=ip_address,
-                                        cd=mgmt_cd, cd_freq=mgmt_clk_freq)
+                                        cd=mgmt_cd, cd_freq=mgmt_clk_freq, with_icmp=mgmt_icmp)
         return block
 
     def add_sparsr(self, name=CORE_NAMES["sparsr"], wmem_rows=64, xmem_rows=8, origin=None, xmem="bram",
