@@ -486,31 +486,35 @@ class L2UnitParser(LiteXModule):
         # Beat 0 is never a fill beat (fill ends with the unit): its header (and the length, when at beat 0)
         # from sink.data, without the fill mux.
         by0 = _bytes(sink.data, P)
-        self.comb += self.first.eq(beat == 0)
         self.comb += [
             hdr_now.eq(Cat(*reversed(by0[:L2_HEADER_BYTES]))),
             reply_route_statements(hdr_now, key_now),
         ]
-        at_start = Signal()
-        final = Signal()
+        # The beat's position flags are registers that move with `beat` (set from the next beat's number), so
+        # no compare of the beat counter lies between `go` and the body's byte count (the packer's level).
+        next_beat = Signal(max=nbeats)
+        self.comb += next_beat.eq(Mux(beat == nbeats - 1, 0, beat + 1))
+        at_start, final, past_start, in_hold = Signal(), Signal(), Signal(), Signal()
+        flags = [(self.first, lambda b: b == 0), (at_start, lambda b: b == jd), (at_dec, lambda b: b == jk),
+                 (self.pre_decision, lambda b: b == jk - 1), (final, lambda b: b == nbeats - 1),
+                 (past_start, lambda b: b > jd), (in_hold, lambda b: (b != 0) & (b <= jk))]
+        for flag, at in flags:
+            flag.reset = Constant(int(at(0)), 1)
+            self.sync += If(go, flag.eq(at(next_beat)))
         lo = L2_LENGTH_OFFSET % P
         self.comb += [
-            at_start.eq(beat == jd),
-            at_dec.eq(beat == jk),
-            self.pre_decision.eq(beat == jk - 1),
-            final.eq(beat == nbeats - 1),
             If(at_start,
                 self.body_data.eq(data >> 8 * lo),
                 self.body_n.eq(P - lo),
-            ).Elif(beat > jd,
+            ).Elif(past_start,
                 self.body_data.eq(Mux(final, data[:8 * (U - P * (nbeats - 1))], data)),
                 self.body_n.eq(Mux(final, U - P * (nbeats - 1), P)),
             ),
             sink.ready.eq(drop | (go & ~fill)),
-            self.start.eq(go & (beat == 0)),
+            self.start.eq(go & self.first),
             self.length_now.eq(Cat(*[(by0 if jd == 0 else by)[(L2_LENGTH_OFFSET + k) % P] for k in (1, 0)])),
             self.length_load.eq(go & at_start),
-            self.hold.eq((go & (beat == 0)) | ((beat != 0) & (beat <= jk))),
+            self.hold.eq((go & self.first) | in_hold),
         ]
         self.sync += [
             If(drop & sink.valid & sink.last, drop.eq(0)),
@@ -518,7 +522,7 @@ class L2UnitParser(LiteXModule):
                 If(final, beat.eq(0), fill.eq(0)).Else(beat.eq(beat + 1)),
                 If(~fill & sink.last & ~final, fill.eq(1)),
                 If(~fill & ~sink.last & final, drop.eq(1)),
-                If(beat == 0, hdr.eq(hdr_now), key.eq(key_now)),
+                If(self.first, hdr.eq(hdr_now), key.eq(key_now)),
                 If(at_start, length.eq(self.length_now)),
             ),
         ]
