@@ -205,23 +205,30 @@ class L2Deframer(LiteXModule):
         self.events = parser.events
         beats = SEGMENT_BYTES // W
         beat = Signal(max=beats)
+        # The packer holds fewer bytes than a segment (P + W < SEGMENT_BYTES), so a unit's header enters the
+        # FIFO before its body's bytes leave the packer, and the cell before it has left (its header popped)
+        # before the next unit's first beat: the FIFO has room at every unit's first beat and holds the header
+        # of every beat the packer gives. Neither handshake waits for the FIFO's level.
+        assert P + W < SEGMENT_BYTES
         self.comb += [
             self.sink.connect(parser.sink),
-            parser.go.eq(parser.valid & pk.sink.ready & (~parser.first | hdr.sink.ready)),
+            parser.go.eq(parser.valid & pk.sink.ready),
             pk.sink.valid.eq(parser.go),
             pk.sink.data.eq(parser.body_data),
             pk.sink.n.eq(parser.body_n),
             hdr.sink.valid.eq(parser.go & parser.first),
             hdr.sink.header.eq(parser.hdr_now),
             pk.size.eq(W),
-            source.valid.eq(pk.source.valid & hdr.source.valid),
+            source.valid.eq(pk.source.valid),
             source.header.eq(hdr.source.header),
             source.data.eq(pk.source.data),
-            source.last.eq(beat == beats - 1),
-            pk.source.ready.eq(source.ready & hdr.source.valid),
+            pk.source.ready.eq(source.ready),
             hdr.source.ready.eq(source.valid & source.ready & source.last),
         ]
-        self.sync += If(source.valid & source.ready, beat.eq(beat + 1), If(source.last, beat.eq(0)))
+        self.sync += If(source.valid & source.ready,
+            beat.eq(Mux(source.last, 0, beat + 1)),
+            source.last.eq(~source.last & (beat == beats - 2)),     # a register: beats >= 2 (P + W < 256)
+        )
 
 
 class L2Segmenter(LiteXModule):
