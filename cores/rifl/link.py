@@ -142,7 +142,8 @@ class RIFLTransmitter(LiteXModule):
             retrans_slot.eq(self.recovering & ~toggle),
             replaying.eq(rp != tx_seq),
             link_fc.eq(self.fc_want != fc_sent),
-            sink_ok.eq((sink.nbytes != 0) & (sink.nbytes <= P)),
+            # 1 <= nbytes <= P as a table of the few nbytes values (LUTs; yosys maps `<=` to a carry chain)
+            Case(sink.nbytes, {k: sink_ok.eq(1) for k in range(1, P + 1)}),
         ]
         self.sync += guard_ok.eq((tx_seq - ack)[:SEQ_BITS] < (1 << log2n) - 2)
         sel_ctrl, sel_replay, sel_fc, sel_voq, sel_data = Signal(), Signal(), Signal(), Signal(), Signal()
