@@ -156,10 +156,11 @@ class L2Framer(LiteXModule):
         self.packer = fp = BytePacker(L2_HEADER_BYTES + W, P, sizes=(P, last_bytes), clean=True)
         beats = SEGMENT_BYTES // W
         beat = Signal(max=beats)
+        first = Signal(reset=1)                     # registered: beat == 0 (no compare before the packer)
         self.comb += [
             fp.sink.valid.eq(sink.valid),
             sink.ready.eq(fp.sink.ready),
-            If(beat == 0,
+            If(first,
                 fp.sink.data.eq(Cat(*_header_bytes(sink.header), sink.data)),
                 fp.sink.n.eq(L2_HEADER_BYTES + W),
             ).Else(
@@ -167,7 +168,10 @@ class L2Framer(LiteXModule):
                 fp.sink.n.eq(W),
             ),
         ]
-        self.sync += If(sink.valid & sink.ready, beat.eq(beat + 1), If(beat == beats - 1, beat.eq(0)))
+        self.sync += If(sink.valid & sink.ready,
+            beat.eq(Mux(beat == beats - 1, 0, beat + 1)),
+            first.eq(beat == beats - 1),
+        )
         ubeat = Signal(max=nbeats)
         final = Signal()                            # registered: the unit's last beat is next
         self.comb += [
