@@ -156,10 +156,11 @@ class L2Framer(LiteXModule):
         self.packer = fp = BytePacker(L2_HEADER_BYTES + W, P, sizes=(P, last_bytes), clean=True)
         beats = SEGMENT_BYTES // W
         beat = Signal(max=beats)
+        first = Signal(reset=1)                     # registered: beat == 0 (no compare before the packer)
         self.comb += [
             fp.sink.valid.eq(sink.valid),
             sink.ready.eq(fp.sink.ready),
-            If(beat == 0,
+            If(first,
                 fp.sink.data.eq(Cat(*_header_bytes(sink.header), sink.data)),
                 fp.sink.n.eq(L2_HEADER_BYTES + W),
             ).Else(
@@ -167,7 +168,10 @@ class L2Framer(LiteXModule):
                 fp.sink.n.eq(W),
             ),
         ]
-        self.sync += If(sink.valid & sink.ready, beat.eq(beat + 1), If(beat == beats - 1, beat.eq(0)))
+        self.sync += If(sink.valid & sink.ready,
+            beat.eq(Mux(beat == beats - 1, 0, beat + 1)),
+            first.eq(beat == beats - 1),
+        )
         ubeat = Signal(max=nbeats)
         final = Signal()                            # registered: the unit's last beat is next
         self.comb += [
@@ -205,23 +209,30 @@ class L2Deframer(LiteXModule):
         self.events = parser.events
         beats = SEGMENT_BYTES // W
         beat = Signal(max=beats)
+        # The packer holds fewer bytes than a segment (P + W < SEGMENT_BYTES), so a unit's header enters the
+        # FIFO before its body's bytes leave the packer, and the cell before it has left (its header popped)
+        # before the next unit's first beat: the FIFO has room at every unit's first beat and holds the header
+        # of every beat the packer gives. Neither handshake waits for the FIFO's level.
+        assert P + W < SEGMENT_BYTES
         self.comb += [
             self.sink.connect(parser.sink),
-            parser.go.eq(parser.valid & pk.sink.ready & (~parser.first | hdr.sink.ready)),
+            parser.go.eq(parser.valid & pk.sink.ready),
             pk.sink.valid.eq(parser.go),
             pk.sink.data.eq(parser.body_data),
             pk.sink.n.eq(parser.body_n),
             hdr.sink.valid.eq(parser.go & parser.first),
             hdr.sink.header.eq(parser.hdr_now),
             pk.size.eq(W),
-            source.valid.eq(pk.source.valid & hdr.source.valid),
+            source.valid.eq(pk.source.valid),
             source.header.eq(hdr.source.header),
             source.data.eq(pk.source.data),
-            source.last.eq(beat == beats - 1),
-            pk.source.ready.eq(source.ready & hdr.source.valid),
+            pk.source.ready.eq(source.ready),
             hdr.source.ready.eq(source.valid & source.ready & source.last),
         ]
-        self.sync += If(source.valid & source.ready, beat.eq(beat + 1), If(source.last, beat.eq(0)))
+        self.sync += If(source.valid & source.ready,
+            beat.eq(Mux(source.last, 0, beat + 1)),
+            source.last.eq(~source.last & (beat == beats - 2)),     # a register: beats >= 2 (P + W < 256)
+        )
 
 
 class L2Segmenter(LiteXModule):
@@ -486,31 +497,35 @@ class L2UnitParser(LiteXModule):
         # Beat 0 is never a fill beat (fill ends with the unit): its header (and the length, when at beat 0)
         # from sink.data, without the fill mux.
         by0 = _bytes(sink.data, P)
-        self.comb += self.first.eq(beat == 0)
         self.comb += [
             hdr_now.eq(Cat(*reversed(by0[:L2_HEADER_BYTES]))),
             reply_route_statements(hdr_now, key_now),
         ]
-        at_start = Signal()
-        final = Signal()
+        # The beat's position flags are registers that move with `beat` (set from the next beat's number), so
+        # no compare of the beat counter lies between `go` and the body's byte count (the packer's level).
+        next_beat = Signal(max=nbeats)
+        self.comb += next_beat.eq(Mux(beat == nbeats - 1, 0, beat + 1))
+        at_start, final, past_start, in_hold = Signal(), Signal(), Signal(), Signal()
+        flags = [(self.first, lambda b: b == 0), (at_start, lambda b: b == jd), (at_dec, lambda b: b == jk),
+                 (self.pre_decision, lambda b: b == jk - 1), (final, lambda b: b == nbeats - 1),
+                 (past_start, lambda b: b > jd), (in_hold, lambda b: (b != 0) & (b <= jk))]
+        for flag, at in flags:
+            flag.reset = Constant(int(at(0)), 1)
+            self.sync += If(go, flag.eq(at(next_beat)))
         lo = L2_LENGTH_OFFSET % P
         self.comb += [
-            at_start.eq(beat == jd),
-            at_dec.eq(beat == jk),
-            self.pre_decision.eq(beat == jk - 1),
-            final.eq(beat == nbeats - 1),
             If(at_start,
                 self.body_data.eq(data >> 8 * lo),
                 self.body_n.eq(P - lo),
-            ).Elif(beat > jd,
+            ).Elif(past_start,
                 self.body_data.eq(Mux(final, data[:8 * (U - P * (nbeats - 1))], data)),
                 self.body_n.eq(Mux(final, U - P * (nbeats - 1), P)),
             ),
             sink.ready.eq(drop | (go & ~fill)),
-            self.start.eq(go & (beat == 0)),
+            self.start.eq(go & self.first),
             self.length_now.eq(Cat(*[(by0 if jd == 0 else by)[(L2_LENGTH_OFFSET + k) % P] for k in (1, 0)])),
             self.length_load.eq(go & at_start),
-            self.hold.eq((go & (beat == 0)) | ((beat != 0) & (beat <= jk))),
+            self.hold.eq((go & self.first) | in_hold),
         ]
         self.sync += [
             If(drop & sink.valid & sink.last, drop.eq(0)),
@@ -518,7 +533,7 @@ class L2UnitParser(LiteXModule):
                 If(final, beat.eq(0), fill.eq(0)).Else(beat.eq(beat + 1)),
                 If(~fill & sink.last & ~final, fill.eq(1)),
                 If(~fill & ~sink.last & final, drop.eq(1)),
-                If(beat == 0, hdr.eq(hdr_now), key.eq(key_now)),
+                If(self.first, hdr.eq(hdr_now), key.eq(key_now)),
                 If(at_start, length.eq(self.length_now)),
             ),
         ]

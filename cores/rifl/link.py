@@ -142,7 +142,8 @@ class RIFLTransmitter(LiteXModule):
             retrans_slot.eq(self.recovering & ~toggle),
             replaying.eq(rp != tx_seq),
             link_fc.eq(self.fc_want != fc_sent),
-            sink_ok.eq((sink.nbytes != 0) & (sink.nbytes <= P)),
+            # 1 <= nbytes <= P as a table of the few nbytes values (LUTs; yosys maps `<=` to a carry chain)
+            Case(sink.nbytes, {k: sink_ok.eq(1) for k in range(1, P + 1)}),
         ]
         self.sync += guard_ok.eq((tx_seq - ack)[:SEQ_BITS] < (1 << log2n) - 2)
         sel_ctrl, sel_replay, sel_fc, sel_voq, sel_data = Signal(), Signal(), Signal(), Signal(), Signal()
@@ -202,21 +203,27 @@ class RIFLTransmitter(LiteXModule):
                                               Mux(up & self.marker_pending, rp, tx_seq)),
                                       recovering=self.recovering),
                         C(0, 2), C(SYNC_CTRL, 2))
-        new_body = Signal(bbits)
-        # The replay buffer takes new_body at tx_seq every cycle: the slot of frame tx_seq - 2^log2n, which
-        # the guard has confirmed; it keeps the frame once tx_seq moves on. The slot choice stays off the
-        # block RAM's inputs. It reads at rp, which meets the write only when rp = tx_seq (no replay: the
-        # read data is not used).
+        new_body, s1_new = Signal(bbits), Signal(bbits)
+        # The replay buffer takes the registered new_body (s1_new) at the registered tx_seq (s1_seq) every
+        # cycle: the slot of frame s1_seq - 2^log2n, which the guard has confirmed; it keeps the frame once
+        # tx_seq moves on. So the slot choice and the frame's fields stay off the block RAM's inputs. It reads at
+        # rp, which meets the write when rp = s1_seq: no replay (rp = tx_seq, the read data is not used), or a
+        # replay of the frame sent in the cycle before, which then is on the line two cycles later (s3_body):
+        # `hit` keeps it there instead of taking the read data.
+        s1_seq = Signal(log2n)
+        hit, s1_hit, s2_hit = Signal(), Signal(), Signal()
         self.comb += [
             new_body.eq(Mux(fc_first, fc_body, data_body)),
-            ram.adr_w.eq(tx_seq[:log2n]),
-            ram.dat_w.eq(new_body),
+            ram.adr_w.eq(s1_seq),
+            ram.dat_w.eq(s1_new),
             ram.we.eq(1),
             ram.adr_r.eq(rp[:log2n]),
+            hit.eq(rp[:log2n] == s1_seq),
         ]
+        self.sync += s1_seq.eq(tx_seq[:log2n]), s1_hit.eq(hit), s2_hit.eq(s1_hit)
         # Stage 1 registers.
         s1_replay, s1_ctrl = Signal(), Signal()
-        s1_new, s1_ctrl_body = Signal(bbits), Signal(bbits)
+        s1_ctrl_body = Signal(bbits)
         s1_id = Signal(SEQ_BITS)
         self.sync += [
             s1_replay.eq(sel_replay),
@@ -242,7 +249,7 @@ class RIFLTransmitter(LiteXModule):
             s2_replay.eq(s1_replay),
             s2_body.eq(Mux(s1_ctrl, s1_ctrl_body, s1_new)),
             s2_id.eq(Mux(s1_ctrl, 0, s1_id)),
-            s3_body.eq(Mux(s2_replay, ram.dat_r, s2_body)),
+            If(~(s2_replay & s2_hit), s3_body.eq(Mux(s2_replay, ram.dat_r, s2_body))),
             s3_id.eq(s2_id),
             self.tx_frame[CHECK_BITS:].eq(s3_body ^ mask),
             *[self.tx_frame[k].eq(bit ^ s3_id[k]) for k, bit in enumerate(crc12_bits(s3_body))],

@@ -5,6 +5,7 @@ from migen import Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from cores.lib.buffers import SkidBuffer
 from cores.lib.counters import add_counters
 from cores.rifl.common import (FC_LAYOUT, L2_LENGTH_BYTES, L2_NET_MAX_PACKET, L2_PACKET_BYTES, SEGMENT_BYTES,
                                holdoff_cycles, payload_bytes)
@@ -57,9 +58,12 @@ class RIFLLineCard(LiteXModule):
 
         self.deframer = deframer = L2Deframer(frame_bits, data_width)
         self.framer = framer = L2Framer(frame_bits, data_width)
+        # The endpoint's slot choice (flow control, replay, window) decides its sink's ready: the skid keeps it
+        # out of the framer's packer (no latency, one beat a cycle).
+        self.skid = skid = SkidBuffer(ep.sink.description)
         self.comb += [
             ep.source.connect(deframer.sink), deframer.source.connect(self.cell_source),
-            self.cell_sink.connect(framer.sink), framer.source.connect(ep.sink),
+            self.cell_sink.connect(framer.sink), framer.source.connect(skid.sink), skid.source.connect(ep.sink),
             self.fc_sink.connect(ep.fc_sink), ep.fc_source.connect(self.fc_source),
         ]
         add_counters(self, LINE_CARD_COUNTERS, {"malformed": deframer.events["malformed"]})
