@@ -16,7 +16,9 @@ def totals(r, names):
 
 @pytest.mark.long
 def test_net_block_errors_and_forced_codeword():
-    model = verilated_rifl.net_block(N)
+    # quick_build: two runs of 50,000 and 40,000 cycles (0.5 CPU-s at -Os) of a model whose -Os build is 48
+    # CPU-s; the same model as the quick soak's (bench_soak), one build for both.
+    model = verilated_rifl.net_block(N, quick_build=True)
     thr = random_thresholds(1e-4, 64)
     forced = 2                                       # host 1 -> switch
     r = verilated_rifl.net_point(model, 30000, 20000, thr, force=(forced, 15000))

@@ -64,15 +64,16 @@ def net_kwargs(n, k):
 
 
 @functools.lru_cache(maxsize=None)
-def _net(n, k):
+def _net(n, k, quick_build=False):
     """The (n, k) network's NetModel, converted once per process (the driver converts it for the digest, and
-    forked workers inherit it)."""
-    return NetModel(one_switch(n), build=False, **net_kwargs(n, k))
+    forked workers inherit it). quick_build (the quick plan's points): sim.verilated's cheaper C++ build, the
+    model of tests/harness/rifl_net.py's net_model for the same network (one build for both)."""
+    return NetModel(one_switch(n), build=False, quick_build=quick_build, **net_kwargs(n, k))
 
 
-def model_for(n, k):
+def model_for(n, k, quick_build=False):
     """The (n, k) network's NetModel, its Verilated model built (once, then from the build cache)."""
-    m = _net(n, k)
+    m = _net(n, k, quick_build)
     m.model.build()
     return m
 
@@ -125,16 +126,17 @@ def _scheduler(n, k):
 
 def _gateware(p):
     """The gateware digest of a point: the network's model and the scheduler's."""
-    return f"{_net(p['n'], p['k']).model.digest}:{_scheduler(p['n'], p['k']).digest}"
+    return f"{_net(p['n'], p['k'], p.get('quick_build', False)).model.digest}:{_scheduler(p['n'], p['k']).digest}"
 
 
-def measure(n, k, load, pattern, size, ber, scale, seed=1):
-    """Task: one point: the whole switch RTL, the scheduler alone and SAFC on one trace."""
+def measure(n, k, load, pattern, size, ber, scale, seed=1, quick_build=False):
+    """Task: one point: the whole switch RTL, the scheduler alone and SAFC on one trace (quick_build: the
+    network's model built with sim.verilated's quick_build)."""
     T = cell_times(n, load, size, scale)
     warm = T // 4
     tr = traffic.generate(n, T, load, pattern, size, seed=seed, exclude_self=True)
     packets, info = trace_packets(tr)
-    m = model_for(n, k)
+    m = model_for(n, k, quick_build)
     events = []
     if ber:
         thr = random_thresholds(ber, FRAME_BITS)
@@ -178,7 +180,8 @@ def plan(quick):
     keys = ("n", "k", "load", "pattern", "size", "ber", "scale")
     if quick:
         pts = [(4, 2, 0.5, "bernoulli", CELL_BYTES, 0, SCALE[4]), (4, 2, 0.99, "bernoulli", CELL_BYTES, 1e-6, SCALE[4])]
-        return [dict(zip(keys, p), seed=1) for p in pts]
+        # quick_build: two points of ~10^4 cycles each, where the model's C++ build is the cost.
+        return [dict(zip(keys, p), seed=1, quick_build=True) for p in pts]
     # The N = 32 model takes ~15 minutes to build: its first point goes first (one worker builds it while the
     # other runs the N = 8 points), the others last.
     pts = [(32, 3, 0.99, "bernoulli", CELL_BYTES, 0, SCALE[32])]

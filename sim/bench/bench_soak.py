@@ -67,9 +67,15 @@ def _rifl_two_clocks(cycles):
                       slips=sum(r[f"{x}_slips"] for x in d))
 
 
+def _quick_build(cycles):
+    """The quick soak's RIFL switch: a short run (10^5 cycles, under a CPU-second) of a model whose C++ build
+    takes ~48 CPU-s at -Os: sim.verilated's quick_build, the model tests/test_rifl_net_soc.py builds."""
+    return cycles <= QUICK_CYCLES
+
+
 def _rifl_switch(cycles):
     from sim.verilated import rifl
-    r = rifl.net_point(rifl.net_block(n=4), cycles, 20000, [NET_BER_THRESHOLD] * 4)
+    r = rifl.net_point(rifl.net_block(n=4, quick_build=_quick_build(cycles)), cycles, 20000, [NET_BER_THRESHOLD] * 4)
     hosts = sorted({k.split("_")[0] for k in r if re.fullmatch(r"h\d+_sent", k)})
     channels = [k for k in r if re.fullmatch(r"c\d+_errors", k)]
     return dict(carried=sum(r[f"{h}_delivered"] for h in hosts), sent=sum(r[f"{h}_sent"] for h in hosts),
@@ -304,7 +310,7 @@ def _gateware(name, cycles):
     return {
         "rifl_link": lambda: rifl.loopback(64, MAX_RTT_CYCLES // 2, build=False).digest,
         "rifl_two_clocks": lambda: rifl.two_clock_link(64, serdes=True, build=False).digest,
-        "rifl_switch": lambda: rifl.net_block(n=4, build=False).digest,
+        "rifl_switch": lambda: rifl.net_block(n=4, build=False, quick_build=_quick_build(cycles)).digest,
         "minisharp": lambda: VerilatedMiniSharp(build=False, **SMALL_CORE).model.digest,
         "sync": lambda: GridSim(*_sync_grid(cycles), n_idents=MAX_IDENTS, value_width=32, hop_latency=5,
                                 build=False).model.digest,

@@ -108,9 +108,9 @@ int main(int argc, char **argv) {
 """
 
 
-def net_block(n=4, frame_bits=64, data_width=64, latency=8, build=True):
+def net_block(n=4, frame_bits=64, data_width=64, latency=8, build=True, quick_build=False):
     """The Verilated model of RIFLNetBlock: run `net_point(model, cycles, drain, thresholds, force=(c, at))`
-    (build=False: its digest only)."""
+    (build=False: its digest only; quick_build: sim.verilated's cheaper C++ build, for runs of ~10^5 cycles)."""
     from cores.rifl.common import CHANNEL_RANDOM_MAX_BITS, NET_CONTROL
     from cores.rifl.soc_block import RIFLNetBlock
     dut = RIFLNetBlock(n, frame_bits, data_width, latency)
@@ -126,7 +126,7 @@ def net_block(n=4, frame_bits=64, data_width=64, latency=8, build=True):
     harness = NET_HARNESS % dict(set_bers=set_bers, prints=prints,
                                  control_on=NET_CONTROL.pack(enable=1, random=1), control_off=NET_CONTROL.pack(random=1))
     return Model(f"rifl_net_block_n{n}_F{frame_bits}", {"rifl_net_block.v": flat_ports(dut, ports, "rifl_net_block")},
-                 "rifl_net_block", harness, build=build)
+                 "rifl_net_block", harness, build=build, quick_build=quick_build)
 
 
 def net_point(model, cycles, drain, thresholds, force=None):

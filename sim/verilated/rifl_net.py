@@ -323,8 +323,8 @@ def _cases(lines):
 
 class NetModel:
     """The Verilated RIFLNetHarness of `topology` (keyword arguments: RIFLNetwork's; build=False: the model's
-    digest only, `model.build()` builds)."""
-    def __init__(self, topology, build=True, **kw):
+    digest only, `model.build()` builds; quick_build: sim.verilated's cheaper C++ build, for short runs)."""
+    def __init__(self, topology, build=True, quick_build=False, **kw):
         self.topology = topology
         self.kw = kw
         dut = RIFLNetHarness(topology, **kw)
@@ -380,7 +380,8 @@ class NetModel:
                                  frame_bits=self.frame_bits, capture=_cases(capture), dlt_l1=PCAP_DLT_L1,
                                  dlt_l2=PCAP_DLT_L2)
         self.model = Model(f"rifl_net_{topology.name}",
-                           {"net.v": flat_ports(dut, ports, "net")}, "net", harness, build=build)
+                           {"net.v": flat_ports(dut, ports, "net")}, "net", harness, build=build,
+                           quick_build=quick_build)
         self.voq_cells = self.node.voq_cells if self.node else None
 
     def run(self, packets, events=(), seed=1, valid_p=1.0, ready_p=1.0, max_cycles=200_000, timeout=None,
