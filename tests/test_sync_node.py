@@ -17,10 +17,15 @@ class SlotModel:
         blank = lambda: {"self": 0, "act": 0, "mode": 0, "err": 0, "acc": 0, "arr": dict.fromkeys(neighbours, 0)}
         self.cur = [dict(blank(), done=0, sent=dict.fromkeys(neighbours, 0)) for _ in range(n)]
         self.nxt = [blank() for _ in range(n)]
+        self.retiring = [0] * n
 
     def retire(self, s):
+        """The slot retires now: it was done with every message sent in the previous cycle."""
+        return self.retiring[s]
+
+    def retire_next(self, s):
         c = self.cur[s]
-        return c["done"] and all(c["sent"][d] for d in self.nb)
+        return int(c["done"] and all(c["sent"][d] for d in self.nb) and not self.retiring[s])
 
     def complete(self, s):
         c = self.cur[s]
@@ -32,6 +37,7 @@ class SlotModel:
 
     def step(self, ok, ident, to_cur, src, merged, cpl, tx):
         retiring = [self.retire(s) for s in range(self.n)]
+        self.retiring = [self.retire_next(s) for s in range(self.n)]
         local = src == len(self.nb)
         for s in range(self.n):
             c, x, hit = self.cur[s], self.nxt[s], ok and ident == s
@@ -61,7 +67,8 @@ class SlotModel:
         out = {"self_": vec(lambda s: self.cur[s]["self"]), "act": vec(lambda s: self.cur[s]["act"]),
                "done": vec(lambda s: self.cur[s]["done"]), "nself": vec(lambda s: self.nxt[s]["self"]),
                "nact": vec(lambda s: self.nxt[s]["act"]), "self_eff": vec(self.self_eff),
-               "complete": vec(self.complete), "retire": vec(self.retire)}
+               "complete": vec(self.complete), "retire": vec(self.retire),
+               "retire_next": vec(self.retire_next)}
         for d in self.nb:
             out[f"arr{d}"] = vec(lambda s: self.cur[s]["arr"][d])
             out[f"narr{d}"] = vec(lambda s: self.nxt[s]["arr"][d])
@@ -74,7 +81,7 @@ class SlotModel:
 
 def _read(slots, neighbours, n):
     out = {}
-    for k in ("self_", "act", "done", "nself", "nact", "self_eff", "complete", "retire"):
+    for k in ("self_", "act", "done", "nself", "nact", "self_eff", "complete", "retire", "retire_next"):
         out[k] = yield getattr(slots, k)
     for d in neighbours:
         out[f"arr{d}"] = yield slots.arr[d]

@@ -16,8 +16,8 @@ from litex.soc.interconnect import stream
 
 from cores.lib.logic import first_set, reduce_and, reduce_or, round_robin
 from cores.sync.common import (DIRS, DIR_NAMES, MAX_IDENTS, IDENT_BITS, MODE_BITS, MODES, MODE_MAX, MODE_UMAX,
-                               MODE_MIN, MODE_OR, MODE_AND, LINK_WIDTH, DEFAULT_VALUE_WIDTH, deps, n_flits,
-                               packet_bits, packet_header, trigger_layout, completion_layout, link_layout)
+                               MODE_MIN, MODE_OR, MODE_AND, LINK_WIDTH, DEFAULT_VALUE_WIDTH, PKT_HEADER_BITS, deps,
+                               n_flits, packet_bits, packet_header, trigger_layout, completion_layout, link_layout)
 
 
 def combine(mode, a, b, width):
@@ -61,8 +61,8 @@ class SyncSlots(LiteXModule):
     * `tx_start[d]` / `tx_ident` (SyncTransmitter): the message towards d of that slot left.
 
     Per-slot conditions (vectors): `self_eff` (own trigger, with the folded lamlet, in), `complete`,
-    `retire` (done and every message sent: the next round becomes current). `bit(vector, index)` reads one
-    slot's flag.
+    `retire` (a register: the slot was done with every message sent in the previous cycle, so the next round
+    becomes current now; `retire_next`: it will next cycle). `bit(vector, index)` reads one slot's flag.
     """
     def __init__(self, neighbours, fold, n_idents, value_width):
         nl, n = len(neighbours), n_idents
@@ -85,14 +85,16 @@ class SyncSlots(LiteXModule):
         self.cpl_taken, self.cpl_ident = Signal(), Signal(IDENT_BITS)
         self.tx_start, self.tx_ident = {d: Signal() for d in neighbours}, Signal(IDENT_BITS)
         self.self_eff, self.complete, self.retire = vec("self_eff"), vec("complete"), vec("retire")
+        self.retire_next = vec("retire_next")
 
         # # #
 
         self.comb += [
             self.self_eff.eq(self.self_ & (self.arr[fold] if fold is not None else Replicate(1, n))),
             self.complete.eq(reduce_and([self.self_] + [self.arr[d] for d in neighbours])),
-            self.retire.eq(reduce_and([self.done] + [self.sent[d] for d in neighbours])),
+            self.retire_next.eq(reduce_and([self.done, ~self.retire] + [self.sent[d] for d in neighbours])),
         ]
+        self.sync += self.retire.eq(self.retire_next)
         # The merge as one-hot slot vectors: hit (any round), into the current / the next round.
         hit, hit_cur, hit_nxt = vec("hit"), vec("hit_cur"), vec("hit_nxt")
         local = Replicate(self.src == nl, n)
@@ -142,10 +144,15 @@ class SyncSlots(LiteXModule):
 class SyncLinkReceiver(LiteXModule):
     """One incoming link: deserializes the flits of a packet (they come on consecutive cycles) into a FIFO
     of 2 n_idents packets (`overflow` pulses when one is lost) and offers its head (the FIFO's, else the
-    packet completing this cycle) with its slot decisions: `valid` when it can be merged now (not two rounds
-    ahead of a slot that still sends, not into a retiring slot), `entry` = head | to_cur | drop. `take`:
-    the selector took the head. `flags(ident)` gives this link's (arrived in cur, arrived in nxt, done,
-    retire) of a slot, from SyncSlots; `busy`: the selector still holds this link's previous packet."""
+    packet completing this cycle; with one-flit packets the FIFO's only) with its slot decisions: `valid`
+    when it can be merged now (not two rounds ahead of a slot that still sends, not into a retiring slot),
+    `entry` = head | to_cur | drop. `take`: the selector took the head.
+
+    The decisions are registered: they are made a cycle ahead for the packet that will be the head, from
+    its header (the FIFO's head, else the first flit of the packet being received) and `flags(ident)`: this
+    link's (arrived in cur, arrived in nxt, done, retiring now or next cycle) of a slot, from SyncSlots.
+    `busy`: the selector took this link's previous packet in one of the last two cycles (its merge is not
+    yet in the flags the decisions were made from)."""
     def __init__(self, rx, flags, busy, n_idents, value_width):
         nf, pb = n_flits(value_width), packet_bits(value_width)
         pkt_h = packet_header(value_width)
@@ -156,17 +163,19 @@ class SyncLinkReceiver(LiteXModule):
 
         # # #
 
+        bypass = nf > 1        # a one-flit packet's header is not known the cycle before it completes
         cnt = Signal(max=max(nf, 2))
         sh = Signal(max((nf - 1) * LINK_WIDTH, 1))
+        hdr = Signal(PKT_HEADER_BITS)         # the first flit's header bits (packets of several flits)
         new, pkt, head = Signal(), Signal(pb), Signal(pb)
         self.fifo = fifo = SyncFIFO(pb, 2 * n_idents, fwft=True)
         self.comb += [
             # the flits of a packet come on consecutive cycles: the last one is due when cnt says so
             new.eq((cnt == nf - 1) if nf > 1 else rx.valid),
             pkt.eq(Cat(sh, rx.data) if nf > 1 else rx.data),
-            head.eq(Mux(fifo.readable, fifo.dout, pkt)),
+            head.eq(Mux(fifo.readable, fifo.dout, pkt) if bypass else fifo.dout),
             fifo.din.eq(pkt),
-            fifo.we.eq(new & ~(self.take & ~fifo.readable)),
+            fifo.we.eq(new & ~(self.take & ~fifo.readable) if bypass else new),
             self.overflow.eq(fifo.we & ~fifo.writable),
             fifo.re.eq(self.take),
         ]
@@ -174,24 +183,33 @@ class SyncLinkReceiver(LiteXModule):
             # (no sh[LINK_WIDTH:] with 2 flits: Migen prints that zero-width slice as the backward 2-bit
             # select sh[9:10] in the Verilog)
             self.sync += If(rx.valid | (cnt != 0),
+                If(cnt == 0, hdr.eq(rx.data)),
                 If(cnt == nf - 1, cnt.eq(0)).Else(cnt.eq(cnt + 1),
                     sh.eq(Cat(sh[LINK_WIDTH:], rx.data) if nf > 2 else rx.data)))
-        ident, mode = pkt_h.field(head, "ident"), pkt_h.field(head, "mode")
-        # Flags of this link's direction in the addressed slot: exact, because the link is never selected
-        # twice in a row (its previous packet has been merged).
+        # The header of next cycle's head: the FIFO's head, else the packet completing now (its first flit
+        # in hdr) or next cycle (its first flit in hdr, or on the wire now with two flits).
+        nxt_hdr = Signal(PKT_HEADER_BITS)
+        self.comb += nxt_hdr.eq(Mux(fifo.readable, fifo.dout, Mux(cnt == 0, rx.data, hdr) if nf > 1 else rx.data))
+        ident, mode = pkt_h.field(nxt_hdr, "ident"), pkt_h.field(nxt_hdr, "mode")
         a_cur, a_nxt, done, ret = flags(ident)
         is_bad = Signal()
-        self.comb += [
-            is_bad.eq(bad(ident, mode, n_idents)),
+        ok, to_cur, drop = Signal(name="dec_ok"), Signal(name="dec_to_cur"), Signal(name="dec_drop")
+        self.comb += is_bad.eq(bad(ident, mode, n_idents))
+        self.sync += [
             # two rounds ahead (the current one is still sending) or the slot retires: wait
-            self.valid.eq((fifo.readable | new) & ~busy & (is_bad | ~((a_cur & a_nxt & done) | ret))),
-            self.entry.eq(Cat(head, ~a_cur, is_bad | (a_cur & a_nxt & ~done))),
+            ok.eq(is_bad | ~((a_cur & a_nxt & done) | ret)),
+            to_cur.eq(~a_cur),
+            drop.eq(is_bad | (a_cur & a_nxt & ~done)),
+        ]
+        self.comb += [
+            self.valid.eq((fifo.readable | (new if bypass else 0)) & ~busy & ok),
+            self.entry.eq(Cat(head, to_cur, drop)),
         ]
 
 
 class SyncSelect(LiteXModule):
-    """Stage 1: a round-robin choice among the links' offers (none while `suppress`), registered with its
-    slot decisions: `valid`, `src` (link index), the packet fields, `to_cur` and `drop`."""
+    """Stage 1: a round-robin choice among the links' offers (none the cycle after `suppress`), registered
+    with its slot decisions: `valid`, `src` (link index), the packet fields, `to_cur` and `drop`."""
     def __init__(self, receivers, value_width):
         nl = len(receivers)
         pb = packet_bits(value_width)
@@ -206,8 +224,9 @@ class SyncSelect(LiteXModule):
 
         if not nl:
             return
-        req = Signal(nl)
-        self.comb += req.eq(Mux(self.suppress, 0, Cat(*[r.valid for r in receivers])))
+        req, suppress_q = Signal(nl), Signal()
+        self.sync += suppress_q.eq(self.suppress)
+        self.comb += req.eq(Mux(suppress_q, 0, Cat(*[r.valid for r in receivers])))
         granted, grant, _ = round_robin(self, req, nl)
         self.comb += [r.take.eq(granted & (grant == i)) for i, r in enumerate(receivers)]
         chosen = pick(self, [r.entry for r in receivers], grant)
@@ -222,7 +241,7 @@ class SyncSelect(LiteXModule):
 class SyncMerge(LiteXModule):
     """Stage 2: merges the selected packet, else the local trigger (`sink`), into its slot: drives the merge
     port of SyncSlots with the combined mode/error/value. A trigger waits while a packet is merged or its
-    slot retires (`suppress` then keeps the selector idle next cycle). Events: `ev_mismatch` (modes
+    slot retires (`suppress` then keeps the selector idle the cycle after next). Events: `ev_mismatch` (modes
     differed), `ev_trigger_drop`, `ev_packet_drop` (a dropped packet; the node adds the links' overflows)."""
     def __init__(self, sink, sel, slots, n_links, n_idents, value_width):
         bit = slots.bit
@@ -387,17 +406,21 @@ class SyncNode(LiteXModule):
         # # #
 
         self.slots = slots = SyncSlots(neighbours, fold, n_idents, value_width)
-        busy = []          # per link: the selector holds this link's packet (set below, once it exists)
+        busy = []          # per link: the selector took this link's packet one or two cycles ago (set below)
         receivers = []
         for i, d in enumerate(neighbours):
             def flags(ident, d=d):
-                return tuple(slots.bit(v, ident) for v in (slots.arr[d], slots.narr[d], slots.done, slots.retire))
+                return tuple(slots.bit(v, ident) for v in (slots.arr[d], slots.narr[d], slots.done,
+                                                           slots.retire | slots.retire_next))
             busy.append(Signal())
             rcv = SyncLinkReceiver(self.rx[d], flags, busy[i], n_idents, value_width)
             setattr(self, f"rx_{DIR_NAMES[d]}_receiver", rcv)
             receivers.append(rcv)
         self.select = sel = SyncSelect(receivers, value_width)
-        self.comb += [busy[i].eq(sel.valid & (sel.src == i)) for i in range(len(neighbours))]
+        for i in range(len(neighbours)):
+            held, held_q = Signal(), Signal()
+            self.comb += [held.eq(sel.valid & (sel.src == i)), busy[i].eq(held | held_q)]
+            self.sync += held_q.eq(held)
         self.merge = merge = SyncMerge(self.sink, sel, slots, len(neighbours), n_idents, value_width)
         self.completion = SyncCompletion(self.source, slots, merge, neighbours, n_idents)
         self.transmitter = SyncTransmitter(self.tx, slots, neighbours, n_idents, value_width)
