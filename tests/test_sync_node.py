@@ -118,7 +118,7 @@ def run_slots(neighbours, fold, n, cycles, seed):
                 yield sig.eq(v)
             yield slots.cpl_taken.eq(cpl is not None)
             yield slots.cpl_ident.eq(cpl or 0)
-            yield slots.tx_ident.eq(tx_ident)
+            yield slots.tx_slot.eq(1 << tx_ident)
             for d in neighbours:
                 yield slots.tx_start[d].eq(tx[d] is not None)
             yield

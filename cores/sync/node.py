@@ -20,20 +20,26 @@ from cores.sync.common import (DIRS, DIR_NAMES, MAX_IDENTS, IDENT_BITS, MODE_BIT
                                n_flits, packet_bits, packet_header, trigger_layout, completion_layout, link_layout)
 
 
-def combine(mode, a, b, width):
-    """Migen expression: a (op mode) b for the six modes."""
-    flip = Signal(width)
-    gt = Signal()
-    out = Signal(width)
-    return out, [
+def combine(module, mode, act, a, b):
+    """A signal: a (op mode) b for the six modes, or b alone when not `act`. Both outcomes of the compare are
+    built from the mode first, so the compare (the carry chain, the slow part) only drives the last 2-to-1
+    multiplexer."""
+    width = len(a)
+    flip, gt = Signal(width), Signal()
+    if_gt, if_le, out = Signal(width), Signal(width), Signal(width)
+    module.comb += [
         flip.eq(Mux((mode == MODE_MAX) | (mode == MODE_MIN), 1 << (width - 1), 0)),
         gt.eq((a ^ flip) > (b ^ flip)),
-        Case(mode, {
-            MODE_MAX: out.eq(Mux(gt, a, b)), MODE_UMAX: out.eq(Mux(gt, a, b)),
-            "default": out.eq(Mux(gt, b, a)),          # min, umin
-            MODE_OR: out.eq(a | b), MODE_AND: out.eq(a & b),
-        }),
+        If(~act,
+            if_gt.eq(b), if_le.eq(b),
+        ).Else(Case(mode, {
+            MODE_MAX: [if_gt.eq(a), if_le.eq(b)], MODE_UMAX: [if_gt.eq(a), if_le.eq(b)],
+            "default": [if_gt.eq(b), if_le.eq(a)],          # min, umin
+            MODE_OR: [if_gt.eq(a | b), if_le.eq(a | b)], MODE_AND: [if_gt.eq(a & b), if_le.eq(a & b)],
+        })),
+        out.eq(Mux(gt, if_gt, if_le)),
     ]
+    return out
 
 
 def pick(module, values, index):
@@ -41,6 +47,14 @@ def pick(module, values, index):
     values = list(values)
     out = Signal(max(len(v) for v in values))
     module.comb += out.eq(Array(values)[index]) if len(values) > 1 else out.eq(values[0])
+    return out
+
+
+def pick_onehot(module, values, onehot):
+    """A signal = the value whose bit of `onehot` is set (0 when none is): an AND-OR, no index decode."""
+    values = list(values)
+    out = Signal(max(len(v) for v in values))
+    module.comb += out.eq(reduce_or([Mux(onehot[i], v, 0) for i, v in enumerate(values)]))
     return out
 
 
@@ -58,7 +72,7 @@ class SyncSlots(LiteXModule):
     * merge port (from SyncMerge): `ok` (a contribution is merged this cycle), `ident`, `to_cur`, `src`
       (link index, or the number of links for the local trigger), `mode`, `err`, `acc` (merged values);
     * `cpl_taken` / `cpl_ident` (SyncCompletion): the completion of that slot was taken;
-    * `tx_start[d]` / `tx_ident` (SyncTransmitter): the message towards d of that slot left.
+    * `tx_start[d]` / `tx_slot` (SyncTransmitter, one-hot): the message towards d of that slot left.
 
     Per-slot conditions (vectors): `self_eff` (own trigger, with the folded lamlet, in), `complete`,
     `retire` (a register: the slot was done with every message sent in the previous cycle, so the next round
@@ -83,7 +97,7 @@ class SyncSlots(LiteXModule):
         self.src = Signal(max=nl + 2)
         self.m_mode, self.m_err, self.m_acc = Signal(MODE_BITS), Signal(), Signal(value_width)
         self.cpl_taken, self.cpl_ident = Signal(), Signal(IDENT_BITS)
-        self.tx_start, self.tx_ident = {d: Signal() for d in neighbours}, Signal(IDENT_BITS)
+        self.tx_start, self.tx_slot = {d: Signal() for d in neighbours}, Signal(n)
         self.self_eff, self.complete, self.retire = vec("self_eff"), vec("complete"), vec("retire")
         self.retire_next = vec("retire_next")
 
@@ -118,7 +132,7 @@ class SyncSlots(LiteXModule):
             *[self.arr[d].eq((r & (self.narr[d] | (hit & links[d]))) | (keep & (self.arr[d] | (hit_cur & links[d]))))
               for d in neighbours],
             *[self.narr[d].eq(keep & (self.narr[d] | (hit_nxt & links[d]))) for d in neighbours],
-            *[self.sent[d].eq((self.sent[d] & keep) | Mux(self.tx_start[d], C(1, n) << self.tx_ident, 0))
+            *[self.sent[d].eq((self.sent[d] & keep) | Mux(self.tx_start[d], self.tx_slot, 0))
               for d in neighbours],
         ]
         merged = (self.m_mode, self.m_err, self.m_acc)
@@ -276,14 +290,12 @@ class SyncMerge(LiteXModule):
         st_nxt = Cat(bit(slots.nact, e_ident), pick(self, slots.values(nxt=True), e_ident))
         t_act, t_err, t_mode, t_acc = Signal(), Signal(), Signal(MODE_BITS), Signal(value_width)
         self.comb += Cat(t_act, t_err, t_mode, t_acc).eq(Mux(e_cur, st_cur, st_nxt))
-        comb_val, comb_stmts = combine(t_mode, t_acc, e_val, value_width)
-        self.comb += comb_stmts
         mism = Signal()
         self.comb += [
             mism.eq(t_act & (t_mode != e_mode)),
             self.m_mode.eq(Mux(t_act, t_mode, e_mode)),
             self.m_err.eq(e_err | (t_act & (t_err | mism))),
-            self.m_acc.eq(Mux(t_act, comb_val, e_val)),
+            self.m_acc.eq(combine(self, t_mode, t_act, t_acc, e_val)),
             self.ev_mismatch.eq(e_ok & mism),
             self.ev_trigger_drop.eq(e_valid & (e_src == local) & e_drop),
             self.ev_packet_drop.eq(e_valid & (e_src != local) & e_drop),
@@ -340,12 +352,13 @@ class SyncTransmitter(LiteXModule):
             need = [slots.arr[o] for o in deps(d) if o in neighbours]
             self.comb += pend[d].eq(reduce_and([slots.self_eff, *need, ~slots.sent[d]]))
         self.comb += wants.eq(reduce_or([Mux(idle[d], pend[d], 0) for d in neighbours]))
-        _, bsel, _ = first_set(self, wants, n_idents)
+        # the builder's slot as a one-hot vector: the packet is an AND-OR of the slots, no index in between
+        _, _, bsel = first_set(self, wants, n_idents)
         pkt_h = packet_header(value_width)
         pad = [C(0, nf * LINK_WIDTH - pb)] if nf * LINK_WIDTH > pb else []
-        pkt = pick(self, [Cat(pkt_h.value(ident=s, mode=slots.mode[s], error=slots.err[s], value=slots.acc[s])[:pb],
-                              *pad) for s in idents], bsel)
-        self.comb += slots.tx_ident.eq(bsel)
+        pkt = pick_onehot(self, [Cat(pkt_h.value(ident=s, mode=slots.mode[s], error=slots.err[s],
+                                                 value=slots.acc[s])[:pb], *pad) for s in idents], bsel)
+        self.comb += slots.tx_slot.eq(bsel)
         for d in neighbours:
             link = tx[d]
             sh = Signal(max((nf - 1) * LINK_WIDTH, 1))
@@ -353,7 +366,7 @@ class SyncTransmitter(LiteXModule):
             start = slots.tx_start[d]
             self.comb += [
                 idle[d].eq(rem == 0),
-                start.eq(idle[d] & slots.bit(pend[d], bsel)),
+                start.eq(idle[d] & (pend[d] & bsel != 0)),
                 link.valid.eq(~idle[d] | start),
                 link.data.eq(Mux(idle[d], pkt[:LINK_WIDTH], sh[:LINK_WIDTH])),
             ]
