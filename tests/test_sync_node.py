@@ -74,8 +74,9 @@ class SlotModel:
             out[f"narr{d}"] = vec(lambda s: self.nxt[s]["arr"][d])
             out[f"sent{d}"] = vec(lambda s: self.cur[s]["sent"][d])
         for s in range(self.n):
-            for k in ("mode", "err", "acc"):
-                out[f"{k}{s}"], out[f"n{k}{s}"] = self.cur[s][k], self.nxt[s][k]
+            for k in ("mode", "err", "acc"):       # the values of a round that is not active mean nothing
+                out[f"{k}{s}"] = self.cur[s][k] if self.cur[s]["act"] else None
+                out[f"n{k}{s}"] = self.nxt[s][k] if self.nxt[s]["act"] else None
         return out
 
 
@@ -87,10 +88,13 @@ def _read(slots, neighbours, n):
         out[f"arr{d}"] = yield slots.arr[d]
         out[f"narr{d}"] = yield slots.narr[d]
         out[f"sent{d}"] = yield slots.sent[d]
+    bank, act, nact = (yield slots.bank), out["act"], out["nact"]
     for s in range(n):
-        for k in ("mode", "err", "acc"):
-            out[f"{k}{s}"] = yield getattr(slots, k)[s]
-            out[f"n{k}{s}"] = yield getattr(slots, "n" + k)[s]
+        for prefix, active, b in (("", act, 0), ("n", nact, 1)):
+            word = yield slots.mem[s | ((bank >> s & 1 ^ b) << slots.ib)]
+            fields = {"err": word & 1, "mode": word >> 1 & 7, "acc": word >> 4}
+            for k in ("mode", "err", "acc"):
+                out[f"{prefix}{k}{s}"] = fields[k] if active >> s & 1 else None
     return out
 
 

@@ -14,7 +14,7 @@ from migen.genlib.fifo import SyncFIFO
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.lib.logic import first_set, reduce_and, reduce_or, round_robin
+from cores.lib.logic import first_set, index_bits, reduce_and, reduce_or, round_robin
 from cores.sync.common import (DIRS, DIR_NAMES, MAX_IDENTS, IDENT_BITS, MODE_BITS, MODES, MODE_MAX, MODE_UMAX,
                                MODE_MIN, MODE_OR, MODE_AND, LINK_WIDTH, DEFAULT_VALUE_WIDTH, PKT_HEADER_BITS, deps,
                                n_flits, packet_bits, packet_header, trigger_layout, completion_layout, link_layout)
@@ -50,24 +50,18 @@ def pick(module, values, index):
     return out
 
 
-def pick_onehot(module, values, onehot):
-    """A signal = the value whose bit of `onehot` is set (0 when none is): an AND-OR, no index decode."""
-    values = list(values)
-    out = Signal(max(len(v) for v in values))
-    module.comb += out.eq(reduce_or([Mux(onehot[i], v, 0) for i, v in enumerate(values)]))
-    return out
-
-
 def bad(ident, mode, n_idents):
     """A trigger or packet that names no slot or no mode."""
     return (ident >= n_idents) | (mode > max(MODES))
 
 
 class SyncSlots(LiteXModule):
-    """The state of every ident, kept as vectors with one bit per slot (so each flag of all slots updates in
-    one operation): the round in progress (`self_`, `act`, `done`, `arr[d]`, `sent[d]`; values `mode[s]`,
-    `err[s]`, `acc[s]`) and the next round, which can start arriving while the current one still sends
-    (`nself`, `nact`, `narr[d]`; `nmode[s]`, `nerr[s]`, `nacc[s]`). Every register is written here:
+    """The state of every ident: flags kept as vectors with one bit per slot (so each flag of all slots
+    updates in one operation) for the round in progress (`self_`, `act`, `done`, `arr[d]`, `sent[d]`) and the
+    next round, which can start arriving while the current one still sends (`nself`, `nact`, `narr[d]`); the
+    values (error, mode, accumulator) of both rounds in a LUT RAM `mem` of two banks, `bank` bit s telling
+    which bank holds slot s's current round (retiring a round flips the bit). `read(index, nxt)` adds an
+    asynchronous read port (a RAM copy) for one consumer. Every flag and the RAM are written here:
 
     * merge port (from SyncMerge): `ok` (a contribution is merged this cycle), `ident`, `to_cur`, `src`
       (link index, or the number of links for the local trigger), `mode`, `err`, `acc` (merged values);
@@ -87,12 +81,9 @@ class SyncSlots(LiteXModule):
         self.arr = {d: vec(f"cur_arr_{DIR_NAMES[d]}") for d in neighbours}
         self.narr = {d: vec(f"nxt_arr_{DIR_NAMES[d]}") for d in neighbours}
         self.sent = {d: vec(f"sent_{DIR_NAMES[d]}") for d in neighbours}
-        self.mode = [Signal(MODE_BITS, name="cur_mode") for _ in idents]
-        self.err = [Signal(name="cur_err") for _ in idents]
-        self.acc = [Signal(value_width, name="cur_acc") for _ in idents]
-        self.nmode = [Signal(MODE_BITS, name="nxt_mode") for _ in idents]
-        self.nerr = [Signal(name="nxt_err") for _ in idents]
-        self.nacc = [Signal(value_width, name="nxt_acc") for _ in idents]
+        self.bank = vec("bank")
+        self.ib = ib = index_bits(n)
+        self.mem = Memory(1 + MODE_BITS + value_width, 2 << ib)      # address: slot | bank << ib
         self.ok, self.ident, self.to_cur = Signal(), Signal(IDENT_BITS), Signal()
         self.src = Signal(max=nl + 2)
         self.m_mode, self.m_err, self.m_acc = Signal(MODE_BITS), Signal(), Signal(value_width)
@@ -135,24 +126,33 @@ class SyncSlots(LiteXModule):
             *[self.sent[d].eq((self.sent[d] & keep) | Mux(self.tx_start[d], self.tx_slot, 0))
               for d in neighbours],
         ]
-        merged = (self.m_mode, self.m_err, self.m_acc)
-        for s in idents:
-            cur, nxt = (self.mode[s], self.err[s], self.acc[s]), (self.nmode[s], self.nerr[s], self.nacc[s])
-            self.sync += [
-                If(r[s], *[c.eq(Mux(hit[s], m, x)) for c, m, x in zip(cur, merged, nxt)]
-                ).Elif(hit_cur[s], *[c.eq(m) for c, m in zip(cur, merged)]),
-                If(keep[s] & hit_nxt[s], *[x.eq(m) for x, m in zip(nxt, merged)]),
-            ]
+        # The merged values go to the addressed round's bank (a retiring slot's: its next round's, the bank that
+        # becomes current as the bit flips).
+        self.specials += self.mem
+        wr = self.mem.get_port(write_capable=True, async_read=True)
+        self.specials += wr
+        self.comb += [
+            wr.adr.eq(Cat(self.ident[:ib],
+                          self.bit(self.bank, self.ident) ^ ~(self.to_cur & ~self.bit(r, self.ident)))),
+            wr.dat_w.eq(Cat(self.m_err, self.m_mode, self.m_acc)),
+            wr.we.eq(self.ok),
+        ]
+        self.sync += self.bank.eq(self.bank ^ r)
 
     @staticmethod
     def bit(vector, index):
         """Flag `index` of a slot vector (0 for an index past the slots)."""
         return (vector >> index)[0]
 
-    def values(self, nxt=False):
-        """(err, mode, acc) of every slot (current or next round), for `pick`."""
-        err, mode, acc = (self.nerr, self.nmode, self.nacc) if nxt else (self.err, self.mode, self.acc)
-        return [Cat(e, m, a) for e, m, a in zip(err, mode, acc)]
+    def read(self, index, nxt=0, onehot=None):
+        """Cat(err, mode, acc) of slot `index`'s current round (next round when `nxt`), through a read port of
+        its own (the RAM is copied per port). `onehot`: the slot also as a one-hot vector (the bank bit is then
+        an AND-OR beside the index, not a look-up after it)."""
+        port = self.mem.get_port(async_read=True)
+        self.specials += port
+        b = self.bit(self.bank, index) if onehot is None else (self.bank & onehot) != 0
+        self.comb += port.adr.eq(Cat(index[:self.ib], b ^ nxt))
+        return port.dat_r
 
 
 class SyncLinkReceiver(LiteXModule):
@@ -286,10 +286,11 @@ class SyncMerge(LiteXModule):
             ),
             e_ok.eq(e_valid & ~e_drop),
         ]
-        st_cur = Cat(bit(slots.act, e_ident), pick(self, slots.values(), e_ident))
-        st_nxt = Cat(bit(slots.nact, e_ident), pick(self, slots.values(nxt=True), e_ident))
         t_act, t_err, t_mode, t_acc = Signal(), Signal(), Signal(MODE_BITS), Signal(value_width)
-        self.comb += Cat(t_act, t_err, t_mode, t_acc).eq(Mux(e_cur, st_cur, st_nxt))
+        self.comb += [
+            t_act.eq(Mux(e_cur, bit(slots.act, e_ident), bit(slots.nact, e_ident))),
+            Cat(t_err, t_mode, t_acc).eq(slots.read(e_ident, ~e_cur)),
+        ]
         mism = Signal()
         self.comb += [
             mism.eq(t_act & (t_mode != e_mode)),
@@ -323,7 +324,7 @@ class SyncCompletion(LiteXModule):
             use_fresh.eq(fresh & (cand == 0)),
             sel.eq(Mux(locked, sel_q, Mux(cand != 0, pe, merge.e_ident))),
         ]
-        held = pick(self, slots.values(), sel)
+        held = slots.read(sel)
         self.comb += [
             source.valid.eq((cand != 0) | fresh), source.ident.eq(sel),
             Cat(source.error, source.mode, source.value).eq(
@@ -353,12 +354,16 @@ class SyncTransmitter(LiteXModule):
             self.comb += pend[d].eq(reduce_and([slots.self_eff, *need, ~slots.sent[d]]))
         self.comb += wants.eq(reduce_or([Mux(idle[d], pend[d], 0) for d in neighbours]))
         # the builder's slot as a one-hot vector: the packet is an AND-OR of the slots, no index in between
-        _, _, bsel = first_set(self, wants, n_idents)
+        _, bidx, bsel = first_set(self, wants, n_idents)
         pkt_h = packet_header(value_width)
         pad = [C(0, nf * LINK_WIDTH - pb)] if nf * LINK_WIDTH > pb else []
-        pkt = pick_onehot(self, [Cat(pkt_h.value(ident=s, mode=slots.mode[s], error=slots.err[s],
-                                                 value=slots.acc[s])[:pb], *pad) for s in idents], bsel)
-        self.comb += slots.tx_slot.eq(bsel)
+        b_err, b_mode, b_acc = Signal(), Signal(MODE_BITS), Signal(value_width)
+        pkt = Signal(nf * LINK_WIDTH)
+        self.comb += [
+            Cat(b_err, b_mode, b_acc).eq(slots.read(bidx, onehot=bsel)),
+            pkt.eq(Cat(pkt_h.value(ident=bidx, mode=b_mode, error=b_err, value=b_acc)[:pb], *pad)),
+            slots.tx_slot.eq(bsel),
+        ]
         for d in neighbours:
             link = tx[d]
             sh = Signal(max((nf - 1) * LINK_WIDTH, 1))
