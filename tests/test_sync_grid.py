@@ -138,7 +138,7 @@ def test_bad_parameters():
     (2, 2, 8, 32, 2, True, 5, 3),
     (3, 2, 4, 16, 3, True, 6, 4),
     (1, 4, 3, 8, 2, False, 3, 5),
-    (3, 3, 2, 3, 2, True, 2, 8),         # 3-bit values: one-flit packets
+    (3, 3, 2, 3, 2, True, 3, 8),         # 3-bit values: one-flit packets (3 cycles a hop)
 ])
 def test_random_synchronizations(w, h, n_idents, vw, rounds, lamlet, hop, seed):
     rng = random.Random(seed)

@@ -17,10 +17,15 @@ class SlotModel:
         blank = lambda: {"self": 0, "act": 0, "mode": 0, "err": 0, "acc": 0, "arr": dict.fromkeys(neighbours, 0)}
         self.cur = [dict(blank(), done=0, sent=dict.fromkeys(neighbours, 0)) for _ in range(n)]
         self.nxt = [blank() for _ in range(n)]
+        self.retiring = [0] * n
 
     def retire(self, s):
+        """The slot retires now: it was done with every message sent in the previous cycle."""
+        return self.retiring[s]
+
+    def retire_next(self, s):
         c = self.cur[s]
-        return c["done"] and all(c["sent"][d] for d in self.nb)
+        return int(c["done"] and all(c["sent"][d] for d in self.nb) and not self.retiring[s])
 
     def complete(self, s):
         c = self.cur[s]
@@ -32,6 +37,7 @@ class SlotModel:
 
     def step(self, ok, ident, to_cur, src, merged, cpl, tx):
         retiring = [self.retire(s) for s in range(self.n)]
+        self.retiring = [self.retire_next(s) for s in range(self.n)]
         local = src == len(self.nb)
         for s in range(self.n):
             c, x, hit = self.cur[s], self.nxt[s], ok and ident == s
@@ -61,29 +67,34 @@ class SlotModel:
         out = {"self_": vec(lambda s: self.cur[s]["self"]), "act": vec(lambda s: self.cur[s]["act"]),
                "done": vec(lambda s: self.cur[s]["done"]), "nself": vec(lambda s: self.nxt[s]["self"]),
                "nact": vec(lambda s: self.nxt[s]["act"]), "self_eff": vec(self.self_eff),
-               "complete": vec(self.complete), "retire": vec(self.retire)}
+               "complete": vec(self.complete), "retire": vec(self.retire),
+               "retire_next": vec(self.retire_next)}
         for d in self.nb:
             out[f"arr{d}"] = vec(lambda s: self.cur[s]["arr"][d])
             out[f"narr{d}"] = vec(lambda s: self.nxt[s]["arr"][d])
             out[f"sent{d}"] = vec(lambda s: self.cur[s]["sent"][d])
         for s in range(self.n):
-            for k in ("mode", "err", "acc"):
-                out[f"{k}{s}"], out[f"n{k}{s}"] = self.cur[s][k], self.nxt[s][k]
+            for k in ("mode", "err", "acc"):       # the values of a round that is not active mean nothing
+                out[f"{k}{s}"] = self.cur[s][k] if self.cur[s]["act"] else None
+                out[f"n{k}{s}"] = self.nxt[s][k] if self.nxt[s]["act"] else None
         return out
 
 
 def _read(slots, neighbours, n):
     out = {}
-    for k in ("self_", "act", "done", "nself", "nact", "self_eff", "complete", "retire"):
+    for k in ("self_", "act", "done", "nself", "nact", "self_eff", "complete", "retire", "retire_next"):
         out[k] = yield getattr(slots, k)
     for d in neighbours:
         out[f"arr{d}"] = yield slots.arr[d]
         out[f"narr{d}"] = yield slots.narr[d]
         out[f"sent{d}"] = yield slots.sent[d]
+    bank, act, nact = (yield slots.bank), out["act"], out["nact"]
     for s in range(n):
-        for k in ("mode", "err", "acc"):
-            out[f"{k}{s}"] = yield getattr(slots, k)[s]
-            out[f"n{k}{s}"] = yield getattr(slots, "n" + k)[s]
+        for prefix, active, b in (("", act, 0), ("n", nact, 1)):
+            word = yield slots.mem[s | ((bank >> s & 1 ^ b) << slots.ib)]
+            fields = {"err": word & 1, "mode": word >> 1 & 7, "acc": word >> 4}
+            for k in ("mode", "err", "acc"):
+                out[f"{prefix}{k}{s}"] = fields[k] if active >> s & 1 else None
     return out
 
 
@@ -111,7 +122,7 @@ def run_slots(neighbours, fold, n, cycles, seed):
                 yield sig.eq(v)
             yield slots.cpl_taken.eq(cpl is not None)
             yield slots.cpl_ident.eq(cpl or 0)
-            yield slots.tx_ident.eq(tx_ident)
+            yield slots.tx_slot.eq(1 << tx_ident)
             for d in neighbours:
                 yield slots.tx_start[d].eq(tx[d] is not None)
             yield

@@ -79,7 +79,7 @@ def test_latency_is_hops_times_five(sim, last):
     assert measure(sim, last) == analytic(sim.width, sim.height, last, 5)
 
 
-@pytest.mark.parametrize("vw,hop", [(3, 2), (8, 3), (13, 5), (16, 4)])
+@pytest.mark.parametrize("vw,hop", [(3, 3), (8, 3), (13, 5), (16, 4)])
 def test_packet_lengths(vw, hop):
     """1-, 2- and 3-flit packets (value widths 3, 8/13, 16) through a small grid in Verilator. Regression: with
     2 flits the 10-bit flit shift registers were updated from a zero-width slice `sh[10:]`, which Migen's

@@ -80,8 +80,9 @@ def n_flits(value_width, link_width=LINK_WIDTH):
 
 
 def min_hop_latency(value_width, link_width=LINK_WIDTH):
-    """Fewest cycles per hop: the flits of a packet, plus the cycle the receiver needs to merge it."""
-    return n_flits(value_width, link_width) + 1
+    """Fewest cycles per hop: the flits of a packet, plus the cycle the receiver needs to merge it (a one-flit
+    packet waits one more: the receiver decides a packet's slot from its header a cycle before offering it)."""
+    return max(n_flits(value_width, link_width), 2) + 1
 
 
 def packet_header(value_width):

@@ -14,26 +14,32 @@ from migen.genlib.fifo import SyncFIFO
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.lib.logic import first_set, reduce_and, reduce_or, round_robin
+from cores.lib.logic import first_set, index_bits, reduce_and, reduce_or, round_robin
 from cores.sync.common import (DIRS, DIR_NAMES, MAX_IDENTS, IDENT_BITS, MODE_BITS, MODES, MODE_MAX, MODE_UMAX,
-                               MODE_MIN, MODE_OR, MODE_AND, LINK_WIDTH, DEFAULT_VALUE_WIDTH, deps, n_flits,
-                               packet_bits, packet_header, trigger_layout, completion_layout, link_layout)
+                               MODE_MIN, MODE_OR, MODE_AND, LINK_WIDTH, DEFAULT_VALUE_WIDTH, PKT_HEADER_BITS, deps,
+                               n_flits, packet_bits, packet_header, trigger_layout, completion_layout, link_layout)
 
 
-def combine(mode, a, b, width):
-    """Migen expression: a (op mode) b for the six modes."""
-    flip = Signal(width)
-    gt = Signal()
-    out = Signal(width)
-    return out, [
+def combine(module, mode, act, a, b):
+    """A signal: a (op mode) b for the six modes, or b alone when not `act`. Both outcomes of the compare are
+    built from the mode first, so the compare (the carry chain, the slow part) only drives the last 2-to-1
+    multiplexer."""
+    width = len(a)
+    flip, gt = Signal(width), Signal()
+    if_gt, if_le, out = Signal(width), Signal(width), Signal(width)
+    module.comb += [
         flip.eq(Mux((mode == MODE_MAX) | (mode == MODE_MIN), 1 << (width - 1), 0)),
         gt.eq((a ^ flip) > (b ^ flip)),
-        Case(mode, {
-            MODE_MAX: out.eq(Mux(gt, a, b)), MODE_UMAX: out.eq(Mux(gt, a, b)),
-            "default": out.eq(Mux(gt, b, a)),          # min, umin
-            MODE_OR: out.eq(a | b), MODE_AND: out.eq(a & b),
-        }),
+        If(~act,
+            if_gt.eq(b), if_le.eq(b),
+        ).Else(Case(mode, {
+            MODE_MAX: [if_gt.eq(a), if_le.eq(b)], MODE_UMAX: [if_gt.eq(a), if_le.eq(b)],
+            "default": [if_gt.eq(b), if_le.eq(a)],          # min, umin
+            MODE_OR: [if_gt.eq(a | b), if_le.eq(a | b)], MODE_AND: [if_gt.eq(a & b), if_le.eq(a & b)],
+        })),
+        out.eq(Mux(gt, if_gt, if_le)),
     ]
+    return out
 
 
 def pick(module, values, index):
@@ -50,19 +56,21 @@ def bad(ident, mode, n_idents):
 
 
 class SyncSlots(LiteXModule):
-    """The state of every ident, kept as vectors with one bit per slot (so each flag of all slots updates in
-    one operation): the round in progress (`self_`, `act`, `done`, `arr[d]`, `sent[d]`; values `mode[s]`,
-    `err[s]`, `acc[s]`) and the next round, which can start arriving while the current one still sends
-    (`nself`, `nact`, `narr[d]`; `nmode[s]`, `nerr[s]`, `nacc[s]`). Every register is written here:
+    """The state of every ident: flags kept as vectors with one bit per slot (so each flag of all slots
+    updates in one operation) for the round in progress (`self_`, `act`, `done`, `arr[d]`, `sent[d]`) and the
+    next round, which can start arriving while the current one still sends (`nself`, `nact`, `narr[d]`); the
+    values (error, mode, accumulator) of both rounds in a LUT RAM `mem` of two banks, `bank` bit s telling
+    which bank holds slot s's current round (retiring a round flips the bit). `read(index, nxt)` adds an
+    asynchronous read port (a RAM copy) for one consumer. Every flag and the RAM are written here:
 
     * merge port (from SyncMerge): `ok` (a contribution is merged this cycle), `ident`, `to_cur`, `src`
       (link index, or the number of links for the local trigger), `mode`, `err`, `acc` (merged values);
     * `cpl_taken` / `cpl_ident` (SyncCompletion): the completion of that slot was taken;
-    * `tx_start[d]` / `tx_ident` (SyncTransmitter): the message towards d of that slot left.
+    * `tx_start[d]` / `tx_slot` (SyncTransmitter, one-hot): the message towards d of that slot left.
 
     Per-slot conditions (vectors): `self_eff` (own trigger, with the folded lamlet, in), `complete`,
-    `retire` (done and every message sent: the next round becomes current). `bit(vector, index)` reads one
-    slot's flag.
+    `retire` (a register: the slot was done with every message sent in the previous cycle, so the next round
+    becomes current now; `retire_next`: it will next cycle). `bit(vector, index)` reads one slot's flag.
     """
     def __init__(self, neighbours, fold, n_idents, value_width):
         nl, n = len(neighbours), n_idents
@@ -73,26 +81,25 @@ class SyncSlots(LiteXModule):
         self.arr = {d: vec(f"cur_arr_{DIR_NAMES[d]}") for d in neighbours}
         self.narr = {d: vec(f"nxt_arr_{DIR_NAMES[d]}") for d in neighbours}
         self.sent = {d: vec(f"sent_{DIR_NAMES[d]}") for d in neighbours}
-        self.mode = [Signal(MODE_BITS, name="cur_mode") for _ in idents]
-        self.err = [Signal(name="cur_err") for _ in idents]
-        self.acc = [Signal(value_width, name="cur_acc") for _ in idents]
-        self.nmode = [Signal(MODE_BITS, name="nxt_mode") for _ in idents]
-        self.nerr = [Signal(name="nxt_err") for _ in idents]
-        self.nacc = [Signal(value_width, name="nxt_acc") for _ in idents]
+        self.bank = vec("bank")
+        self.ib = ib = index_bits(n)
+        self.mem = Memory(1 + MODE_BITS + value_width, 2 << ib)      # address: slot | bank << ib
         self.ok, self.ident, self.to_cur = Signal(), Signal(IDENT_BITS), Signal()
         self.src = Signal(max=nl + 2)
         self.m_mode, self.m_err, self.m_acc = Signal(MODE_BITS), Signal(), Signal(value_width)
         self.cpl_taken, self.cpl_ident = Signal(), Signal(IDENT_BITS)
-        self.tx_start, self.tx_ident = {d: Signal() for d in neighbours}, Signal(IDENT_BITS)
+        self.tx_start, self.tx_slot = {d: Signal() for d in neighbours}, Signal(n)
         self.self_eff, self.complete, self.retire = vec("self_eff"), vec("complete"), vec("retire")
+        self.retire_next = vec("retire_next")
 
         # # #
 
         self.comb += [
             self.self_eff.eq(self.self_ & (self.arr[fold] if fold is not None else Replicate(1, n))),
             self.complete.eq(reduce_and([self.self_] + [self.arr[d] for d in neighbours])),
-            self.retire.eq(reduce_and([self.done] + [self.sent[d] for d in neighbours])),
+            self.retire_next.eq(reduce_and([self.done, ~self.retire] + [self.sent[d] for d in neighbours])),
         ]
+        self.sync += self.retire.eq(self.retire_next)
         # The merge as one-hot slot vectors: hit (any round), into the current / the next round.
         hit, hit_cur, hit_nxt = vec("hit"), vec("hit_cur"), vec("hit_nxt")
         local = Replicate(self.src == nl, n)
@@ -116,36 +123,50 @@ class SyncSlots(LiteXModule):
             *[self.arr[d].eq((r & (self.narr[d] | (hit & links[d]))) | (keep & (self.arr[d] | (hit_cur & links[d]))))
               for d in neighbours],
             *[self.narr[d].eq(keep & (self.narr[d] | (hit_nxt & links[d]))) for d in neighbours],
-            *[self.sent[d].eq((self.sent[d] & keep) | Mux(self.tx_start[d], C(1, n) << self.tx_ident, 0))
+            *[self.sent[d].eq((self.sent[d] & keep) | Mux(self.tx_start[d], self.tx_slot, 0))
               for d in neighbours],
         ]
-        merged = (self.m_mode, self.m_err, self.m_acc)
-        for s in idents:
-            cur, nxt = (self.mode[s], self.err[s], self.acc[s]), (self.nmode[s], self.nerr[s], self.nacc[s])
-            self.sync += [
-                If(r[s], *[c.eq(Mux(hit[s], m, x)) for c, m, x in zip(cur, merged, nxt)]
-                ).Elif(hit_cur[s], *[c.eq(m) for c, m in zip(cur, merged)]),
-                If(keep[s] & hit_nxt[s], *[x.eq(m) for x, m in zip(nxt, merged)]),
-            ]
+        # The merged values go to the addressed round's bank (a retiring slot's: its next round's, the bank that
+        # becomes current as the bit flips).
+        self.specials += self.mem
+        wr = self.mem.get_port(write_capable=True, async_read=True)
+        self.specials += wr
+        self.comb += [
+            wr.adr.eq(Cat(self.ident[:ib],
+                          self.bit(self.bank, self.ident) ^ ~(self.to_cur & ~self.bit(r, self.ident)))),
+            wr.dat_w.eq(Cat(self.m_err, self.m_mode, self.m_acc)),
+            wr.we.eq(self.ok),
+        ]
+        self.sync += self.bank.eq(self.bank ^ r)
 
     @staticmethod
     def bit(vector, index):
         """Flag `index` of a slot vector (0 for an index past the slots)."""
         return (vector >> index)[0]
 
-    def values(self, nxt=False):
-        """(err, mode, acc) of every slot (current or next round), for `pick`."""
-        err, mode, acc = (self.nerr, self.nmode, self.nacc) if nxt else (self.err, self.mode, self.acc)
-        return [Cat(e, m, a) for e, m, a in zip(err, mode, acc)]
+    def read(self, index, nxt=0, onehot=None):
+        """Cat(err, mode, acc) of slot `index`'s current round (next round when `nxt`), through a read port of
+        its own (the RAM is copied per port). `onehot`: the slot also as a one-hot vector (the bank bit is then
+        an AND-OR beside the index, not a look-up after it)."""
+        port = self.mem.get_port(async_read=True)
+        self.specials += port
+        b = self.bit(self.bank, index) if onehot is None else (self.bank & onehot) != 0
+        self.comb += port.adr.eq(Cat(index[:self.ib], b ^ nxt))
+        return port.dat_r
 
 
 class SyncLinkReceiver(LiteXModule):
     """One incoming link: deserializes the flits of a packet (they come on consecutive cycles) into a FIFO
     of 2 n_idents packets (`overflow` pulses when one is lost) and offers its head (the FIFO's, else the
-    packet completing this cycle) with its slot decisions: `valid` when it can be merged now (not two rounds
-    ahead of a slot that still sends, not into a retiring slot), `entry` = head | to_cur | drop. `take`:
-    the selector took the head. `flags(ident)` gives this link's (arrived in cur, arrived in nxt, done,
-    retire) of a slot, from SyncSlots; `busy`: the selector still holds this link's previous packet."""
+    packet completing this cycle; with one-flit packets the FIFO's only) with its slot decisions: `valid`
+    when it can be merged now (not two rounds ahead of a slot that still sends, not into a retiring slot),
+    `entry` = head | to_cur | drop. `take`: the selector took the head.
+
+    The decisions are registered: they are made a cycle ahead for the packet that will be the head, from
+    its header (the FIFO's head, else the first flit of the packet being received) and `flags(ident)`: this
+    link's (arrived in cur, arrived in nxt, done, retiring now or next cycle) of a slot, from SyncSlots.
+    `busy`: the selector took this link's previous packet in one of the last two cycles (its merge is not
+    yet in the flags the decisions were made from)."""
     def __init__(self, rx, flags, busy, n_idents, value_width):
         nf, pb = n_flits(value_width), packet_bits(value_width)
         pkt_h = packet_header(value_width)
@@ -156,17 +177,19 @@ class SyncLinkReceiver(LiteXModule):
 
         # # #
 
+        bypass = nf > 1        # a one-flit packet's header is not known the cycle before it completes
         cnt = Signal(max=max(nf, 2))
         sh = Signal(max((nf - 1) * LINK_WIDTH, 1))
+        hdr = Signal(PKT_HEADER_BITS)         # the first flit's header bits (packets of several flits)
         new, pkt, head = Signal(), Signal(pb), Signal(pb)
         self.fifo = fifo = SyncFIFO(pb, 2 * n_idents, fwft=True)
         self.comb += [
             # the flits of a packet come on consecutive cycles: the last one is due when cnt says so
             new.eq((cnt == nf - 1) if nf > 1 else rx.valid),
             pkt.eq(Cat(sh, rx.data) if nf > 1 else rx.data),
-            head.eq(Mux(fifo.readable, fifo.dout, pkt)),
+            head.eq(Mux(fifo.readable, fifo.dout, pkt) if bypass else fifo.dout),
             fifo.din.eq(pkt),
-            fifo.we.eq(new & ~(self.take & ~fifo.readable)),
+            fifo.we.eq(new & ~(self.take & ~fifo.readable) if bypass else new),
             self.overflow.eq(fifo.we & ~fifo.writable),
             fifo.re.eq(self.take),
         ]
@@ -174,24 +197,33 @@ class SyncLinkReceiver(LiteXModule):
             # (no sh[LINK_WIDTH:] with 2 flits: Migen prints that zero-width slice as the backward 2-bit
             # select sh[9:10] in the Verilog)
             self.sync += If(rx.valid | (cnt != 0),
+                If(cnt == 0, hdr.eq(rx.data)),
                 If(cnt == nf - 1, cnt.eq(0)).Else(cnt.eq(cnt + 1),
                     sh.eq(Cat(sh[LINK_WIDTH:], rx.data) if nf > 2 else rx.data)))
-        ident, mode = pkt_h.field(head, "ident"), pkt_h.field(head, "mode")
-        # Flags of this link's direction in the addressed slot: exact, because the link is never selected
-        # twice in a row (its previous packet has been merged).
+        # The header of next cycle's head: the FIFO's head, else the packet completing now (its first flit
+        # in hdr) or next cycle (its first flit in hdr, or on the wire now with two flits).
+        nxt_hdr = Signal(PKT_HEADER_BITS)
+        self.comb += nxt_hdr.eq(Mux(fifo.readable, fifo.dout, Mux(cnt == 0, rx.data, hdr) if nf > 1 else rx.data))
+        ident, mode = pkt_h.field(nxt_hdr, "ident"), pkt_h.field(nxt_hdr, "mode")
         a_cur, a_nxt, done, ret = flags(ident)
         is_bad = Signal()
-        self.comb += [
-            is_bad.eq(bad(ident, mode, n_idents)),
+        ok, to_cur, drop = Signal(name="dec_ok"), Signal(name="dec_to_cur"), Signal(name="dec_drop")
+        self.comb += is_bad.eq(bad(ident, mode, n_idents))
+        self.sync += [
             # two rounds ahead (the current one is still sending) or the slot retires: wait
-            self.valid.eq((fifo.readable | new) & ~busy & (is_bad | ~((a_cur & a_nxt & done) | ret))),
-            self.entry.eq(Cat(head, ~a_cur, is_bad | (a_cur & a_nxt & ~done))),
+            ok.eq(is_bad | ~((a_cur & a_nxt & done) | ret)),
+            to_cur.eq(~a_cur),
+            drop.eq(is_bad | (a_cur & a_nxt & ~done)),
+        ]
+        self.comb += [
+            self.valid.eq((fifo.readable | (new if bypass else 0)) & ~busy & ok),
+            self.entry.eq(Cat(head, to_cur, drop)),
         ]
 
 
 class SyncSelect(LiteXModule):
-    """Stage 1: a round-robin choice among the links' offers (none while `suppress`), registered with its
-    slot decisions: `valid`, `src` (link index), the packet fields, `to_cur` and `drop`."""
+    """Stage 1: a round-robin choice among the links' offers (none the cycle after `suppress`), registered
+    with its slot decisions: `valid`, `src` (link index), the packet fields, `to_cur` and `drop`."""
     def __init__(self, receivers, value_width):
         nl = len(receivers)
         pb = packet_bits(value_width)
@@ -206,8 +238,9 @@ class SyncSelect(LiteXModule):
 
         if not nl:
             return
-        req = Signal(nl)
-        self.comb += req.eq(Mux(self.suppress, 0, Cat(*[r.valid for r in receivers])))
+        req, suppress_q = Signal(nl), Signal()
+        self.sync += suppress_q.eq(self.suppress)
+        self.comb += req.eq(Mux(suppress_q, 0, Cat(*[r.valid for r in receivers])))
         granted, grant, _ = round_robin(self, req, nl)
         self.comb += [r.take.eq(granted & (grant == i)) for i, r in enumerate(receivers)]
         chosen = pick(self, [r.entry for r in receivers], grant)
@@ -222,7 +255,7 @@ class SyncSelect(LiteXModule):
 class SyncMerge(LiteXModule):
     """Stage 2: merges the selected packet, else the local trigger (`sink`), into its slot: drives the merge
     port of SyncSlots with the combined mode/error/value. A trigger waits while a packet is merged or its
-    slot retires (`suppress` then keeps the selector idle next cycle). Events: `ev_mismatch` (modes
+    slot retires (`suppress` then keeps the selector idle the cycle after next). Events: `ev_mismatch` (modes
     differed), `ev_trigger_drop`, `ev_packet_drop` (a dropped packet; the node adds the links' overflows)."""
     def __init__(self, sink, sel, slots, n_links, n_idents, value_width):
         bit = slots.bit
@@ -253,18 +286,17 @@ class SyncMerge(LiteXModule):
             ),
             e_ok.eq(e_valid & ~e_drop),
         ]
-        st_cur = Cat(bit(slots.act, e_ident), pick(self, slots.values(), e_ident))
-        st_nxt = Cat(bit(slots.nact, e_ident), pick(self, slots.values(nxt=True), e_ident))
         t_act, t_err, t_mode, t_acc = Signal(), Signal(), Signal(MODE_BITS), Signal(value_width)
-        self.comb += Cat(t_act, t_err, t_mode, t_acc).eq(Mux(e_cur, st_cur, st_nxt))
-        comb_val, comb_stmts = combine(t_mode, t_acc, e_val, value_width)
-        self.comb += comb_stmts
+        self.comb += [
+            t_act.eq(Mux(e_cur, bit(slots.act, e_ident), bit(slots.nact, e_ident))),
+            Cat(t_err, t_mode, t_acc).eq(slots.read(e_ident, ~e_cur)),
+        ]
         mism = Signal()
         self.comb += [
             mism.eq(t_act & (t_mode != e_mode)),
             self.m_mode.eq(Mux(t_act, t_mode, e_mode)),
             self.m_err.eq(e_err | (t_act & (t_err | mism))),
-            self.m_acc.eq(Mux(t_act, comb_val, e_val)),
+            self.m_acc.eq(combine(self, t_mode, t_act, t_acc, e_val)),
             self.ev_mismatch.eq(e_ok & mism),
             self.ev_trigger_drop.eq(e_valid & (e_src == local) & e_drop),
             self.ev_packet_drop.eq(e_valid & (e_src != local) & e_drop),
@@ -292,7 +324,7 @@ class SyncCompletion(LiteXModule):
             use_fresh.eq(fresh & (cand == 0)),
             sel.eq(Mux(locked, sel_q, Mux(cand != 0, pe, merge.e_ident))),
         ]
-        held = pick(self, slots.values(), sel)
+        held = slots.read(sel)
         self.comb += [
             source.valid.eq((cand != 0) | fresh), source.ident.eq(sel),
             Cat(source.error, source.mode, source.value).eq(
@@ -321,12 +353,17 @@ class SyncTransmitter(LiteXModule):
             need = [slots.arr[o] for o in deps(d) if o in neighbours]
             self.comb += pend[d].eq(reduce_and([slots.self_eff, *need, ~slots.sent[d]]))
         self.comb += wants.eq(reduce_or([Mux(idle[d], pend[d], 0) for d in neighbours]))
-        _, bsel, _ = first_set(self, wants, n_idents)
+        # the builder's slot as a one-hot vector: the packet is an AND-OR of the slots, no index in between
+        _, bidx, bsel = first_set(self, wants, n_idents)
         pkt_h = packet_header(value_width)
         pad = [C(0, nf * LINK_WIDTH - pb)] if nf * LINK_WIDTH > pb else []
-        pkt = pick(self, [Cat(pkt_h.value(ident=s, mode=slots.mode[s], error=slots.err[s], value=slots.acc[s])[:pb],
-                              *pad) for s in idents], bsel)
-        self.comb += slots.tx_ident.eq(bsel)
+        b_err, b_mode, b_acc = Signal(), Signal(MODE_BITS), Signal(value_width)
+        pkt = Signal(nf * LINK_WIDTH)
+        self.comb += [
+            Cat(b_err, b_mode, b_acc).eq(slots.read(bidx, onehot=bsel)),
+            pkt.eq(Cat(pkt_h.value(ident=bidx, mode=b_mode, error=b_err, value=b_acc)[:pb], *pad)),
+            slots.tx_slot.eq(bsel),
+        ]
         for d in neighbours:
             link = tx[d]
             sh = Signal(max((nf - 1) * LINK_WIDTH, 1))
@@ -334,7 +371,7 @@ class SyncTransmitter(LiteXModule):
             start = slots.tx_start[d]
             self.comb += [
                 idle[d].eq(rem == 0),
-                start.eq(idle[d] & slots.bit(pend[d], bsel)),
+                start.eq(idle[d] & (pend[d] & bsel != 0)),
                 link.valid.eq(~idle[d] | start),
                 link.data.eq(Mux(idle[d], pkt[:LINK_WIDTH], sh[:LINK_WIDTH])),
             ]
@@ -387,17 +424,21 @@ class SyncNode(LiteXModule):
         # # #
 
         self.slots = slots = SyncSlots(neighbours, fold, n_idents, value_width)
-        busy = []          # per link: the selector holds this link's packet (set below, once it exists)
+        busy = []          # per link: the selector took this link's packet one or two cycles ago (set below)
         receivers = []
         for i, d in enumerate(neighbours):
             def flags(ident, d=d):
-                return tuple(slots.bit(v, ident) for v in (slots.arr[d], slots.narr[d], slots.done, slots.retire))
+                return tuple(slots.bit(v, ident) for v in (slots.arr[d], slots.narr[d], slots.done,
+                                                           slots.retire | slots.retire_next))
             busy.append(Signal())
             rcv = SyncLinkReceiver(self.rx[d], flags, busy[i], n_idents, value_width)
             setattr(self, f"rx_{DIR_NAMES[d]}_receiver", rcv)
             receivers.append(rcv)
         self.select = sel = SyncSelect(receivers, value_width)
-        self.comb += [busy[i].eq(sel.valid & (sel.src == i)) for i in range(len(neighbours))]
+        for i in range(len(neighbours)):
+            held, held_q = Signal(), Signal()
+            self.comb += [held.eq(sel.valid & (sel.src == i)), busy[i].eq(held | held_q)]
+            self.sync += held_q.eq(held)
         self.merge = merge = SyncMerge(self.sink, sel, slots, len(neighbours), n_idents, value_width)
         self.completion = SyncCompletion(self.source, slots, merge, neighbours, n_idents)
         self.transmitter = SyncTransmitter(self.tx, slots, neighbours, n_idents, value_width)

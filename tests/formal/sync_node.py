@@ -27,6 +27,20 @@ def _trigger_check():
     arrived = "\n".join(f"        if (syncnode_syncselect_sel_src == {i}) "
                         f"assert(!syncnode_syncslots_cur_arr_{DIR_NAMES[d]}[syncnode_syncselect_sel_ident]);"
                         for i, d in enumerate(NEIGHBOURS))
+    # Lemmas on each link receiver: its FIFO's level matches its pointers, and the decisions it registered
+    # the cycle before hold for the head it offers (the slot is not retiring; a current-round packet's link
+    # has not arrived in it).
+    rcv = lambda i, v: f"syncnode_synclinkreceiver{i}_{v}"
+    offers = "\n".join(
+        f"    assert((({rcv(i, 'produce')} - {rcv(i, 'consume')}) & {2 * N_IDENTS - 1}) == "
+        f"({rcv(i, 'level')} & {2 * N_IDENTS - 1}));\n"
+        f"    if ({rcv(i, 'valid')} && !{rcv(i, 'dec_drop')}) begin\n"
+        f"        assert({rcv(i, 'head')}[{IDENT_BITS - 1}:0] < {N_IDENTS});\n"
+        f"        assert(!syncnode_syncslots_retire[{rcv(i, 'head')}[{IDENT_BITS - 1}:0]]);\n"
+        f"        if ({rcv(i, 'dec_to_cur')}) "
+        f"assert(!syncnode_syncslots_cur_arr_{DIR_NAMES[d]}[{rcv(i, 'head')}[{IDENT_BITS - 1}:0]]);\n"
+        f"    end"
+        for i, d in enumerate(NEIGHBOURS))
     return f"""
 // One symbolic ident; f_open: the node's accepted triggers for it minus its completions of it.
 (* anyconst *) wire [{IDENT_BITS - 1}:0] f_id;
@@ -48,6 +62,7 @@ always @(*) if (!init) begin
     if (syncnode_syncselect_sel_valid && syncnode_syncselect_sel_to_cur && !syncnode_syncselect_sel_drop) begin
 {arrived}
     end
+{offers}
     // A completion held by a stalled sink stays a completion of a complete round.
     if (syncnode_synccompletion_locked) assert(syncnode_synccompletion_cand[syncnode_synccompletion_sel_q]);
 end
