@@ -42,3 +42,16 @@ def test_ecp5_bench_quick():
     fmax = min(r["fmax_mhz"].values())
     assert row[0] == bench_ecp5.QUICK_CORE[0] and row[-2] == f"{fmax:.1f}"
     assert row[-1] == ("pass" if fmax >= bench_ecp5.TARGET_MHZ else "FAIL")
+
+
+def test_ecp5_as_built_parts_elaborate_with_block_ram_lowering():
+    """Every as-built row of the ECP5 table (bench_ecp5.block_part) gives its part, its ports and the block RAM
+    lowering the board builds use, whatever its `*_ios` function returns (no place and route)."""
+    from cores.lib.block_ram import ecp5_special_overrides
+    from sim.bench import bench_ecp5
+    from sim.bench.ecp5 import load
+    rows = [c for c in bench_ecp5.CORES if c[1].endswith(":block_part")]
+    assert len(rows) >= 5
+    for label, factory, args, _, _ in rows:
+        module, ios, overrides = load(factory)(**args)
+        assert ios and overrides is ecp5_special_overrides, label
