@@ -87,14 +87,14 @@ def _name(label):
 def block_part(block, path, ios, kwargs=None):
     """ECP5 factory (sim.bench.ecp5.synth_point): one part of a SoC block as the SoC and the board builds make
     it. `block` ("module:Class") is built with `kwargs`; the part is its submodule at the dotted `path` (a
-    number indexes a list); `ios` ("module:function") gives the part's ports: (module, ios[, overrides]). Block RAMs are
+    number indexes a list); `ios` ("module:function") gives the part's ports: (module, ios). Block RAMs are
     lowered as boards.build lowers them (cores.lib.block_ram.ecp5_special_overrides: DP16KD with their output
     registers)."""
     from cores.lib.block_ram import ecp5_special_overrides
     part = load(block)(**(kwargs or {}))
     for step in path.split("."):
         part = part[int(step)] if step.isdigit() else getattr(part, step)
-    module, part_ios = load(ios)(part)[:2]
+    module, part_ios = load(ios)(part)
     return module, part_ios, ecp5_special_overrides
 
 

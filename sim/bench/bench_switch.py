@@ -298,10 +298,8 @@ def scheduler_ios(m):
 
 
 def network_ios(m):
-    """The ports of a BatcherBanyan `m` for an out-of-context run: (module, ios, overrides: its delay block
-    RAMs as DP16KD tiles)."""
-    from cores.lib.block_ram import ecp5_special_overrides
-    return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions], ecp5_special_overrides
+    """The ports of a BatcherBanyan `m` for an out-of-context run: (module, ios)."""
+    return m, m.in_valid + m.in_dst + m.in_data + m.out_valid + m.out_data + [m.collisions]
 
 
 def ecp5_scheduler(n, k, pipelined=False):
@@ -310,8 +308,10 @@ def ecp5_scheduler(n, k, pipelined=False):
 
 
 def ecp5_network(n, width):
-    """The ECP5 runs' factory of the Batcher-Banyan network (network_ios)."""
-    return network_ios(BatcherBanyan(n, width))
+    """The ECP5 runs' factory of the Batcher-Banyan network: (module, ios (network_ios), overrides: its delay
+    block RAMs as DP16KD tiles)."""
+    from cores.lib.block_ram import ecp5_special_overrides
+    return (*network_ios(BatcherBanyan(n, width)), ecp5_special_overrides)
 
 
 ECP5_SCHEDULERS = [(8, "LFE5U-25F", 125, False), (8, "LFE5U-25F", 125, True), (16, "LFE5U-25F", 125, False),
