@@ -211,14 +211,16 @@ def test_through_two_layer1_endpoints_with_errors():
     assert counters["ab_errors"] > 3 and counters["b_rx_errors"] > 0
 
 
-def test_line_rate():
-    """F = 256, 256-bit upper-layer beats: Layer 1 beats leave the segmenter back to back over a 16-segment
-    packet and several packets (9 beats per 262-byte Layer 2 packet), and the reassembler keeps up."""
+@pytest.mark.parametrize("F, dw", [(256, 256), (64, 64)])
+def test_line_rate(F, dw):
+    """F = 256 with 256-bit upper-layer beats, and F = 64 with 64-bit ones (as the RIFL network builds it):
+    Layer 1 beats leave the segmenter back to back over a 16-segment packet and several packets (9 or 44
+    beats per 262-byte Layer 2 packet), and the reassembler keeps up."""
     rng = random.Random(41)
     packets = make_packets(rng, [4094, 510, 4094])
-    units, received, counters, stamps = run_chain(packets, 256, 256, seed=42)
+    units, received, counters, stamps = run_chain(packets, F, dw, seed=42)
     check_round_trip(packets, units, received, counters)
-    P = c.payload_bytes(256)
+    P = c.payload_bytes(F)
     beats = len(units) * -(-c.L2_PACKET_BYTES // P)
     assert len(stamps) == beats
     assert stamps[-1] - stamps[0] + 1 <= beats + 1    # at most one bubble (a 2-byte length prefix for 510 bytes)

@@ -64,6 +64,23 @@ def byte_enables(module, n, nbytes):
     return Cat(*[mask[8 * k] for k in range(nbytes)])
 
 
+def beat_figures(module, base, sub, W):
+    """The figures of a byte count value = base - sub (sub <= base, sub <= W, W a power of two) for its next
+    W-byte beat: (min(value, W), value <= W, byte enables of min(value, W)), from a short difference of base's
+    low bits and a zero test of its high bits, so that no carry chain through base comes before them."""
+    b = log2_int(W) + 2
+    hi_zero, low = Signal(), Signal(b + 1)
+    n = Signal(max=W + 1)
+    end = Signal()
+    module.comb += [
+        hi_zero.eq(base[b:] == 0),
+        low.eq(base[:b] - sub),                 # value when hi_zero (base < 4 W)
+        n.eq(Mux(hi_zero & (low < W), low, W)),
+        end.eq(hi_zero & (low <= W)),
+    ]
+    return n, end, byte_enables(module, n, W)
+
+
 class BytePacker(LiteXModule):
     """Packs chunks of 0..in_bytes bytes (sink: data, n; byte k = data[8k+7:8k]) into beats of `size` bytes
     (source: data, bytes above `size` zero), `size` (one of `sizes`, default 1..out_bytes) being set by the
@@ -74,25 +91,28 @@ class BytePacker(LiteXModule):
     shifted words. clean: the sink's bytes from n on are zero (no mask on the way in). ahead: the next level
     and its figures are computed for each outcome of the handshake (no beat or a beat of each size leaves, a
     chunk comes in or not) from registers and sink.n, the handshake selecting one set (no carry chain after
-    it), else from the next level (an adder after the handshake, and fewer LUTs)."""
-    def __init__(self, in_bytes, out_bytes, sizes=None, clean=False, ahead=False):
+    it), else from the next level (an adder after the handshake, and fewer LUTs). slack: out_bytes more bytes
+    of buffer, and sink.ready a register (the level leaves room for a chunk), not waiting for a beat leaving
+    in the same cycle: the source's ready does not reach the sink's; a chunk of at least out_bytes a cycle
+    still keeps the beats back to back."""
+    def __init__(self, in_bytes, out_bytes, sizes=None, clean=False, ahead=False, slack=False):
         self.sink = sink = stream.Endpoint([("data", 8 * in_bytes), ("n", bits_for(in_bytes))])
         self.source = source = stream.Endpoint([("data", 8 * out_bytes)])
         self.size = Signal(bits_for(out_bytes))
 
         # # #
 
-        B = in_bytes + out_bytes
+        B = in_bytes + out_bytes * (2 if slack else 1)
         sizes = sorted(set(sizes or range(1, out_bytes + 1)))
         buf = Signal(8 * B)
         level = Signal(max=B + 1)
         after = {k: Signal(max=B + 1) for k in sizes}           # level - k
         full = {k: Signal() for k in sizes}                     # level >= k
-        fits = {k: Signal(reset=1) for k in sizes}              # level <= out_bytes + k
-        space = Signal(reset=1)                                 # level <= out_bytes
+        fits = {k: Signal(reset=1) for k in sizes}              # level <= B - in_bytes + k
+        space = Signal(reset=1)                                 # level <= B - in_bytes
         popped = Signal(max=B + 1)                  # the level after a beat leaves
         pop, push = Signal(), Signal()
-        room = Signal()                             # popped <= out_bytes
+        room = Signal()                             # popped <= B - in_bytes
         chunk = Signal(8 * in_bytes)
         kept = Signal(8 * B)                        # the buffer after a beat leaves
         self.comb += [
@@ -105,7 +125,7 @@ class BytePacker(LiteXModule):
                 kept.eq(buf >> 8 * k),
             ] for k in sizes}),
             pop.eq(source.valid & source.ready),
-            sink.ready.eq(Mux(pop, room, space)),
+            sink.ready.eq(space if slack else Mux(pop, room, space)),
             push.eq(sink.valid & sink.ready),
         ]
         self.sync += buf.eq(Mux(pop, kept, buf) |
@@ -115,8 +135,8 @@ class BytePacker(LiteXModule):
             return [level.eq(value),
                     [after[k].eq(value - k) for k in sizes],
                     [full[k].eq(value >= k) for k in sizes],
-                    [fits[k].eq(value <= out_bytes + k) for k in sizes],
-                    space.eq(value <= out_bytes)]
+                    [fits[k].eq(value <= B - in_bytes + k) for k in sizes],
+                    space.eq(value <= B - in_bytes)]
 
         def candidate(base, with_push):
             value = Signal(max=B + 1)
@@ -138,7 +158,8 @@ class L2Framer(LiteXModule):
     """Layer 2 packets from cells: sink l2_cell_layout(data_width), a cell = the Layer 2 header (read on the
     first beat) beside SEGMENT_BYTES of segment in SEGMENT_BYTES * 8 / data_width beats (counted; `last` is
     not looked at); source user_layout(frame_bits): the L2_PACKET_BYTES-byte Layer 1 packet (header, then the
-    segment) in full beats but the last; the header goes into the packer with the first beat. Throughput:
+    segment) in full beats but the last (its bytes past L2_PACKET_BYTES zero); the header goes into the packer
+    with the first beat, zero padding to whole beats with the last. Throughput:
     one cell beat a cycle; the Layer 1 beats leave back to back when data_width >= 8 * payload bytes.
     Latency: 1 cycle."""
     def __init__(self, frame_bits, data_width):
@@ -153,32 +174,33 @@ class L2Framer(LiteXModule):
 
         nbeats = -(-L2_PACKET_BYTES // P)
         last_bytes = L2_PACKET_BYTES - (nbeats - 1) * P
-        self.packer = fp = BytePacker(L2_HEADER_BYTES + W, P, sizes=(P, last_bytes), clean=True)
+        # The unit's last cell beat brings `pad` zero bytes more, so that the packer always gives P bytes (one
+        # size: no choice before its shifts and compares); the Layer 1 packet's last beat says last_bytes.
+        pad = nbeats * P - L2_PACKET_BYTES
+        self.packer = fp = BytePacker(max(L2_HEADER_BYTES, pad) + W, P, sizes=(P,), clean=True, slack=True)
         beats = SEGMENT_BYTES // W
+        assert beats >= 2
         beat = Signal(max=beats)
         first = Signal(reset=1)                     # registered: beat == 0 (no compare before the packer)
+        tail = Signal()                             # registered: beat == beats - 1
         self.comb += [
             fp.sink.valid.eq(sink.valid),
             sink.ready.eq(fp.sink.ready),
-            If(first,
-                fp.sink.data.eq(Cat(*_header_bytes(sink.header), sink.data)),
-                fp.sink.n.eq(L2_HEADER_BYTES + W),
-            ).Else(
-                fp.sink.data.eq(sink.data),
-                fp.sink.n.eq(W),
-            ),
+            fp.sink.data.eq(Mux(first, Cat(*_header_bytes(sink.header), sink.data), sink.data)),
+            fp.sink.n.eq(Mux(first, L2_HEADER_BYTES + W, Mux(tail, W + pad, W))),
         ]
         self.sync += If(sink.valid & sink.ready,
-            beat.eq(Mux(beat == beats - 1, 0, beat + 1)),
-            first.eq(beat == beats - 1),
+            beat.eq(Mux(tail, 0, beat + 1)),
+            first.eq(tail),
+            tail.eq(beat == beats - 2),
         )
         ubeat = Signal(max=nbeats)
         final = Signal()                            # registered: the unit's last beat is next
         self.comb += [
-            fp.size.eq(Mux(final, last_bytes, P)),
+            fp.size.eq(P),
             source.valid.eq(fp.source.valid),
             source.data.eq(fp.source.data),
-            source.nbytes.eq(fp.size),
+            source.nbytes.eq(Mux(final, last_bytes, P)),
             source.last.eq(final),
             fp.source.ready.eq(source.ready),
         ]
@@ -286,7 +308,7 @@ class L2Segmenter(LiteXModule):
         # values (loaded, less a DATA beat, less a PAD beat) are computed with their flags from registers,
         # the handshake selects one (no subtraction or compare after it).
         self.stream_packer = sp = BytePacker(W, W, sizes=(W,), clean=True)
-        self.routes = routes = stream.SyncFIFO([("route", L2_HEADER_BITS), ("segments", 9)], 4)
+        self.routes = routes = stream.SyncFIFO([("route", L2_HEADER_BITS), ("segments", 9)], 4, buffered=True)
         rem, left = Signal(8 * L2_LENGTH_BYTES), Signal(nb)
         n_data, n_left = Signal(max=W + 1), Signal(max=W + 1)      # min(rem, W), min(left, W)
         en_data = Signal(W)                                        # byte enables of n_data
@@ -305,16 +327,18 @@ class L2Segmenter(LiteXModule):
             left_pad.eq(left - n_left),
         ]
 
-        def set_rem(value):
-            return [rem.eq(value), n_data.eq(Mux(value < W, value, W)), en_data.eq(byte_enables(self, value, W)),
-                    rem_end.eq(value <= W)]
+        def set_rem(value, base, sub):
+            n, end, en = beat_figures(self, base, sub, W)
+            return [rem.eq(value), n_data.eq(n), en_data.eq(en), rem_end.eq(end)]
 
-        def set_left(value):
-            return [left.eq(value), n_left.eq(Mux(value < W, value, W)), left_end.eq(value <= W)]
+        def set_left(value, base, sub):
+            n, end, _ = beat_figures(self, base, sub, W)
+            return [left.eq(value), n_left.eq(n), left_end.eq(end)]
 
         self.sync += [
-            If(load, set_rem(inp.length)).Elif(sent_data, set_rem(rem_data)),
-            If(load, set_left(inp.stream)).Elif(sent_data, set_left(left_data)).Elif(sent_pad, set_left(left_pad)),
+            If(load, set_rem(inp.length, inp.length, 0)).Elif(sent_data, set_rem(rem_data, rem, n_data)),
+            If(load, set_left(inp.stream, inp.stream, 0)).Elif(sent_data, set_left(left_data, left, n_data)).Elif(
+                sent_pad, set_left(left_pad, left, n_left)),
         ]
         self.fsm = fsm = FSM(reset_state="LENGTH")
         fsm.act("LENGTH",
