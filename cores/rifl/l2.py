@@ -6,6 +6,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRField, CSRStorage
 
+from cores.lib.block_ram import BlockRAM
 from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
     L2_DST_PORTS, L2_HEADER, L2_HEADER_BITS, L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_LENGTH_OFFSET,
@@ -477,7 +478,8 @@ class L2UnitParser(LiteXModule):
     `valid`: a beat of the unit is there (a zero beat while completing); `go` (in): it is taken. Per unit:
     `hdr` and `key` (its reply route) registered at beat 0, `hdr_now` the header of the current beat
     (valid at beat 0), `length` (the length prefix, registered at its beat: `length_now` is the value
-    registered when `length_load`). `body_data` / `body_n`: the bytes of the beat that belong to the segment body (from the length
+    registered when `length_load`; `length_raw` the same bytes before the zero beats' fill, `length_zero`:
+    the beat is a zero beat, so length_now = 0 if length_zero else length_raw). `body_data` / `body_n`: the bytes of the beat that belong to the segment body (from the length
     prefix on; the bytes from body_n on are zero). Position: `at_decision` (the beat at which the unit's context is decided: key and length
     are registered by then), `start` (beat 0 is taken), `hold` (between beat 0 and the decision).
     """
@@ -495,6 +497,8 @@ class L2UnitParser(LiteXModule):
         self.key = key = Signal(L2_HEADER_BITS)
         self.length = length = Signal(8 * L2_LENGTH_BYTES)
         self.length_now = Signal(8 * L2_LENGTH_BYTES)
+        self.length_raw = Signal(8 * L2_LENGTH_BYTES)
+        self.length_zero = Signal()
         self.length_load = Signal()
         self.body_data = Signal(8 * P)
         self.body_n = Signal(max=P + 1)
@@ -548,6 +552,8 @@ class L2UnitParser(LiteXModule):
             sink.ready.eq(drop | (go & ~fill)),
             self.start.eq(go & self.first),
             self.length_now.eq(Cat(*[(by0 if jd == 0 else by)[(L2_LENGTH_OFFSET + k) % P] for k in (1, 0)])),
+            self.length_raw.eq(Cat(*[by0[(L2_LENGTH_OFFSET + k) % P] for k in (1, 0)])),
+            self.length_zero.eq(fill if jd else 0),
             self.length_load.eq(go & at_start),
             self.hold.eq((go & self.first) | in_hold),
         ]
@@ -573,23 +579,29 @@ class L2ContextTable(LiteXModule):
     n_sources contexts (FREE -> OPEN while segments arrive -> DONE until delivered) of `slots` segments
     (packets up to max_packet bytes), keyed by the reply route, and n_sources skip entries (key, segments
     left to drop). The key matches (compared in key_form, the skip entries holding that form) of hdr_now
-    are registered at beat 0 or, late_match, those of its form (registered at beat 0, `beat0`) at the beat
-    before the decision (`pre_decision`), each cycle the beat is offered, the last when it is taken; at
+    are registered at beat 0 or, late_match, at the beat before the decision (`pre_decision`) from partial
+    matches (MATCH_CHUNK bits each) of its form registered at beat 0 (`beat0`), each register loaded every
+    cycle its beat is offered, the last when it is taken; at
     `decide` the unit (key, hdr, length) continues an OPEN context, is skipped, or is a first
     segment that takes a FREE context or is dropped (bad length, too long, none free: its continuation
     segments enter a skip entry). `wait`: a first segment finds no FREE context while one is DONE (which
-    frees itself once delivered). The decision: ctx, seg (segment index), keep (store the body), complete
+    frees itself once delivered; that state is registered, so the wait ends one cycle after the context
+    is freed). The decision: ctx, seg (segment index), keep (store the body), complete
     (the packet's last segment).
     Timeout: a tick every timeout_cycles / L2_RX_TIMEOUT_STEPS cycles (paused while `stalled`) ages OPEN
     contexts and skip entries; a decision resets its entry's age; an entry L2_RX_TIMEOUT_STEPS + 1 ticks
     old expires, one a cycle, outside `hold` (an OPEN context's key then enters a skip entry).
     `out_beat` / `out_last` / `out_ctx`: a beat of context out_ctx's packet left the reassembler; its last
     one frees the context. `lookup` -> lookup_length, lookup_header, lookup_key: a context's packet
-    parameters (for the output). `length_now` / `length_load`: the length being registered (its checks are
-    registered with it). plan: a function (module, length) -> [(name, signal)] of figures of a packet's
-    length (`read_plan`), registered with the length and kept per context: lookup_plan[name] (the looked up
-    context's).
+    parameters (for the output). `length_now` / `length_zero` / `length_load`: the length being registered
+    (0 if length_zero, else length_now; its checks are registered with it). plan: a function (module,
+    length) -> [(name, signal)] of figures of a packet's length (`read_plan`), computed from the registered
+    length and registered the cycle after, written to the context a decision allocates the cycle after
+    the decision (read only once the packet is complete) and kept per context: lookup_plan[name] (the
+    looked up context's).
     """
+    MATCH_CHUNK = 4     # bits of a registered partial key match (late_match)
+
     def __init__(self, n_sources, slots, max_packet, plan=None, late_match=False):
         n = n_sources
         cb = bits_for(n - 1)
@@ -598,6 +610,7 @@ class L2ContextTable(LiteXModule):
         self.hdr = hdr = Signal(L2_HEADER_BITS)
         self.length = length = Signal(8 * L2_LENGTH_BYTES)
         self.length_now = length_now = Signal(8 * L2_LENGTH_BYTES)
+        self.length_zero = length_zero = Signal()
         self.length_load = Signal()
         self.start = Signal()
         self.decide = dec = Signal()
@@ -645,19 +658,42 @@ class L2ContextTable(LiteXModule):
         # between a unit's beat 0 being taken and its decision; free/DONE states are taken live.
         hit_now, s_hit_now = Signal(n), Signal(n)
         form_now = Signal(len(key_form(hdr_now)))
-        form_match = form if late_match else form_now
         free, closed, s_free = Signal(n), Signal(n), Signal(n)
-        hit_i, free_i, s_hit_i, s_free_i = Signal(cb), Signal(cb), Signal(cb), Signal(cb)
+        hit_i, free_i, s_free_i = Signal(cb), Signal(cb), Signal(cb)
         self.comb += [
             form_now.eq(key_form(hdr_now)),
-            hit_now.eq(Cat(*[st[i][1] & (c_form[i] == form_match) for i in range(n)])),
             free.eq(Cat(*[st[i][0] for i in range(n)])),
             closed.eq(Cat(*[st[i][2] for i in range(n)])),
-            s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == form_match) for i in range(n)])),
             s_free.eq(~Cat(*s_on)),
         ]
-        for vec, idx in ((hit_now, hit_i), (s_hit_now, s_hit_i)):
-            _first_index(self, vec, idx, n, sync=self.pre_decision)
+        if late_match:
+            # The key compares split in MATCH_CHUNK-bit partial matches of the header's form, registered at
+            # beat 0 (`beat0`, each cycle the beat is offered, the last when it is taken): the entries' keys
+            # do not change from then to the decision, as the states above; at the beat before the decision
+            # the registered partial matches and the live states make the matches.
+            fw = len(form_now)
+            chunks = [(a, min(a + self.MATCH_CHUNK, fw)) for a in range(0, fw, self.MATCH_CHUNK)]
+            c_part = [Signal(len(chunks), name=f"ctx{i}_match") for i in range(n)]
+            s_part = [Signal(len(chunks), name=f"skip{i}_match") for i in range(n)]
+            self.sync += If(self.beat0,
+                [c_part[i].eq(Cat(*[c_form[i][a:b] == form_now[a:b] for a, b in chunks])) for i in range(n)],
+                [s_part[i].eq(Cat(*[s_key[i][a:b] == form_now[a:b] for a, b in chunks])) for i in range(n)],
+            )
+            self.comb += [
+                hit_now.eq(Cat(*[st[i][1] & (c_part[i] == 2**len(chunks) - 1) for i in range(n)])),
+                s_hit_now.eq(Cat(*[s_on[i] & (s_part[i] == 2**len(chunks) - 1) for i in range(n)])),
+            ]
+        else:
+            self.comb += [
+                hit_now.eq(Cat(*[st[i][1] & (c_form[i] == form_now) for i in range(n)])),
+                s_hit_now.eq(Cat(*[s_on[i] & (s_key[i] == form_now) for i in range(n)])),
+            ]
+        _first_index(self, hit_now, hit_i, n, sync=self.pre_decision)
+        # the first matches one-hot too: each entry's update at the decision is enabled by its bit (no read
+        # multiplexer before the update's logic)
+        hit_oh, s_hit_oh = Signal(n), Signal(n)
+        self.sync += If(self.pre_decision, [oh[i].eq(vec[i] & (vec[:i] == 0) if i else vec[i])
+                                            for oh, vec in ((hit_oh, hit_now), (s_hit_oh, s_hit_now)) for i in range(n)])
         for vec, idx in ((free, free_i), (s_free, s_free_i)):
             _first_index(self, vec, idx, n)
         # The unit's case, registered with the matches: it continues an open context, is skipped, or is a first
@@ -674,26 +710,40 @@ class L2ContextTable(LiteXModule):
         len_bad, len_long = Signal(), Signal()      # `length`'s checks, registered with it
         len_multi, len_fin = Signal(), Signal()         # more than one segment, at most two
         len_skip = Signal(8)                            # segments after the first
-        plan_now = plan(self, length_now) if plan else []
+        # The plan, from the registered length, registered in the cycle after (`len_plan`), is written to the
+        # context allocated at a decision in the cycle after it (read only once the packet is complete).
+        plan_now = plan(self, length) if plan else []
         len_plan = [Signal(len(sig), name=f"len_{name}") for name, sig in plan_now]
         c_plan = [Array(Signal(len(sig), name=f"ctx{i}_{name}") for i in range(n)) for name, sig in plan_now]
+        plan_we, plan_ctx = Signal(), Signal(cb)
         self.lookup_plan = {}
         for (name, sig), reg, arr in zip(plan_now, len_plan, c_plan):
             self.lookup_plan[name] = Signal(len(sig), name=f"lookup_{name}")
             self.comb += self.lookup_plan[name].eq(arr[self.lookup])
-            self.sync += If(self.length_load, reg.eq(sig))
+            self.sync += [reg.eq(sig), If(plan_we, arr[plan_ctx].eq(reg))]
+        # The checks of a zero length (a zero beat completing a short Layer 1 packet) are constants: the
+        # zero case does not lie between the beat's bytes and the carry chains.
         self.sync += If(self.length_load,
-            len_bad.eq((length_now == 0) | (length_now > L2_MAX_PACKET_BYTES)),
-            len_long.eq(length_now > max_packet),
-            # from the length itself, the stream (length + prefix) not summed first: one carry chain each
-            len_multi.eq(length_now > SEGMENT_BYTES - L2_LENGTH_BYTES),       # stream > SEGMENT_BYTES
-            len_fin.eq(length_now <= 2 * SEGMENT_BYTES - L2_LENGTH_BYTES),    # stream <= 2 SEGMENT_BYTES
-            len_skip.eq((length_now + L2_LENGTH_BYTES - 1) >> 8),             # ceil(stream / SEGMENT_BYTES) - 1
+            If(length_zero,
+                len_bad.eq(1), len_long.eq(0), len_multi.eq(0), len_fin.eq(1), len_skip.eq(0),
+            ).Else(
+                len_bad.eq((length_now == 0) | (length_now > L2_MAX_PACKET_BYTES)),
+                len_long.eq(length_now > max_packet),
+                # from the length itself, the stream (length + prefix) not summed first: one carry chain each
+                len_multi.eq(length_now > SEGMENT_BYTES - L2_LENGTH_BYTES),       # stream > SEGMENT_BYTES
+                len_fin.eq(length_now <= 2 * SEGMENT_BYTES - L2_LENGTH_BYTES),    # stream <= 2 SEGMENT_BYTES
+                len_skip.eq((length_now + L2_LENGTH_BYTES - 1) >> 8),             # ceil(stream / SEGMENT_BYTES) - 1
+            ),
         )
+        # `busy` (no FREE context, one DONE), registered: a cycle late, but between decisions states only
+        # leave OPEN and DONE (expiry, delivery), so a stale `busy` can only hold a unit one cycle longer, never
+        # let it pass while every context is busy (and the cycle before a decision beat has no decision).
+        busy = Signal()
+        self.sync += busy.eq((free == 0) & (closed != 0))
         self.comb += [
             bad_len.eq(first & len_bad),
             too_long.eq(first & ~bad_len & len_long),
-            wait.eq(first & ~bad_len & ~too_long & (free == 0) & (closed != 0)),
+            wait.eq(first & ~len_bad & ~len_long & busy),
             no_ctx.eq(first & ~bad_len & ~too_long & (free == 0) & (closed == 0)),
             alloc.eq(first & ~bad_len & ~too_long & (free != 0)),
             to_skip.eq((too_long | no_ctx) & len_multi),
@@ -752,7 +802,6 @@ class L2ContextTable(LiteXModule):
                 c_len[free_i].eq(length),
                 c_seg[free_i].eq(1),
                 c_left[free_i].eq(len_skip),
-                [arr[free_i].eq(reg) for reg, arr in zip(len_plan, c_plan)],
                 c_fin[free_i].eq(len_fin),
             ),
             If(s_free != 0,
@@ -769,21 +818,23 @@ class L2ContextTable(LiteXModule):
             ),
         ]
         self.sync += [
+            plan_we.eq(dec & alloc),
+            plan_ctx.eq(free_i),
             If(dec,
-                If(cont,
-                    c_age[hit_i].eq(0), c_aged[hit_i].eq(0),
-                    c_seg[hit_i].eq(c_seg[hit_i] + 1),
-                    c_left[hit_i].eq(c_left[hit_i] - 1),
-                    c_fin[hit_i].eq(c_left[hit_i] <= 2),
-                    If(complete, st[hit_i].eq(DONE)),
-                ),
+                [If(cont & hit_oh[i],
+                    c_age[i].eq(0), c_aged[i].eq(0),
+                    c_seg[i].eq(c_seg[i] + 1),
+                    c_left[i].eq(c_left[i] - 1),
+                    c_fin[i].eq(c_left[i] <= 2),
+                    If(c_fin[i], st[i].eq(DONE)),         # complete
+                ) for i in range(n)],
                 If(alloc, st[free_i].eq(Mux(complete, DONE, OPEN))),
-                If(skip,
-                    s_age[s_hit_i].eq(0), s_aged[s_hit_i].eq(0),
-                    s_left[s_hit_i].eq(s_left[s_hit_i] - 1),
-                    s_one[s_hit_i].eq(s_left[s_hit_i] == 2),
-                    If(s_one[s_hit_i], s_on[s_hit_i].eq(0)),
-                ),
+                [If(skip & s_hit_oh[i],
+                    s_age[i].eq(0), s_aged[i].eq(0),
+                    s_left[i].eq(s_left[i] - 1),
+                    s_one[i].eq(s_left[i] == 2),
+                    If(s_one[i], s_on[i].eq(0)),
+                ) for i in range(n)],
                 If(to_skip & (s_free != 0), s_on[s_free_i].eq(1)),
             ),
             If(self.out_beat, If(self.out_last, st[self.out_ctx].eq(FREE))),
@@ -812,7 +863,10 @@ class L2PacketStore(LiteXModule):
     prefix and cuts data_width beats (source: l2_data_layout(data_width) with L2_RX_PARAMS; a packet is
     read up to a whole number of beats, the bytes past its end masked). `lookup` (out) -> length, header,
     reply (in): the parameters of the next packet's context. `out_beat` / `out_last` / `out_ctx`: a beat left on
-    source, whether it was its packet's last, and its context. planned: the next packet's read plan
+    source, whether it was its packet's last, and its context. The memory is a `BlockRAM` (on ECP5 the
+    DP16KD's output register holds the read word); skid registers (no cycle added) after the output packer
+    and after the complete-packet FIFO keep the output's handshake off the read pipeline's enable and the
+    FIFO's read. planned: the next packet's read plan
     (`read_plan` of its length) is an input too, `plan` (name -> signal), else it is computed from `length`.
     """
     def __init__(self, data_width, n_sources, slots, word_bytes, planned=False):
@@ -837,10 +891,12 @@ class L2PacketStore(LiteXModule):
 
         # Writing: one word a cycle at (context, segment, word).
         self.unit_fifo = units = stream.SyncFIFO(self.units.description, 4)
-        mem = Memory(8 * M, n * slots * WPS)
-        wr = mem.get_port(write_capable=True)
-        rd = mem.get_port(has_re=True)
-        self.specials += mem, wr, rd
+        # The read data leaves through two registers (BlockRAM: the block RAM's own, lowered on ECP5 to the
+        # DP16KD's address and output registers), enabled by `advance`. A word is read only once its packet is
+        # complete and its context is written again only after the packet has left: a read never meets a
+        # write to its address (other reads, of unused data, may).
+        ram_re = Signal()
+        self.ram = ram = BlockRAM(8 * M, n * slots * WPS, re=ram_re)
         self.done = done = stream.SyncFIFO([("ctx", cb)], max(n, 2))      # complete packets, in order
         wword = Signal(max(lw, 1))
         unit_end = Signal()
@@ -848,9 +904,9 @@ class L2PacketStore(LiteXModule):
             self.units.connect(units.sink),
             words.ready.eq(1),
             unit_end.eq(wword == WPS - 1),
-            wr.adr.eq(_cat_fields((wword, lw), (units.source.seg, ls), (units.source.ctx, cb))),
-            wr.dat_w.eq(words.data),
-            wr.we.eq(words.valid & units.source.valid & units.source.keep),
+            ram.adr_w.eq(_cat_fields((wword, lw), (units.source.seg, ls), (units.source.ctx, cb))),
+            ram.dat_w.eq(words.data),
+            ram.we.eq(words.valid & units.source.valid & units.source.keep),
             units.source.ready.eq(words.valid & unit_end),
             done.sink.valid.eq(words.valid & unit_end & units.source.valid & units.source.keep &
                                units.source.complete),
@@ -869,6 +925,9 @@ class L2PacketStore(LiteXModule):
         nb = 8 * L2_LENGTH_BYTES + 1
         # The next complete packet registered with its parameters and read plan (1 cycle): stream bytes to
         # read (the prefix and the packet up to whole beats), the first word's bytes, more words to come.
+        # Between them a skid buffer (a registered ready, no cycle added): the read's handshake (from the output's
+        # ready through the packers) stops at it, before the FIFO's read.
+        self.done_skid = skid = stream.PipeReady([("ctx", cb)])
         self.next = nx = stream.Buffer([("ctx", cb)] + L2_RX_PARAMS + [
             ("left", nb), ("take", bits_for(M)), ("more", 1), ("only", 1), ("en", W), ("rest", 8 * L2_LENGTH_BYTES),
             ("rest_last", 1), ("rest_en", W)], pipe_valid=True)
@@ -878,10 +937,11 @@ class L2PacketStore(LiteXModule):
         else:
             self.plan = dict(read_plan(self, W, M, self.length))
         self.comb += [
-            self.lookup.eq(done.source.ctx),
-            nx.sink.valid.eq(done.source.valid),
-            done.source.ready.eq(nx.sink.ready),
-            nx.sink.ctx.eq(done.source.ctx),
+            done.source.connect(skid.sink),
+            self.lookup.eq(skid.source.ctx),
+            nx.sink.valid.eq(skid.source.valid),
+            skid.source.ready.eq(nx.sink.ready),
+            nx.sink.ctx.eq(skid.source.ctx),
             nx.sink.length.eq(self.length),
             nx.sink.header.eq(self.header),
             nx.sink.reply.eq(self.reply),
@@ -900,11 +960,15 @@ class L2PacketStore(LiteXModule):
         r_left = Signal(nb)
         r_take = Signal(max=M + 1)
         r_more = Signal()
-        after = Signal(nb)
         can, advance, issue = Signal(), Signal(), Signal()
+        # params.sink.ready (its level is not its depth) as a register of its own, updated with the level
+        p_room = Signal(reset=1)
+        self.sync += p_room.eq(Mux(params.source.valid & params.source.ready, 1,
+                                   Mux(params.sink.valid & params.sink.ready, params.level != params.depth - 1,
+                                       params.level != params.depth)))
         pend, pend_first = Signal(), Signal()      # a word is read (block-RAM output)
         pend_n = Signal(max=M + 1)
-        raw, raw_valid, raw_first = Signal(8 * M), Signal(), Signal()   # the word registered
+        raw, raw_valid, raw_first = ram.dat_r, Signal(), Signal()   # the word (the block RAM's output register)
         raw_n = Signal(max=M + 1)
         word, word_n = Signal(8 * M), Signal(max=M + 1)  # then its prefix dropped, the bytes past n zeroed
         word_valid = Signal()
@@ -914,12 +978,11 @@ class L2PacketStore(LiteXModule):
             r_left.eq(Mux(f_active, f_left, nx.source.left)),
             r_take.eq(Mux(f_active, f_take, nx.source.take)),
             r_more.eq(Mux(f_active, f_more, nx.source.more)),
-            after.eq(r_left - r_take),
-            can.eq(f_active | (nx.source.valid & params.sink.ready)),
+            can.eq(f_active | (nx.source.valid & p_room)),
             advance.eq(~word_valid | op.sink.ready),
             issue.eq(advance & can),
-            rd.re.eq(advance),
-            rd.adr.eq(_cat_fields((r_word, lw + ls), (r_ctx, cb))),
+            ram_re.eq(advance),
+            ram.adr_r.eq(_cat_fields((r_word, lw + ls), (r_ctx, cb))),
             nx.source.ready.eq(issue & ~f_active),
             params.sink.valid.eq(issue & ~f_active),
             params.sink.ctx.eq(nx.source.ctx),
@@ -938,7 +1001,6 @@ class L2PacketStore(LiteXModule):
                 word.eq(Mux(raw_first, raw >> 8 * L2_LENGTH_BYTES, raw) & byte_mask(self, raw_n, M)),
                 word_n.eq(raw_n),
                 raw_valid.eq(pend),
-                raw.eq(rd.dat_r),
                 raw_first.eq(pend_first),
                 raw_n.eq(pend_n),
                 pend.eq(issue),
@@ -949,9 +1011,10 @@ class L2PacketStore(LiteXModule):
                 f_active.eq(r_more),
                 f_ctx.eq(r_ctx),
                 f_word.eq(r_word + 1),
-                f_left.eq(after),
-                f_take.eq(Mux(after < M, after, M)),
-                f_more.eq(after > M),
+                # read on only if r_more (left > M, so take = M): from r_left, no compare after a subtraction
+                f_left.eq(r_left - M),
+                f_take.eq(Mux(r_left < 2 * M, r_left - M, M)),
+                f_more.eq(r_left > 2 * M),
             ),
         ]
 
@@ -964,16 +1027,29 @@ class L2PacketStore(LiteXModule):
         out_rem = Signal(8 * L2_LENGTH_BYTES)                  # bytes left from the current beat on
         rem_last, rem_en = Signal(), Signal(W)
         en = Signal(W)
+        # params.source.valid (its level is not 0) as a register of its own, updated with the level: no decode
+        # of the level on the output's handshake
+        p_any = Signal()
+        self.sync += p_any.eq(Mux(params.sink.valid & params.sink.ready, 1,
+                                  Mux(params.source.valid & params.source.ready, params.level != 1, params.level != 0)))
+        # A skid register after the packer: a beat the output refuses is kept there, so the packer's handshake
+        # (and behind it the read pipeline's) is registers' (no cycle added).
+        sk_valid, sk_data, out_ready = Signal(), Signal(8 * W), Signal()
+        self.sync += [
+            If(~sk_valid, sk_data.eq(op.source.data)),
+            sk_valid.eq(Mux(sk_valid, ~out_ready, op.source.valid & ~out_ready)),
+        ]
         self.comb += [
             source.last.eq(Mux(started, rem_last, params.source.only)),
             en.eq(Mux(started, rem_en, params.source.en)),
             op.size.eq(W),
-            source.valid.eq(op.source.valid & params.source.valid),
-            source.data.eq(op.source.data & Cat(*[Replicate(en[k], 8) for k in range(W)])),
+            out_ready.eq(source.ready & p_any),
+            source.valid.eq((sk_valid | op.source.valid) & p_any),
+            source.data.eq(Mux(sk_valid, sk_data, op.source.data) & Cat(*[Replicate(en[k], 8) for k in range(W)])),
             source.length.eq(params.source.length),
             source.header.eq(params.source.header),
             source.reply.eq(params.source.reply),
-            op.source.ready.eq(source.ready & params.source.valid),
+            op.source.ready.eq(~sk_valid),
             params.source.ready.eq(source.valid & source.ready & source.last),
             self.out_beat.eq(source.valid & source.ready),
             self.out_last.eq(source.last),
@@ -1018,7 +1094,7 @@ class L2Reassembler(LiteXModule):
     truncated (`malformed`).
     Timeout: a context assembling a packet (OPEN) that gets no segment for more than `timeout` cycles
     (at most (1 + 1/L2_RX_TIMEOUT_STEPS) x `timeout`; cycles with the sink stalled by the reassembler
-    do not count) is freed, its partial packet discarded (`timeouts`), and its key entered in a skip
+    do not count, each taken out a cycle later: the pause is registered) is freed, its partial packet discarded (`timeouts`), and its key entered in a skip
     entry for its remaining segments, so late continuations are dropped (`orphans`); a skip entry idle
     as long frees itself too, so a source silent for 2.5 x `timeout` starts afresh. `timeout`: multiple
     of L2_RX_TIMEOUT_STEPS in [2 L2_RX_TIMEOUT_STEPS, 2^L2_RX_TIMEOUT_BITS), run-time CSR `timeout` if with_csr.
@@ -1066,15 +1142,19 @@ class L2Reassembler(LiteXModule):
                                               late_match=L2_LENGTH_OFFSET // P >= 1)
         self.body_packer = wp = BytePacker(P, M, sizes=(M,), clean=True, ahead=True)
         self.store = store = L2PacketStore(data_width, n_sources, S, M, planned=True)
+        # the timeout's pause, registered (a cycle late): the sink's handshake does not reach the prescaler
+        stalled = Signal()
+        self.sync += stalled.eq(sink.valid & ~sink.ready)
         self.comb += [
             sink.connect(inp.sink),
             [getattr(ctxs, name).eq(getattr(inp, name))
-             for name in ("hdr_now", "key", "hdr", "length", "length_now", "length_load", "start",
+             for name in ("hdr_now", "key", "hdr", "length", "length_zero", "length_load", "start",
                           "hold", "at_decision")],
+            ctxs.length_now.eq(inp.length_raw),
             ctxs.beat0.eq(inp.first),
             ctxs.pre_decision.eq(inp.pre_decision),
             ctxs.decide.eq(inp.go & inp.at_decision),
-            ctxs.stalled.eq(sink.valid & ~sink.ready),
+            ctxs.stalled.eq(stalled),
             ctxs.timeout_cycles.eq(self._timeout.storage if with_csr else C(timeout, L2_RX_TIMEOUT_BITS)),
             wp.size.eq(M),
             wp.sink.data.eq(inp.body_data),
