@@ -211,13 +211,14 @@ def test_through_two_layer1_endpoints_with_errors():
     assert counters["ab_errors"] > 3 and counters["b_rx_errors"] > 0
 
 
-@pytest.mark.parametrize("F, dw", [(256, 256), (64, 64)])
-def test_line_rate(F, dw):
+@pytest.mark.parametrize("F, dw, lengths", [(256, 256, [4094, 510, 4094]), (64, 64, [2046, 510, 2046])],
+                         ids=["F256", "F64"])
+def test_line_rate(F, dw, lengths):
     """F = 256 with 256-bit upper-layer beats, and F = 64 with 64-bit ones (as the RIFL network builds it):
-    Layer 1 beats leave the segmenter back to back over a 16-segment packet and several packets (9 or 44
-    beats per 262-byte Layer 2 packet), and the reassembler keeps up."""
+    Layer 1 beats leave the segmenter back to back over packets of 16 (F = 256) or 8 (F = 64) segments and
+    a short one between them (9 or 44 beats per 262-byte Layer 2 packet), and the reassembler keeps up."""
     rng = random.Random(41)
-    packets = make_packets(rng, [4094, 510, 4094])
+    packets = make_packets(rng, lengths)
     units, received, counters, stamps = run_chain(packets, F, dw, seed=42)
     check_round_trip(packets, units, received, counters)
     P = c.payload_bytes(F)
