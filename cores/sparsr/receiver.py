@@ -137,9 +137,9 @@ class FrameBanks(LiteXModule):
     of MAX_SLOTS entries (`job_layout(row_bits)`, `slot_layout(row_bits)`).
 
     Fill side (the parser), bank `wbank`: `fill_bank`, the bank the words go to (`wbank`, or the other one
-    in the cycle that accepts `wbank`), `writable` (the bank is free; in a cycle where `deciding` (input)
-    says `accept` may come, the other bank: `wbank` itself is never busy, so this holds whatever the
-    decision, and `accept` does not reach `writable`), `wr` (the buffer's write port,
+    in the cycle that accepts `wbank`), `free_same` / `free_other`: whether `wbank` / the other bank will be
+    free in the next cycle (with this cycle's `accept` and `release`; for the parser's registered
+    handshake), `wr` (the buffer's write port,
     address Cat(word, fill_bank)), `slot_we`/`slot_index`/`slot_w` (write a slot table entry), `accept` (with
     `job_w`: the bank becomes busy and the fill side moves to the other bank).
     Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port: data two cycles after
@@ -151,8 +151,8 @@ class FrameBanks(LiteXModule):
         layout, job = slot_layout(row_bits), job_layout(row_bits)
         self.wbank, self.ebank = Signal(name="wbank"), Signal(name="ebank")
         self.fill_bank = Signal(name="fill_bank")
-        self.deciding = Signal()
-        self.writable, self.pending, self.empty = Signal(name="writable"), Signal(name="pending"), Signal(name="empty")
+        self.free_same, self.free_other = Signal(name="free_same"), Signal(name="free_other")
+        self.pending, self.empty = Signal(name="pending"), Signal(name="empty")
         self.slot_we, self.slot_index, self.slot_w = Signal(), Signal(2), Record(layout)
         self.accept, self.job_w = Signal(name="accept"), Record(job)
         self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(job)
@@ -169,7 +169,11 @@ class FrameBanks(LiteXModule):
         tix_e = Signal(3)
         self.comb += [
             self.fill_bank.eq(self.wbank ^ self.accept),
-            self.writable.eq(~busy[self.wbank ^ self.deciding]),
+            # next cycle: accept makes wbank busy and the other bank the fill bank; release frees ebank
+            # (never the bank accepted: that one was not busy)
+            self.free_same.eq(Mux(self.accept, ~busy[~self.wbank] | (self.release & (self.ebank != self.wbank)),
+                                  ~busy[self.wbank] | (self.release & (self.ebank == self.wbank)))),
+            self.free_other.eq(~self.accept & (~busy[~self.wbank] | (self.release & (self.ebank != self.wbank)))),
             self.pending.eq(busy[self.ebank]),
             self.empty.eq(~busy[0] & ~busy[1]),
             tix_e.eq(Cat(self.slot_rindex, self.ebank)),
@@ -282,7 +286,9 @@ class SparsrParser(LiteXModule):
 
     Parameters: `banks` (FrameBanks), `wmem_rows`, `xmem_rows` (for the row and range checks).
     `sink`: words, `last` on each frame's last word; ready while the bank being filled is free (the rest
-    of a frame found too long is taken and dropped at any time) and `hold` is low. One cycle after the
+    of a frame found too long is taken and dropped at any time) and no status answer is pending (from the
+    accepted status frame's verdict until `status_sent`, input). `ready` is a one-LUT function of registers
+    that hold its terms for the next cycle (`hold`, the bank's freedom, `discard`). One cycle after the
     frame's last word (the verdict; the next frame's first word may be taken in that cycle, into the bank
     the verdict leaves free):
     `accept` (the bank goes to the executor with its job and slot table; `rows_refused` counts its slots
@@ -299,7 +305,8 @@ class SparsrParser(LiteXModule):
         self.accept, self.refuse, self.reason = Signal(), Signal(), Signal(REASON_BITS)
         self.rows_refused = Signal(4)
         self.idle = Signal()
-        self.hold = Signal()            # in: take no word (a status answer is pending)
+        self.hold = Signal()            # a status answer is pending (from the verdict to `status_sent`)
+        self.status_sent = Signal()     # in: the status answer is out
         self.accept_status = Signal()   # out: the frame accepted now is a status command
 
         # # #
@@ -342,12 +349,16 @@ class SparsrParser(LiteXModule):
         is_write, is_read, is_dma, is_status = Signal(), Signal(), Signal(), Signal()
         fire = Signal()
         v_done = Signal()        # the verdict cycle: one cycle after a frame's last word (or its length error)
+        # ready = ~hold & ~(v_done & is_status) & (discard | the bank free: wbank, or in the verdict cycle the
+        # other one), from registers of its terms' next values: blk = hold | (v_done & is_status) (no word in
+        # the verdict cycle of a status frame: an accepted one sets `hold`), ok_w / ok_o = discard | wbank /
+        # the other bank free
+        blk = Signal(name="blk")
+        ok_w, ok_o = Signal(name="ok_w", reset=1), Signal(name="ok_o", reset=1)
         self.comb += [
-            # (no word in the verdict cycle of a status frame: an accepted one sets `hold`)
-            sink.ready.eq(~self.hold & ~(v_done & is_status) & (discard | banks.writable)),
+            sink.ready.eq(~blk & Mux(v_done, ok_o, ok_w)),
             fire.eq(sink.valid & sink.ready),
             banks.wr.adr.eq(Cat(idx, banks.fill_bank)),
-            banks.deciding.eq(v_done),
             banks.wr.dat_w.eq(word),
             banks.wr.we.eq(fire & ~discard),
         ]
@@ -466,7 +477,8 @@ class SparsrParser(LiteXModule):
         refuse = Signal()
         self.comb += [
             final_reason.eq(Mux(reason != 0, reason, Mux(err_prev, err_code, Mux(cmd_ok_r, 0, REASON_CMD)))),
-            accept.eq(v_done & ~v_len & (final_reason == 0)),
+            # final_reason == 0, from the registers without the rule priority (every reason code is non-zero)
+            accept.eq(v_done & ~v_len & (reason == 0) & ~err_prev & cmd_ok_r),
             refuse.eq(v_done & ~accept),
         ]
         refuse_code = Signal(REASON_BITS)
@@ -561,6 +573,17 @@ class SparsrParser(LiteXModule):
             self.accept_status.eq(accept & is_status),
             self.rows_refused.eq(v_oor),
             self.idle.eq(at_i[0] & ~discard & ~v_done),
+        ]
+        # The handshake's registers (see `ready` above), from the next values of hold, discard and is_status
+        discard_n, hold_n = Signal(), Signal()
+        self.comb += [
+            discard_n.eq(Mux(frame_done & ~sink.last, 1, Mux(fire & discard & sink.last, 0, discard))),
+            hold_n.eq(self.accept_status | (self.hold & ~self.status_sent)),
+        ]
+        self.sync += [
+            self.hold.eq(hold_n),
+            blk.eq(hold_n | (frame_done & Mux(at_i[0], word == CMD_STATUS, is_status))),
+            ok_w.eq(discard_n | banks.free_same), ok_o.eq(discard_n | banks.free_other),
         ]
 
 
@@ -704,6 +727,7 @@ class SparsrExecutor(LiteXModule):
         x_raw, x_tox, x_fin = Signal(name="x_raw"), Signal(name="x_tox"), Signal(name="x_fin")
         x_cnt, x_off, x_inr = Signal(9, name="x_cnt"), Signal(8, name="x_off"), Signal(name="x_inr")
         x_nw = Signal(9)
+        x_z = Signal(name="x_z")            # x_nw = 0, a register set with x_nw
         trow_w, trow_x = Signal(rb), Signal(rb)
         phys = Signal(max(pwb, pxb))
         physx = Signal(pxb)
@@ -808,7 +832,7 @@ class SparsrExecutor(LiteXModule):
                 NextValue(x_fin, slot.fin), NextValue(x_inr, slot.inr),
                 NextValue(x_tox, banks.job.kind == JOB_WRITE_X),
                 NextValue(trow_w, slot.row), NextValue(trow_x, slot.row),
-                NextValue(rd_ptr, slot.pay), NextValue(x_nw, slot.nw),
+                NextValue(rd_ptr, slot.pay), NextValue(x_nw, slot.nw), NextValue(x_z, slot.nw == 0),
                 NextValue(in_dma, 0),
                 NextState("W_PREP"),
             )
@@ -823,7 +847,7 @@ class SparsrExecutor(LiteXModule):
             banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)),
             If(~x_inr,
                 NextValue(si, si + 1), NextState("W_SLOT"),
-            ).Elif(x_nw == 0,
+            ).Elif(x_z,
                 If(x_tox,
                     xmem.form.adr.eq(xmem.phys), xmem.form.dat_w.eq(0), xmem.form.we.eq(1),
                 ).Else(
@@ -898,12 +922,13 @@ class SparsrExecutor(LiteXModule):
             NextValue(x_raw, d_form[9]), NextValue(x_fin, 1), NextValue(x_off, 0),
             NextValue(x_cnt, d_form[:9]),
             NextValue(x_nw, Mux(d_form[9], ROW_WORDS, _lil_words(d_form[:9]))),
+            NextValue(x_z, ~d_form[9] & (d_form[:9] == 0)),     # (no LIL entries: no words)
             NextValue(phys, Mux(d_form[9], wmem.free, wmem.phys)),
             NextState("D_PREP"),
         )
         fsm.act("D_PREP",
             xmem.rd.adr.eq(Cat(rd_ptr[:8], physx)),
-            If(x_nw == 0,
+            If(x_z,
                 # an empty lane mask, through the LIL writer (phys: the row's own physical row, from D_FORM)
                 lil.start.eq(1), lil.count.eq(0), m_last.eq(1),
                 NextState("D_NEXT"),
@@ -1051,7 +1076,7 @@ class SparsrReceiver(LiteXModule):
         self.executor = executor = SparsrExecutor(banks, wmem, xmem, fifo_depth)
         # A status answer gives the counters as its frame left them: no later frame is taken (and so
         # accepted, refused or counted) until the answer is out.
-        self.sync += If(parser.accept_status, parser.hold.eq(1)).Elif(executor.status_sent, parser.hold.eq(0))
+        self.comb += parser.status_sent.eq(executor.status_sent)
         # The counters add their events one cycle late, from registers (the verdict does not reach the
         # counters' enables); `counting`: a verdict still to be counted.
         counting = Signal()
