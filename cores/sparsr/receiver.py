@@ -1043,7 +1043,7 @@ class SparsrReceiver(LiteXModule):
     cycles while the next one streams in); a read or DMA command holds the input only while it runs. With
     XMEM in DRAM, write frames into XMEM take words as fast as the DRAM takes them once its write FIFO is
     full, and a DMA row costs its fetch from DRAM (docs/sparsr.md, "XMEM in DRAM").
-    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 261 cycles after
+    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 262 cycles after
     its last word.
     """
     def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=False, xmem=XMEM_BRAM, dram_port=None,
