@@ -137,9 +137,9 @@ class FrameBanks(LiteXModule):
     of MAX_SLOTS entries (`job_layout(row_bits)`, `slot_layout(row_bits)`).
 
     Fill side (the parser), bank `wbank`: `fill_bank`, the bank the words go to (`wbank`, or the other one
-    in the cycle that accepts `wbank`), `writable` (the bank is free; in a cycle where `deciding` (input)
-    says `accept` may come, the other bank: `wbank` itself is never busy, so this holds whatever the
-    decision, and `accept` does not reach `writable`), `wr` (the buffer's write port,
+    in the cycle that accepts `wbank`), `free_same` / `free_other`: whether `wbank` / the other bank will be
+    free in the next cycle (with this cycle's `accept` and `release`; for the parser's registered
+    handshake), `wr` (the buffer's write port,
     address Cat(word, fill_bank)), `slot_we`/`slot_index`/`slot_w` (write a slot table entry), `accept` (with
     `job_w`: the bank becomes busy and the fill side moves to the other bank).
     Drain side (the executor), bank `ebank`: `pending` (the bank is busy), `rd` (read port: data two cycles after
@@ -151,8 +151,8 @@ class FrameBanks(LiteXModule):
         layout, job = slot_layout(row_bits), job_layout(row_bits)
         self.wbank, self.ebank = Signal(name="wbank"), Signal(name="ebank")
         self.fill_bank = Signal(name="fill_bank")
-        self.deciding = Signal()
-        self.writable, self.pending, self.empty = Signal(name="writable"), Signal(name="pending"), Signal(name="empty")
+        self.free_same, self.free_other = Signal(name="free_same"), Signal(name="free_other")
+        self.pending, self.empty = Signal(name="pending"), Signal(name="empty")
         self.slot_we, self.slot_index, self.slot_w = Signal(), Signal(2), Record(layout)
         self.accept, self.job_w = Signal(name="accept"), Record(job)
         self.slot_rindex, self.slot, self.job = Signal(2), Record(layout), Record(job)
@@ -169,7 +169,11 @@ class FrameBanks(LiteXModule):
         tix_e = Signal(3)
         self.comb += [
             self.fill_bank.eq(self.wbank ^ self.accept),
-            self.writable.eq(~busy[self.wbank ^ self.deciding]),
+            # next cycle: accept makes wbank busy and the other bank the fill bank; release frees ebank
+            # (never the bank accepted: that one was not busy)
+            self.free_same.eq(Mux(self.accept, ~busy[~self.wbank] | (self.release & (self.ebank != self.wbank)),
+                                  ~busy[self.wbank] | (self.release & (self.ebank == self.wbank)))),
+            self.free_other.eq(~self.accept & (~busy[~self.wbank] | (self.release & (self.ebank != self.wbank)))),
             self.pending.eq(busy[self.ebank]),
             self.empty.eq(~busy[0] & ~busy[1]),
             tix_e.eq(Cat(self.slot_rindex, self.ebank)),
@@ -282,7 +286,9 @@ class SparsrParser(LiteXModule):
 
     Parameters: `banks` (FrameBanks), `wmem_rows`, `xmem_rows` (for the row and range checks).
     `sink`: words, `last` on each frame's last word; ready while the bank being filled is free (the rest
-    of a frame found too long is taken and dropped at any time) and `hold` is low. One cycle after the
+    of a frame found too long is taken and dropped at any time) and no status answer is pending (from the
+    accepted status frame's verdict until `status_sent`, input). `ready` is a one-LUT function of registers
+    that hold its terms for the next cycle (`hold`, the bank's freedom, `discard`). One cycle after the
     frame's last word (the verdict; the next frame's first word may be taken in that cycle, into the bank
     the verdict leaves free):
     `accept` (the bank goes to the executor with its job and slot table; `rows_refused` counts its slots
@@ -299,7 +305,8 @@ class SparsrParser(LiteXModule):
         self.accept, self.refuse, self.reason = Signal(), Signal(), Signal(REASON_BITS)
         self.rows_refused = Signal(4)
         self.idle = Signal()
-        self.hold = Signal()            # in: take no word (a status answer is pending)
+        self.hold = Signal()            # a status answer is pending (from the verdict to `status_sent`)
+        self.status_sent = Signal()     # in: the status answer is out
         self.accept_status = Signal()   # out: the frame accepted now is a status command
 
         # # #
@@ -342,12 +349,16 @@ class SparsrParser(LiteXModule):
         is_write, is_read, is_dma, is_status = Signal(), Signal(), Signal(), Signal()
         fire = Signal()
         v_done = Signal()        # the verdict cycle: one cycle after a frame's last word (or its length error)
+        # ready = ~hold & ~(v_done & is_status) & (discard | the bank free: wbank, or in the verdict cycle the
+        # other one), from registers of its terms' next values: blk = hold | (v_done & is_status) (no word in
+        # the verdict cycle of a status frame: an accepted one sets `hold`), ok_w / ok_o = discard | wbank /
+        # the other bank free
+        blk = Signal(name="blk")
+        ok_w, ok_o = Signal(name="ok_w", reset=1), Signal(name="ok_o", reset=1)
         self.comb += [
-            # (no word in the verdict cycle of a status frame: an accepted one sets `hold`)
-            sink.ready.eq(~self.hold & ~(v_done & is_status) & (discard | banks.writable)),
+            sink.ready.eq(~blk & Mux(v_done, ok_o, ok_w)),
             fire.eq(sink.valid & sink.ready),
             banks.wr.adr.eq(Cat(idx, banks.fill_bank)),
-            banks.deciding.eq(v_done),
             banks.wr.dat_w.eq(word),
             banks.wr.we.eq(fire & ~discard),
         ]
@@ -466,7 +477,8 @@ class SparsrParser(LiteXModule):
         refuse = Signal()
         self.comb += [
             final_reason.eq(Mux(reason != 0, reason, Mux(err_prev, err_code, Mux(cmd_ok_r, 0, REASON_CMD)))),
-            accept.eq(v_done & ~v_len & (final_reason == 0)),
+            # final_reason == 0, from the registers without the rule priority (every reason code is non-zero)
+            accept.eq(v_done & ~v_len & (reason == 0) & ~err_prev & cmd_ok_r),
             refuse.eq(v_done & ~accept),
         ]
         refuse_code = Signal(REASON_BITS)
@@ -562,6 +574,17 @@ class SparsrParser(LiteXModule):
             self.rows_refused.eq(v_oor),
             self.idle.eq(at_i[0] & ~discard & ~v_done),
         ]
+        # The handshake's registers (see `ready` above), from the next values of hold, discard and is_status
+        discard_n, hold_n = Signal(), Signal()
+        self.comb += [
+            discard_n.eq(Mux(frame_done & ~sink.last, 1, Mux(fire & discard & sink.last, 0, discard))),
+            hold_n.eq(self.accept_status | (self.hold & ~self.status_sent)),
+        ]
+        self.sync += [
+            self.hold.eq(hold_n),
+            blk.eq(hold_n | (frame_done & Mux(at_i[0], word == CMD_STATUS, is_status))),
+            ok_w.eq(discard_n | banks.free_same), ok_o.eq(discard_n | banks.free_other),
+        ]
 
 
 # Executor ------------------------------------------------------------------------------------------------
@@ -570,24 +593,28 @@ class AnswerPath(LiteXModule):
     """Answer words into a FIFO of `fifo_depth` words, out on `source`.
 
     `push` (one word a cycle, only while `can_push`) with `last`, and `word`, or with `from_wmem` the word
-    the WMEM read port delivers two cycles later (`wmem_data`), 0 unless its lane is set (`wmem_lane_set`,
-    sampled with `push`). Latency: a word enters the FIFO three cycles after `push` (the word into the FIFO is
-    registered). `can_push` is a register that leaves out the word the FIFO gives away in its cycle: with
-    `fifo_depth` >= 6 a source that takes a word every cycle still gets one every cycle.
+    the WMEM read port delivers two cycles later (`wmem_data`), 0 unless its lane is set: bit `lane` of
+    `lanes` (the row's lane mask, sampled with `push`; selected in two registered steps, 16 of 256 with the
+    push, then one of 16, so the mask needs no shift or enable). Latency: a word enters the FIFO three cycles
+    after `push` (the word into the FIFO is registered). `can_push` is a register that leaves out the word
+    the FIFO gives away in its cycle: with `fifo_depth` >= 6 a source that takes a word every cycle still
+    gets one every cycle.
     """
     def __init__(self, fifo_depth):
         self.push, self.from_wmem, self.last = Signal(), Signal(), Signal()
         self.word = Signal(32)
         self.can_push = Signal()
-        self.wmem_data, self.wmem_lane_set = Signal(32), Signal()
+        self.wmem_data = Signal(32)
+        self.lanes, self.lane = Signal(ROW_LANES), Signal(8)
         self.source = stream.Endpoint(WORD_LAYOUT)
 
         # # #
 
         self.fifo = fifo = stream.SyncFIFO(WORD_LAYOUT, fifo_depth, buffered=False)
         # three stages of words on their way: the read of a WMEM word (two), the word into the FIFO
-        stages = [Record([("valid", 1), ("mem", 1), ("last", 1), ("bit", 1), ("word", 32)]) for _ in range(2)]
-        first, second = stages
+        nib = ROW_LANES // 16
+        first = Record([("valid", 1), ("mem", 1), ("last", 1), ("part", nib), ("hi", 4), ("word", 32)])
+        second = Record([("valid", 1), ("mem", 1), ("last", 1), ("bit", 1), ("word", 32)])
         third = Record([("valid", 1), ("last", 1), ("word", 32)])
         held = Signal(bits_for(fifo_depth + 3))     # words in the FIFO and on their way
         self.comb += [
@@ -599,8 +626,12 @@ class AnswerPath(LiteXModule):
         ]
         self.sync += [
             first.valid.eq(self.push), first.mem.eq(self.from_wmem), first.word.eq(self.word),
-            first.last.eq(self.last), first.bit.eq(self.wmem_lane_set),
-            second.eq(first),
+            first.last.eq(self.last),
+            # lane = 16 hi + lo: the lo-th bit of each group of 16, then the hi-th of those
+            first.part.eq(Cat(*[Array(self.lanes[16 * h + i] for i in range(16))[self.lane[:4]] for h in range(nib)])),
+            first.hi.eq(self.lane[4:]),
+            second.valid.eq(first.valid), second.mem.eq(first.mem), second.last.eq(first.last),
+            second.word.eq(first.word), second.bit.eq(Array(first.part[h] for h in range(nib))[first.hi]),
             third.valid.eq(second.valid), third.last.eq(second.last),
             third.word.eq(Mux(second.mem, Mux(second.bit, self.wmem_data, 0), second.word)),
             # registered: room for one more word with the words in flight and the one pushed now (not
@@ -615,13 +646,16 @@ class LILWriter(LiteXModule):
     row's lane mask (the lanes written, so every other lane reads as 0).
 
     `start` (with `count`, the entries) begins a slot; each `word_valid` cycle takes one payload `word`
-    (through the `LILDecoder`); `last` goes with the slot's last word (or alone: an empty row). The decoded
-    entries are registered and written one cycle later (timing), their lanes registered as two one-hot
-    nibbles and gathered into the slot's lane mask in the same cycle (one LUT a lane); the mask is written
-    (and cleared) the cycle after the last entry, two cycles after `last`: in the executor's next W_PREP,
-    MOVE or D_FORM, none of which writes a lane mask itself (a raw row's mask is written at the end of a
-    raw slot, which never directly follows a LIL slot of the same frame; an empty LIL row's mask goes
-    through this writer). The executor's own writes to `wmem` in the same cycle take precedence.
+    (through the `LILDecoder`); `last` goes with the slot's last word (or alone: an empty row). The inputs,
+    with `phys` (the physical row of each word), are registered first (timing: the words come from block
+    RAM output registers). The decoded entries are registered and written one cycle later, their lanes
+    registered as two one-hot nibbles and gathered into the slot's lane mask in the same cycle (one LUT a
+    lane); the mask is written (and cleared) the cycle after the last entry, three cycles after `last`. The
+    executor never writes a lane mask then: empty LIL rows (write slots and DMA rows) go through this writer,
+    and the only mask it writes itself, a raw row's at the end of the piece that finishes the row, comes at
+    least four cycles after the previous slot's `last` (that piece is the first slot of its frame, a DMA
+    row starts after D_NEXT, D_ROW, D_FORM, D_PREP). The executor's own writes to `wmem` in the same cycle
+    take precedence.
     """
     def __init__(self, wmem):
         self.start, self.count = Signal(), Signal(9)
@@ -633,22 +667,32 @@ class LILWriter(LiteXModule):
 
         self.decoder = dec = LILDecoder()
         mask_acc = Signal(ROW_LANES)
+        # inputs registered (timing: the words come from block RAM output registers across the chip), with
+        # the physical row they go to
+        i_start, i_valid, i_last = Signal(name="i_start"), Signal(name="i_valid"), Signal(name="i_last")
+        i_count, i_word, i_phys = Signal(9, name="i_count"), Signal(32, name="i_word"), Signal(wmem.phys_bits)
         e_valid, e_fin = Signal(name="e_valid"), Signal(name="e_fin")
-        f_fin, f_phys = Signal(name="f_fin"), Signal(wmem.phys_bits)     # (phys may change with the write)
+        e_phys, f_phys = Signal(wmem.phys_bits), Signal(wmem.phys_bits)
+        f_fin = Signal(name="f_fin")
         e_lane, e_value = Signal(8, name="e_lane"), Signal(32, name="e_value")
         e_hi, e_lo = Signal(16), Signal(16)      # the entry's lane as one-hot nibbles (e_hi: 0 without entry)
+        self.sync += [
+            i_start.eq(self.start), i_count.eq(self.count), i_valid.eq(self.word_valid), i_word.eq(self.word),
+            i_last.eq(self.last), i_phys.eq(self.phys),
+        ]
         self.comb += [
-            dec.start.eq(self.start), dec.count.eq(self.count),
-            dec.word_valid.eq(self.word_valid), dec.word.eq(self.word),
+            dec.start.eq(i_start), dec.count.eq(i_count),
+            dec.word_valid.eq(i_valid), dec.word.eq(i_word),
         ]
         self.sync += [
-            e_valid.eq(dec.entry_valid), e_lane.eq(dec.lane), e_value.eq(dec.value), e_fin.eq(self.last),
+            e_valid.eq(dec.entry_valid), e_lane.eq(dec.lane), e_value.eq(dec.value), e_fin.eq(i_last),
+            e_phys.eq(i_phys),
             e_hi.eq(Mux(dec.entry_valid, C(1, 16) << dec.lane[4:], 0)), e_lo.eq(C(1, 16) << dec.lane[:4]),
-            f_fin.eq(e_fin), f_phys.eq(self.phys),
+            f_fin.eq(e_fin), f_phys.eq(e_phys),
             [mask_acc[i].eq(~f_fin & (mask_acc[i] | (e_hi[i >> 4] & e_lo[i & 15]))) for i in range(ROW_LANES)],
         ]
         self.comb += [
-            If(e_valid, wmem.wr.adr.eq(Cat(e_lane, self.phys)), wmem.wr.dat_w.eq(e_value), wmem.wr.we.eq(1)),
+            If(e_valid, wmem.wr.adr.eq(Cat(e_lane, e_phys)), wmem.wr.dat_w.eq(e_value), wmem.wr.we.eq(1)),
             If(f_fin, wmem.mask_wr.adr.eq(f_phys), wmem.mask_wr.dat_w.eq(mask_acc), wmem.mask_wr.we.eq(1)),
         ]
 
@@ -676,15 +720,20 @@ class SparsrExecutor(LiteXModule):
         pwb, pxb = wmem.phys_bits, xmem.phys_bits
         rb = len(wmem.row)
         si = Signal(3)
-        slot = banks.slot      # registered: the states before W_SLOT name its entry (IDLE: slot 0, the default)
+        slot = banks.slot      # registered: the states before W_SLOT name its entry (IDLE: slot 0)
+        # the entry the next W_SLOT reads, a register: si + 1 from W_SLOT to the next W_SLOT, else 0
+        s_next = Signal(2)
+        self.comb += banks.slot_rindex.eq(s_next)
         x_raw, x_tox, x_fin = Signal(name="x_raw"), Signal(name="x_tox"), Signal(name="x_fin")
         x_cnt, x_off, x_inr = Signal(9, name="x_cnt"), Signal(8, name="x_off"), Signal(name="x_inr")
         x_nw = Signal(9)
+        x_z = Signal(name="x_z")            # x_nw = 0, a register set with x_nw
         trow_w, trow_x = Signal(rb), Signal(rb)
         phys = Signal(max(pwb, pxb))
         physx = Signal(pxb)
         rd_ptr = Signal(9)
         issue_left, proc_left, o = Signal(9), Signal(9), Signal(9)
+        p_last = Signal(name="p_last")      # proc_left = 1, a register moving with proc_left
         src_x = Signal()
         in_dma = Signal()
         rleft = Signal(rb + 1)       # rows left to read or copy
@@ -710,25 +759,28 @@ class SparsrExecutor(LiteXModule):
         ]
 
         # Answers: one word a cycle; words from WMEM are read one cycle before they enter the FIFO.
-        # The lane mask of the row being read, from lane `ro` on: loaded in R_ROW when the row starts (ro = 0),
-        # shifted by each word read (no 256-way select after the mask memory).
-        lanes_set = Signal(ROW_LANES)
+        # `lanes`: the lane mask of the row being read, a free-running copy of the mask read port (the mask of
+        # the row two cycles back: R_DATA follows R_TAG and R_ROW, so it is the mask of the row it reads);
+        # the answer path picks lane `ro` from it.
+        lanes = Signal(ROW_LANES)
+        self.sync += lanes.eq(wmem.mask_rd.dat_r)
         self.answer = answer = AnswerPath(fifo_depth)
         fw = Signal(9)               # words of the answer frame pushed so far
+        ro = Signal(8)
         self.comb += [
             answer.source.connect(self.source),
             answer.last.eq(fw == FRAME_WORDS - 1),
             answer.wmem_data.eq(wmem.rd.dat_r),
-            answer.wmem_lane_set.eq(lanes_set[0]),
+            answer.lanes.eq(lanes), answer.lane.eq(ro),
         ]
         self.sync += If(answer.push, fw.eq(fw + 1))
 
         # Read plan of one answer frame: a first piece and, if that ends a row, a second one.
-        ro = Signal(8)
-        ro_zero = Signal()           # ro = 0, a register set with ro
         self.comb += wmem.rd.adr.eq(Cat(ro, wmem.phys))     # only R_DATA uses what it reads
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
         two, second = Signal(), Signal()
+        r_data, r_fire = Signal(name="r_data"), Signal(name="r_fire")
+        w_end, r_end = Signal(name="w_end"), Signal(name="r_end")
         # First piece: the rest of the row from `ro`, at most MAX_PIECE_WORDS words, so it ends the row when
         # ro >= ends_at; the room then left for a second piece (after its 2 header words) is
         # PAYLOAD_WORDS - 4 - (ROW_WORDS - ro) = ro - 7 words, so a second piece needs ro >= second_at (and
@@ -762,7 +814,7 @@ class SparsrExecutor(LiteXModule):
                     JOB_WRITE_W: NextState("W_SLOT"),
                     JOB_WRITE_X: NextState("W_SLOT"),
                     JOB_READ: [NextValue(trow_w, banks.job.p0), NextValue(rleft, banks.job.p1),
-                               NextValue(ro, 0), NextValue(ro_zero, 1),
+                               NextValue(ro, 0), NextValue(r_end, 0),
                                NextState("R_PLAN")],
                     JOB_DMA: [NextValue(trow_x, banks.job.p0), NextValue(trow_w, banks.job.p1),
                               NextValue(rleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
@@ -773,27 +825,29 @@ class SparsrExecutor(LiteXModule):
         # Write frames: one slot after another.
         fsm.act("W_SLOT",
             If(si == banks.job.ns,
-                banks.release.eq(1), NextState("IDLE"),
+                banks.release.eq(1), NextValue(s_next, 0), NextState("IDLE"),
             ).Else(
+                NextValue(s_next, si + 1),
                 NextValue(x_raw, slot.raw), NextValue(x_cnt, slot.cnt), NextValue(x_off, slot.off),
                 NextValue(x_fin, slot.fin), NextValue(x_inr, slot.inr),
                 NextValue(x_tox, banks.job.kind == JOB_WRITE_X),
                 NextValue(trow_w, slot.row), NextValue(trow_x, slot.row),
-                NextValue(rd_ptr, slot.pay), NextValue(x_nw, slot.nw),
+                NextValue(rd_ptr, slot.pay), NextValue(x_nw, slot.nw), NextValue(x_z, slot.nw == 0),
                 NextValue(in_dma, 0),
                 NextState("W_PREP"),
             )
         )
         start_move = [
             NextValue(rd_ptr, rd_ptr + 1), NextValue(issue_left, x_nw - 1), NextValue(proc_left, x_nw),
+            NextValue(p_last, x_nw == 1),
             NextValue(o, 0), lil.start.eq(1), lil.count.eq(x_cnt),
             NextState("MOVE"),
         ]
         fsm.act("W_PREP",
-            banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)), banks.slot_rindex.eq(si + 1),
+            banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)),
             If(~x_inr,
                 NextValue(si, si + 1), NextState("W_SLOT"),
-            ).Elif(x_nw == 0,
+            ).Elif(x_z,
                 If(x_tox,
                     xmem.form.adr.eq(xmem.phys), xmem.form.dat_w.eq(0), xmem.form.we.eq(1),
                 ).Else(
@@ -809,19 +863,28 @@ class SparsrExecutor(LiteXModule):
             )
         )
         # Move the words of one slot (or one XMEM row): raw -> row words, LIL -> decoder or copy.
+        # A raw row finished in WMEM: its row map entry and its all-ones lane mask are written the cycle after
+        # (from registers; the row's number trow_w holds until the cycle after that)
+        fin_w, fin_q = Signal(name="fin_w"), Signal(name="fin_q")
+        fin_map, fin_free = Signal(pwb), Signal(pwb)
+        self.sync += [fin_q.eq(fin_w), fin_map.eq(wmem.free ^ trow_w), fin_free.eq(wmem.free)]
+        self.comb += [
+            wmem.map.dat_w.eq(fin_map), wmem.map.we.eq(fin_q),
+            If(fin_q, wmem.mask_wr.adr.eq(fin_free), wmem.mask_wr.dat_w.eq((1 << ROW_LANES) - 1),
+               wmem.mask_wr.we.eq(1)),
+        ]
         fsm.act("MOVE",
-            banks.slot_rindex.eq(si + 1),
             If(src_x,
                 xmem.rd.adr.eq(Cat(rd_ptr[:8], physx)),
             ).Else(
                 banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)),
             ),
             If(issue_left != 0, NextValue(rd_ptr, rd_ptr + 1), NextValue(issue_left, issue_left - 1)),
-            NextValue(proc_left, proc_left - 1),
+            NextValue(proc_left, proc_left - 1), NextValue(p_last, proc_left == 2),
             NextValue(o, o + 1),
             m_adr.eq(Cat(Mux(x_raw, raw_lane, o[:8]), phys)),
             m_we_x.eq(x_tox), m_we_w.eq(~x_tox & x_raw), m_lil.eq(~x_tox & ~x_raw),
-            If(proc_left == 1,
+            If(p_last,
                 m_last.eq(~x_raw & ~x_tox),
                 If(x_raw,
                     If(x_fin,
@@ -830,10 +893,7 @@ class SparsrExecutor(LiteXModule):
                             NextValue(xmem.free, xmem.phys),
                             xmem.form.adr.eq(xmem.free), xmem.form.dat_w.eq(1 << 9), xmem.form.we.eq(1),
                         ).Else(
-                            wmem.map.dat_w.eq(wmem.free ^ trow_w), wmem.map.we.eq(1),
-                            NextValue(wmem.free, wmem.phys),
-                            wmem.mask_wr.adr.eq(wmem.free), wmem.mask_wr.dat_w.eq((1 << ROW_LANES) - 1),
-                            wmem.mask_wr.we.eq(1),
+                            fin_w.eq(1), NextValue(wmem.free, wmem.phys),
                         )
                     )
                 ).Elif(x_tox,
@@ -862,13 +922,15 @@ class SparsrExecutor(LiteXModule):
             NextValue(x_raw, d_form[9]), NextValue(x_fin, 1), NextValue(x_off, 0),
             NextValue(x_cnt, d_form[:9]),
             NextValue(x_nw, Mux(d_form[9], ROW_WORDS, _lil_words(d_form[:9]))),
+            NextValue(x_z, ~d_form[9] & (d_form[:9] == 0)),     # (no LIL entries: no words)
             NextValue(phys, Mux(d_form[9], wmem.free, wmem.phys)),
             NextState("D_PREP"),
         )
         fsm.act("D_PREP",
             xmem.rd.adr.eq(Cat(rd_ptr[:8], physx)),
-            If(x_nw == 0,
-                wmem.mask_wr.adr.eq(phys[:pwb]), wmem.mask_wr.dat_w.eq(0), wmem.mask_wr.we.eq(1),
+            If(x_z,
+                # an empty lane mask, through the LIL writer (phys: the row's own physical row, from D_FORM)
+                lil.start.eq(1), lil.count.eq(0), m_last.eq(1),
                 NextState("D_NEXT"),
             ).Else(*start_move)
         )
@@ -903,23 +965,30 @@ class SparsrExecutor(LiteXModule):
             )
         )
         fsm.act("R_ROW",
-            If(ro_zero, NextValue(lanes_set, wmem.mask_rd.dat_r)),
             If(answer.can_push,
-                answer.push.eq(1), answer.word.eq(trow_w), NextValue(wleft, pc), NextState("R_DATA"),
+                answer.push.eq(1), answer.word.eq(trow_w),
+                NextValue(wleft, pc), NextValue(w_end, pc == 1), NextState("R_DATA"),
             )
         )
+        # R_DATA: the FSM only leaves the state; the words' counters step on `r_fire`, from the registered
+        # state flag `r_data` and `can_push` (no state decode), with the piece's and the row's last word as
+        # registers (`w_end`: wleft = 1, `r_end`: ro = ROW_WORDS - 1).
         fsm.act("R_DATA",
-            If(answer.can_push,
-                answer.push.eq(1), answer.from_wmem.eq(1), NextValue(lanes_set, lanes_set[1:]),
-                NextValue(ro, ro + 1), NextValue(ro_zero, ro == ROW_WORDS - 1), NextValue(wleft, wleft - 1),
-                If(wleft == 1,
-                    If(ro == ROW_WORDS - 1, NextValue(trow_w, trow_w + 1), NextValue(rleft, rleft - 1)),
-                    If(two & ~second,
-                        NextValue(second, 1), NextValue(pc, pc2), NextState("R_TAG"),
-                    ).Else(
-                        NextState("R_PAD"),
-                    )
-                )
+            If(answer.can_push & w_end,
+                If(two & ~second, NextState("R_TAG")).Else(NextState("R_PAD")),
+            )
+        )
+        # r_data: the FSM is in R_DATA (entered from R_ROW with can_push, left with can_push & w_end)
+        self.sync += r_data.eq(Mux(r_data, ~(answer.can_push & w_end), fsm.ongoing("R_ROW") & answer.can_push))
+        self.comb += [
+            r_fire.eq(r_data & answer.can_push),
+            If(r_fire, answer.push.eq(1), answer.from_wmem.eq(1)),
+        ]
+        self.sync += If(r_fire,
+            ro.eq(ro + 1), r_end.eq(ro == ROW_WORDS - 2), wleft.eq(wleft - 1), w_end.eq(wleft == 2),
+            If(w_end,
+                If(r_end, trow_w.eq(trow_w + 1), rleft.eq(rleft - 1)),
+                If(two & ~second, second.eq(1), pc.eq(pc2)),
             )
         )
         fsm.act("R_PAD",
@@ -974,7 +1043,7 @@ class SparsrReceiver(LiteXModule):
     cycles while the next one streams in); a read or DMA command holds the input only while it runs. With
     XMEM in DRAM, write frames into XMEM take words as fast as the DRAM takes them once its write FIFO is
     full, and a DMA row costs its fetch from DRAM (docs/sparsr.md, "XMEM in DRAM").
-    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 261 cycles after
+    `idle`: nothing received or in progress (with XMEM in DRAM: no XMEM write left for the DRAM). Latency: a frame's rows are visible at most 262 cycles after
     its last word.
     """
     def __init__(self, wmem_rows=32, xmem_rows=16, fifo_depth=8, with_csr=False, xmem=XMEM_BRAM, dram_port=None,
@@ -1007,7 +1076,7 @@ class SparsrReceiver(LiteXModule):
         self.executor = executor = SparsrExecutor(banks, wmem, xmem, fifo_depth)
         # A status answer gives the counters as its frame left them: no later frame is taken (and so
         # accepted, refused or counted) until the answer is out.
-        self.sync += If(parser.accept_status, parser.hold.eq(1)).Elif(executor.status_sent, parser.hold.eq(0))
+        self.comb += parser.status_sent.eq(executor.status_sent)
         # The counters add their events one cycle late, from registers (the verdict does not reach the
         # counters' enables); `counting`: a verdict still to be counted.
         counting = Signal()
