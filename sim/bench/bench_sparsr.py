@@ -12,7 +12,7 @@
 """
 import random
 
-from cores.sparsr.common import FRAME_WORDS, ROW_LANES, ROW_WORDS, KIND_LIL, make_tag
+from cores.sparsr.common import FRAME_WORDS, ROW_LANES, ROW_WORDS, KIND_LIL, XMEM_BRAM, XMEM_DRAM, make_tag
 from cores.sparsr.receiver import SparsrReceiver
 from sim.bench.framework import BenchResult, Table, plot_path
 from software.sparsr.frames import encode_rows, frame, lil_payload, status_frame
@@ -111,13 +111,22 @@ def efficiency(n_rows=64, seed=2):
     return out
 
 
-def ecp5_receiver():
-    """ECP5 factory (sim.bench.ecp5.synth_point): SparsrReceiver with WMEM 16 rows, XMEM 8 rows, its block RAMs
-    on DP16KD primitives with their output registers (cores.lib.block_ram)."""
+def ecp5_receiver(wmem_rows=16, xmem_rows=8, dram=None):
+    """ECP5 factory (sim.bench.ecp5.synth_point): SparsrReceiver with its block RAMs on DP16KD primitives with
+    their output registers (cores.lib.block_ram); dram = (data bits, address bits): XMEM in DRAM through a
+    LiteDRAM native port of that size (its streams are ports), else in block RAM."""
+    from litedram.common import LiteDRAMNativePort
     from cores.lib.block_ram import ecp5_special_overrides
-    m = SparsrReceiver(wmem_rows=16, xmem_rows=8, with_csr=False)
-    return m, [m.sink.valid, m.sink.ready, m.sink.data, m.sink.last, m.source.valid, m.source.ready,
-               m.source.data, m.source.last, m.idle], ecp5_special_overrides
+    port = None if dram is None else LiteDRAMNativePort("both", address_width=dram[1], data_width=dram[0])
+    m = SparsrReceiver(wmem_rows=wmem_rows, xmem_rows=xmem_rows, with_csr=False,
+                       xmem=XMEM_BRAM if port is None else XMEM_DRAM, dram_port=port)
+    ios = [m.sink.valid, m.sink.ready, m.sink.data, m.sink.last, m.source.valid, m.source.ready,
+           m.source.data, m.source.last, m.idle]
+    if port is not None:
+        ios += [port.cmd.valid, port.cmd.ready, port.cmd.last, port.cmd.we, port.cmd.addr,
+                port.wdata.valid, port.wdata.ready, port.wdata.data, port.wdata.we,
+                port.rdata.valid, port.rdata.ready, port.rdata.data]
+    return m, ios, ecp5_special_overrides
 
 
 def run(quick=False):
