@@ -3,6 +3,8 @@
 segment boundary, random others) under random back-pressure, through two Layer 1 endpoints and noisy
 channels, line rate, the gateware reply route against common.reply_route, and bad input."""
 import random
+from functools import reduce
+from operator import and_
 
 import pytest
 from migen import *
@@ -11,8 +13,8 @@ from migen.sim import passive, run_simulation
 from litex.gen import LiteXModule
 
 from cores.rifl import common as c
-from cores.rifl.l2 import (BytePacker, L2Deframer, L2Framer, L2PacketStore, L2Reassembler, L2Segmenter,
-                           L2UnitParser, key_form, reply_route_statements)
+from cores.rifl.l2 import (BytePacker, FramePacker, L2Deframer, L2Framer, L2PacketStore, L2Reassembler,
+                           L2Segmenter, L2UnitParser, key_form, reply_route_statements)
 from cores.rifl.link_bench import RIFLLinkBench
 from software.rifl import reference as ref
 from tests.harness.rifl import collect_packets, send_beats, unit_beats
@@ -179,6 +181,59 @@ def test_byte_packer_random_chunks():
             got.append(word[:size])
     run_simulation(dut, [src(), dst()])
     assert b"".join(got) == b"".join(chunks)
+
+
+class _PackerProbe(LiteXModule):
+    """The L2 framer's packer (FramePacker, grain 2) behind ports CycleSim can carry: chunk byte k is `base + k`
+    (a byte of the stream's running count), 0 from n on; the source gives its first byte and whether every byte
+    follows it by one."""
+    def __init__(self, in_bytes, out_bytes):
+        self.dut = dut = FramePacker(in_bytes, out_bytes, grain=2)
+        self.base, self.first, self.runs = Signal(8), Signal(8), Signal()
+        out = [dut.source.data[8 * k:8 * k + 8] for k in range(out_bytes)]
+        self.comb += [
+            dut.sink.data.eq(Cat(*[Mux(k < dut.sink.n, self.base + k, 0)[:8] for k in range(in_bytes)])),
+            self.first.eq(out[0]),
+            self.runs.eq(reduce(and_, [out[k] == (out[0] + k)[:8] for k in range(1, out_bytes)], 1)),
+        ]
+
+
+@pytest.mark.parametrize("in_bytes,out_bytes,sizes", [(14, 6, (14, 8, 10)), (40, 30, (38, 32, 40))])
+def test_framer_packer_in_verilog(in_bytes, out_bytes, sizes):
+    """The L2 framer's packer (its chunk sizes at F = 64 and 256) in Verilog: its beats are the
+    concatenated chunks under random valid/ready and empty chunks; with chunks of at least out_bytes offered
+    every cycle and the source always ready, a beat leaves every cycle after the first."""
+    from sim.verilated import CycleSim
+    probe = _PackerProbe(in_bytes, out_bytes)
+    dut = probe.dut
+    ports = {"valid": (dut.sink.valid, True), "n": (dut.sink.n, True), "base": (probe.base, True),
+             "ready": (dut.sink.ready, False), "o_valid": (dut.source.valid, False), "first": (probe.first, False),
+             "runs": (probe.runs, False), "o_ready": (dut.source.ready, True)}
+    sim = CycleSim(probe, ports, name=f"framer_packer_{in_bytes}_{out_bytes}")
+    rng = random.Random(in_bytes)
+    taken = got = 0                                     # bytes taken, beats given, over both phases
+    try:
+        for phase, (valid_p, ready_p, n_chunks) in enumerate([(0.7, 0.6, 3000), (1.0, 1.0, 400)]):
+            lengths = [rng.choice(sizes + ((0,) if phase == 0 else ())) for _ in range(n_chunks)]
+            start, sent, beats = sim.cycle, 0, []
+            total = (taken + sum(lengths)) // out_bytes
+            while got < total:
+                assert sim.cycle - start < 10 * n_chunks, (phase, got, total)
+                valid = sent < n_chunks and rng.random() < valid_p
+                o_ready = int(rng.random() < ready_p)
+                out = sim.step(valid=int(valid), n=lengths[sent] if valid else 0, base=taken % 256, o_ready=o_ready)
+                if valid and out["ready"]:
+                    taken += lengths[sent]
+                    sent += 1
+                if out["o_valid"] and o_ready:
+                    assert out["runs"] and out["first"] == got * out_bytes % 256, (phase, got)
+                    got += 1
+                    beats.append(sim.cycle)
+            assert sent == n_chunks
+            if phase == 1:
+                assert beats[-1] - beats[0] == len(beats) - 1, "beats not back to back"
+    finally:
+        sim.close()
 
 
 @pytest.mark.parametrize("F,dw", [(256, 256), (128, 64), (512, 512), (64, 64)])

@@ -7,6 +7,7 @@ from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRField, CSRStorage
 
 from cores.lib.block_ram import BlockRAM
+from cores.lib.buffers import RegisteredBuffer, SkidBuffer
 from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import (
     L2_DST_PORTS, L2_HEADER, L2_HEADER_BITS, L2_HEADER_BYTES, L2_LENGTH_BYTES, L2_LENGTH_OFFSET,
@@ -92,18 +93,16 @@ class BytePacker(LiteXModule):
     shifted words. clean: the sink's bytes from n on are zero (no mask on the way in). ahead: the next level
     and its figures are computed for each outcome of the handshake (no beat or a beat of each size leaves, a
     chunk comes in or not) from registers and sink.n, the handshake selecting one set (no carry chain after
-    it), else from the next level (an adder after the handshake, and fewer LUTs). slack: out_bytes more bytes
-    of buffer, and sink.ready a register (the level leaves room for a chunk), not waiting for a beat leaving
-    in the same cycle: the source's ready does not reach the sink's; a chunk of at least out_bytes a cycle
-    still keeps the beats back to back."""
-    def __init__(self, in_bytes, out_bytes, sizes=None, clean=False, ahead=False, slack=False):
+    it), else from the next level (an adder after the handshake, and fewer LUTs). (FramePacker: a packer
+    whose sink.ready is a register.)"""
+    def __init__(self, in_bytes, out_bytes, sizes=None, clean=False, ahead=False):
         self.sink = sink = stream.Endpoint([("data", 8 * in_bytes), ("n", bits_for(in_bytes))])
         self.source = source = stream.Endpoint([("data", 8 * out_bytes)])
         self.size = Signal(bits_for(out_bytes))
 
         # # #
 
-        B = in_bytes + out_bytes * (2 if slack else 1)
+        B = in_bytes + out_bytes
         sizes = sorted(set(sizes or range(1, out_bytes + 1)))
         buf = Signal(8 * B)
         level = Signal(max=B + 1)
@@ -126,7 +125,7 @@ class BytePacker(LiteXModule):
                 kept.eq(buf >> 8 * k),
             ] for k in sizes}),
             pop.eq(source.valid & source.ready),
-            sink.ready.eq(space if slack else Mux(pop, room, space)),
+            sink.ready.eq(Mux(pop, room, space)),
             push.eq(sink.valid & sink.ready),
         ]
         self.sync += buf.eq(Mux(pop, kept, buf) |
@@ -155,12 +154,56 @@ class BytePacker(LiteXModule):
             self.sync += figures(level_next)
 
 
+class FramePacker(LiteXModule):
+    """Packs chunks of 0..in_bytes bytes (sink: data, n; byte k = data[8k+7:8k], the bytes from n on zero)
+    into beats of out_bytes bytes (source: data), for the L2 framer. Buffer of in_bytes + 2 * out_bytes bytes:
+    sink.ready is a register (room for a chunk before a beat leaves), so the source's ready does not reach
+    the sink's. A chunk goes in at the level, a leaving beat then shifts the buffer by the constant
+    out_bytes: the handshake selects after the one shifter, which the level (a register) sets. grain (a power
+    of two): every chunk's n and out_bytes are multiples of it, so the shifter moves whole grains (fewer
+    multiplexer levels). Takes a chunk and gives a beat every cycle; the beats leave back to back while the
+    chunks bring at least out_bytes a cycle. Latency 1 cycle."""
+    def __init__(self, in_bytes, out_bytes, grain=1):
+        if grain & (grain - 1) or in_bytes % grain or out_bytes % grain or not 0 < out_bytes:
+            raise ValueError(f"FramePacker needs a power-of-two grain dividing in_bytes and out_bytes > 0, got "
+                             f"grain {grain!r}, in_bytes {in_bytes!r}, out_bytes {out_bytes!r}")
+        self.sink = sink = stream.Endpoint([("data", 8 * in_bytes), ("n", bits_for(in_bytes))])
+        self.source = source = stream.Endpoint([("data", 8 * out_bytes)])
+
+        # # #
+
+        B = in_bytes + 2 * out_bytes
+        g = log2_int(grain)
+        buf, filled = Signal(8 * B), Signal(8 * B)
+        level = Signal(max=B + 1)
+        popped = Signal(max=B + 1)                  # level - out_bytes
+        full, space = Signal(), Signal(reset=1)     # level >= out_bytes, level <= B - in_bytes
+        pop, push = Signal(), Signal()
+        level_next = Signal(max=B + 1)
+        self.comb += [
+            source.valid.eq(full),
+            source.data.eq(buf[:8 * out_bytes]),
+            sink.ready.eq(space),
+            pop.eq(source.valid & source.ready),
+            push.eq(sink.valid & sink.ready),
+            filled.eq(buf | Mux(push, sink.data << Cat(C(0, 3 + g), level[g:]), 0)[:8 * B]),
+            level_next.eq(Mux(pop, popped, level) + Mux(push, sink.n, 0)),
+        ]
+        self.sync += [
+            buf.eq(Mux(pop, filled >> 8 * out_bytes, filled)),
+            level.eq(level_next),
+            popped.eq(level_next - out_bytes),
+            full.eq(level_next >= out_bytes),
+            space.eq(level_next <= B - in_bytes),
+        ]
+
+
 class L2Framer(LiteXModule):
     """Layer 2 packets from cells: sink l2_cell_layout(data_width), a cell = the Layer 2 header (read on the
     first beat) beside SEGMENT_BYTES of segment in SEGMENT_BYTES * 8 / data_width beats (counted; `last` is
     not looked at); source user_layout(frame_bits): the L2_PACKET_BYTES-byte Layer 1 packet (header, then the
     segment) in full beats but the last (its bytes past L2_PACKET_BYTES zero); the header goes into the packer
-    with the first beat, zero padding to whole beats with the last. Throughput:
+    (FramePacker) with the first beat, zero padding to whole beats with the last. Throughput:
     one cell beat a cycle; the Layer 1 beats leave back to back when data_width >= 8 * payload bytes.
     Latency: 1 cycle."""
     def __init__(self, frame_bits, data_width):
@@ -177,8 +220,9 @@ class L2Framer(LiteXModule):
         last_bytes = L2_PACKET_BYTES - (nbeats - 1) * P
         # The unit's last cell beat brings `pad` zero bytes more, so that the packer always gives P bytes (one
         # size: no choice before its shifts and compares); the Layer 1 packet's last beat says last_bytes.
+        # The chunks (header + W, W, W + pad) and P are even (frame_bits >= 64 a power of two): grain 2.
         pad = nbeats * P - L2_PACKET_BYTES
-        self.packer = fp = BytePacker(max(L2_HEADER_BYTES, pad) + W, P, sizes=(P,), clean=True, slack=True)
+        self.packer = fp = FramePacker(max(L2_HEADER_BYTES, pad) + W, P, grain=2)
         beats = SEGMENT_BYTES // W
         assert beats >= 2
         beat = Signal(max=beats)
@@ -198,7 +242,6 @@ class L2Framer(LiteXModule):
         ubeat = Signal(max=nbeats)
         final = Signal()                            # registered: the unit's last beat is next
         self.comb += [
-            fp.size.eq(P),
             source.valid.eq(fp.source.valid),
             source.data.eq(fp.source.data),
             source.nbytes.eq(Mux(final, last_bytes, P)),
@@ -269,9 +312,9 @@ class L2Segmenter(LiteXModule):
     Bad input: length 0 or too large drops the packet; `last` before `length` bytes completes the packet
     with the rest of that beat and zeros, beats after `length` bytes are dropped; both counted. Throughput: one upper-layer beat a cycle plus
     one cycle per packet (length prefix) and per segment (header); for data_width >= 8 * payload bytes
-    the Layer 1 beats leave back to back (line rate). Latency: 5 cycles from a packet's first beat to its
-    first Layer 1 beat, 2 of them the registered input stage and the registered handshake between the
-    stream packer and the framer.
+    the Layer 1 beats leave back to back (line rate). Latency: 4 cycles from a packet's first beat to its
+    first Layer 1 beat, 2 of them the registered input stage and the registered buffer (both handshakes
+    from flip-flops) before the framer; the source's ready reaches only a skid register.
     """
     def __init__(self, frame_bits=256, data_width=64, with_csr=False):
         check_frame_bits(frame_bits)
@@ -283,14 +326,12 @@ class L2Segmenter(LiteXModule):
 
         # # #
 
-        # Stage 0: the input registered (1 cycle) with what stage 1 needs of `length` (its check, segments,
-        # segment stream bytes after the prefix, whether the last segment is padded), so that stage 1 decides
-        # from registers.
-        nb = 8 * L2_LENGTH_BYTES + 1
-        derived = [("length_ok", 1), ("segments", 9), ("stream", nb), ("padded", 1)]
+        # Stage 0: the input registered (1 cycle) with what stage 1 needs of `length` (its check and the
+        # segments), so that stage 1 decides from registers.
+        derived = [("length_ok", 1), ("segments", 9)]
         self.input_buffer = ib = stream.Buffer(stream.EndpointDescription(
             l2_data_layout(data_width), L2_TX_PARAMS + derived), pipe_valid=True)
-        padded = Signal(nb)
+        padded = Signal(8 * L2_LENGTH_BYTES + 1)
         self.comb += [
             sink.connect(ib.sink),
             # In a 17-bit signal: in Verilog the sum would take the 16-bit width of `length` and wrap for
@@ -298,48 +339,51 @@ class L2Segmenter(LiteXModule):
             padded.eq(sink.length + L2_LENGTH_BYTES + SEGMENT_BYTES - 1),
             ib.sink.length_ok.eq((sink.length != 0) & (sink.length <= L2_MAX_PACKET_BYTES)),
             ib.sink.segments.eq(padded >> 8),
-            ib.sink.stream.eq(Cat(C(0, 8), padded[8:]) - L2_LENGTH_BYTES),
-            ib.sink.padded.eq(padded[:8] != SEGMENT_BYTES - 1),
         ]
         inp = ib.source
 
         # Stage 1: the segment stream (length prefix, packet, zero padding to whole segments) in W-byte beats.
-        # Counters with their next beat's byte counts and end flags registered beside them: rem (packet
-        # bytes to come), left (segment stream bytes to come after the prefix: rem + padding). Their next
-        # values (loaded, less a DATA beat, less a PAD beat) are computed with their flags from registers,
-        # the handshake selects one (no subtraction or compare after it).
-        self.stream_packer = sp = BytePacker(W, W, sizes=(W,), clean=True)
-        self.routes = routes = stream.SyncFIFO([("route", L2_HEADER_BITS), ("segments", 9)], 4, buffered=True)
-        rem, left = Signal(8 * L2_LENGTH_BYTES), Signal(nb)
-        n_data, n_left = Signal(max=W + 1), Signal(max=W + 1)      # min(rem, W), min(left, W)
-        en_data = Signal(W)                                        # byte enables of n_data
-        rem_end, left_end = Signal(), Signal()                     # rem <= W, left <= W
-        pad_nz = Signal()                                          # the packet has padding
+        # Every packet beat but the last is full, so the stream is the packet's beats moved by the prefix's
+        # L2_LENGTH_BYTES: a beat is the bytes carried from the previous one and the low bytes of this one
+        # (the last masked to the packet), then beats of the carried bytes and zeros until the packet's whole
+        # segments are out. No packer: a register of carried bytes and two down-counters, `rem` (packet bytes
+        # to come, with its next beat's byte enables and end flag) and `beats` (stream beats to come, with a
+        # registered last flag), whose next values are computed from registers for the handshake to select.
+        rem = Signal(8 * L2_LENGTH_BYTES)
+        en_data = Signal(W)                                        # byte enables of min(rem, W)
+        rem_end = Signal()                                         # rem <= W
+        seg_beats = SEGMENT_BYTES // W
+        beats = Signal(max=(L2_MAX_PACKET_BYTES // SEGMENT_BYTES + 2) * seg_beats)
+        beats_last = Signal()                                      # beats == 1
+        carry = Signal(8 * L2_LENGTH_BYTES)
+        kept = 8 * (W - L2_LENGTH_BYTES)                           # bits of a packet beat in its stream beat
         trail = Signal()
-        load = Signal()                                            # a packet starts: rem, left loaded
-        sent_data, sent_pad = Signal(), Signal()                   # n_data, n_left bytes sent
-        rem_data, left_data, left_pad = Signal(8 * L2_LENGTH_BYTES), Signal(nb), Signal(nb)
+        load = Signal()                                            # a packet starts: rem, beats loaded
+        sent, sent_data = Signal(), Signal()                       # a stream beat, a packet beat, sent
+        data = Signal(8 * W)
+        self.routes = routes = stream.SyncFIFO([("route", L2_HEADER_BITS), ("segments", 9)], 4, buffered=True)
+        self.stream_buffer = sb = RegisteredBuffer([("data", 8 * W)])
         self.comb += [
-            sp.size.eq(W),
             routes.sink.route.eq(inp.route),
             routes.sink.segments.eq(inp.segments),
-            rem_data.eq(rem - n_data),
-            left_data.eq(left - n_data),
-            left_pad.eq(left - n_left),
+            data.eq(inp.data & Cat(*[Replicate(en_data[k], 8) for k in range(W)])),
         ]
 
-        def set_rem(value, base, sub):
-            n, end, en = beat_figures(self, base, sub, W)
-            return [rem.eq(value), n_data.eq(n), en_data.eq(en), rem_end.eq(end)]
-
-        def set_left(value, base, sub):
-            n, end, _ = beat_figures(self, base, sub, W)
-            return [left.eq(value), n_left.eq(n), left_end.eq(end)]
+        def set_rem(base, sub):
+            _, end, en = beat_figures(self, base, sub, W)
+            return [rem.eq(base - sub), en_data.eq(en), rem_end.eq(end)]
 
         self.sync += [
-            If(load, set_rem(inp.length, inp.length, 0)).Elif(sent_data, set_rem(rem_data, rem, n_data)),
-            If(load, set_left(inp.stream, inp.stream, 0)).Elif(sent_data, set_left(left_data, left, n_data)).Elif(
-                sent_pad, set_left(left_pad, left, n_left)),
+            If(load, set_rem(inp.length, 0)).Elif(sent_data, set_rem(rem, W)),
+            If(load,
+                beats.eq(inp.segments << log2_int(seg_beats)),
+                beats_last.eq(0),                                  # a segment is seg_beats >= 4 beats
+                carry.eq(Cat(inp.length[8:], inp.length[:8])),
+            ).Elif(sent,
+                beats.eq(beats - 1),
+                beats_last.eq(beats == 2),
+                carry.eq(Mux(sent_data, data[kept:], 0)),
+            ),
         ]
         self.fsm = fsm = FSM(reset_state="LENGTH")
         fsm.act("LENGTH",
@@ -348,42 +392,38 @@ class L2Segmenter(LiteXModule):
                     ev["bad_length"].eq(1),
                     NextState("DROP"),
                 ).Else(
-                    sp.sink.valid.eq(routes.sink.ready),
-                    sp.sink.data.eq(Cat(inp.length[8:], inp.length[:8])),
-                    sp.sink.n.eq(L2_LENGTH_BYTES),
-                    routes.sink.valid.eq(sp.sink.ready),
-                    If(sp.sink.ready & routes.sink.ready,
+                    routes.sink.valid.eq(1),
+                    If(routes.sink.ready,
                         ev["packets"].eq(1),
                         load.eq(1),
-                        NextValue(pad_nz, inp.padded),
                         NextState("DATA"),
                     ),
                 ),
             ),
         )
-        # A packet ending (last, or its length reached) leaves left - n_data bytes of padding: its padding
-        # when rem <= W, else (an early last) left - W > 0.
+        # A packet ending (last, or its length reached) leaves the stream beats of its carried bytes and its
+        # padding, if any; an early last leaves at least one.
         fsm.act("DATA",
-            sp.sink.valid.eq(inp.valid),
-            sp.sink.data.eq(inp.data & Cat(*[Replicate(en_data[k], 8) for k in range(W)])),
-            sp.sink.n.eq(n_data),
-            inp.ready.eq(sp.sink.ready),
-            If(inp.valid & sp.sink.ready,
+            sb.sink.valid.eq(inp.valid),
+            sb.sink.data.eq(Cat(carry, data[:kept])),
+            inp.ready.eq(sb.sink.ready),
+            If(inp.valid & sb.sink.ready,
+                sent.eq(1),
                 sent_data.eq(1),
                 If(inp.last | rem_end,
                     ev["length_errors"].eq(~rem_end | ~inp.last),
                     NextValue(trail, ~inp.last),
-                    If(~rem_end | pad_nz, NextState("PAD")).Elif(~inp.last, NextState("DROP")).Else(
+                    If(~beats_last, NextState("PAD")).Elif(~inp.last, NextState("DROP")).Else(
                         NextState("LENGTH")),
                 ),
             ),
         )
         fsm.act("PAD",
-            sp.sink.valid.eq(1),
-            sp.sink.n.eq(n_left),
-            If(sp.sink.ready,
-                sent_pad.eq(1),
-                If(left_end, If(trail, NextState("DROP")).Else(NextState("LENGTH"))),
+            sb.sink.valid.eq(1),
+            sb.sink.data.eq(carry),
+            If(sb.sink.ready,
+                sent.eq(1),
+                If(beats_last, If(trail, NextState("DROP")).Else(NextState("LENGTH"))),
             ),
         )
         fsm.act("DROP",
@@ -393,25 +433,24 @@ class L2Segmenter(LiteXModule):
 
         # Stage 2: the segment stream's beats through a registered handshake (valid and ready: 1 cycle), then a
         # header before every SEGMENT_BYTES of them, packed into Layer 1 beats.
-        self.stream_buffer = sb = stream.Buffer(sp.source.description, pipe_valid=True, pipe_ready=True)
         self.framer = framer = L2Framer(frame_bits, data_width)
-        beats = SEGMENT_BYTES // W
-        beat = Signal(max=beats)
+        self.output_skid = skid = SkidBuffer(user_layout(frame_bits))
+        beat = Signal(max=seg_beats)
         done = Signal(9)
         seg_end = Signal()
         self.comb += [
-            sp.source.connect(sb.sink),
             framer.sink.valid.eq(sb.source.valid),
             framer.sink.header.eq(routes.source.route),
             framer.sink.data.eq(sb.source.data),
-            framer.sink.last.eq(beat == beats - 1),
+            framer.sink.last.eq(beat == seg_beats - 1),
             sb.source.ready.eq(framer.sink.ready),
-            framer.source.connect(source),
-            seg_end.eq(sb.source.valid & framer.sink.ready & (beat == beats - 1)),
+            framer.source.connect(skid.sink),
+            skid.source.connect(source),
+            seg_end.eq(sb.source.valid & framer.sink.ready & (beat == seg_beats - 1)),
         ]
         self.sync += If(sb.source.valid & framer.sink.ready,
             beat.eq(beat + 1),
-            If(beat == beats - 1, beat.eq(0)),
+            If(beat == seg_beats - 1, beat.eq(0)),
         )
         # Whether the segment is its packet's last, registered: `done` and the route at the FIFO's head change
         # only at the end of a segment, SEGMENT_BYTES / W >= 4 cycles apart, and a route is written before

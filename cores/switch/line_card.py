@@ -61,8 +61,11 @@ class RIFLLineCard(LiteXModule):
         # The endpoint's slot choice (flow control, replay, window) decides its sink's ready: the skid keeps it
         # out of the framer's packer (no latency, one beat a cycle).
         self.skid = skid = SkidBuffer(ep.sink.description)
+        # The switch's ready (its VOQ's room) reaches only this skid's flag, not the deframer's packer.
+        self.cell_skid = cell_skid = SkidBuffer(self.cell_source.description)
         self.comb += [
-            ep.source.connect(deframer.sink), deframer.source.connect(self.cell_source),
+            ep.source.connect(deframer.sink), deframer.source.connect(cell_skid.sink),
+            cell_skid.source.connect(self.cell_source),
             self.cell_sink.connect(framer.sink), framer.source.connect(skid.sink), skid.source.connect(ep.sink),
             self.fc_sink.connect(ep.fc_sink), ep.fc_source.connect(self.fc_source),
         ]
