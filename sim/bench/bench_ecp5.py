@@ -102,9 +102,14 @@ def block_part(block, path, ios, kwargs=None):
     return module, part_ios, ecp5_special_overrides
 
 
+# Rows that nextpnr's default router1 does not finish in the budget (docs/switch.md): router2 routes them.
+ROUTER2 = {"Batcher-Banyan N = 16 (113-bit lanes)"}
+
+
 def core_points(cores, seeds, timeout):
     params = [dict(factory=factory, args=args, name=_name(label), device=device, freq_mhz=TARGET_MHZ, seed=seed,
-                   timeout=timeout) for label, factory, args, device, _ in cores for seed in seeds]
+                   timeout=timeout, router="router2" if label in ROUTER2 else "router1")
+              for label, factory, args, device, _ in cores for seed in seeds]
     return tasks(synth_point, params, point_digest)
 
 

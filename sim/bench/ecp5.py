@@ -120,8 +120,10 @@ def synth_ecp5(module, ios, name, device="LFE5U-25F", package="CABGA381", freq_m
 
 
 def place_and_route(text, wrapper_ffs, name, device="LFE5U-25F", package="CABGA381", freq_mhz=125, seed=1,
-                    timeout=3600, on_stage=None):
-    """synth_ecp5 of top.v text (top_verilog): yosys (cached netlist), then nextpnr with `seed`."""
+                    timeout=3600, on_stage=None, router="router1"):
+    """synth_ecp5 of top.v text (top_verilog): yosys (cached netlist), then nextpnr with `seed` and `router`
+    (nextpnr's default router1, or router2: it routes the N = 16 Batcher-Banyan network, which router1 does
+    not finish)."""
     outdir = netlist(text, name, device, timeout, on_stage)
     run = seed_dir(name, device, seed)
     os.makedirs(run, exist_ok=True)
@@ -132,7 +134,7 @@ def place_and_route(text, wrapper_ffs, name, device="LFE5U-25F", package="CABGA3
     with Stages([os.path.join(run, "nextpnr.log")], PNR_STAGES, name, show=False, on_stage=on_stage):
         subprocess.run([venv_tool("nextpnr-ecp5"), DEVICES[device], "--package", package, "--json", "top.json",
                         "--out-of-context", "--freq", str(freq_mhz), "--timing-allow-fail", "--seed", str(seed),
-                        "--report", "report.json", "--log", "nextpnr.log", "--quiet"],
+                        "--router", router, "--report", "report.json", "--log", "nextpnr.log", "--quiet"],
                        cwd=run, check=True, timeout=timeout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(run, "report.json")) as f:
         report = json.load(f)
@@ -195,14 +197,16 @@ def _factory_verilog(factory, args_json):
     return text, wrapper_ffs, sum(len(s) for s in ios)
 
 
-def synth_point(factory, args, name, device="LFE5U-25F", package="CABGA381", freq_mhz=125, seed=1, timeout=3600):
-    """Sweep task: synth_ecp5 of the module `factory(**args)` makes (see the module docstring); "io_bits":
-    the width of its ports. A run that fails or exceeds `timeout` (yosys, nextpnr each) returns
+def synth_point(factory, args, name, device="LFE5U-25F", package="CABGA381", freq_mhz=125, seed=1, timeout=3600,
+                router="router1"):
+    """Sweep task: synth_ecp5 of the module `factory(**args)` makes (see the module docstring; `router`: see
+    place_and_route); "io_bits": the width of its ports. A run that fails or exceeds `timeout` (yosys, nextpnr each) returns
     failure_figures with "how": "failed: <why>"."""
     from sim.bench.sweep import status
     text, wrapper_ffs, io_bits = _factory_verilog(factory, json.dumps(args, sort_keys=True))
     try:
-        r = place_and_route(text, wrapper_ffs, name, device, package, freq_mhz, seed, timeout, on_stage=status)
+        r = place_and_route(text, wrapper_ffs, name, device, package, freq_mhz, seed, timeout, on_stage=status,
+                            router=router)
         r["how"] = "placed and routed"
     except subprocess.TimeoutExpired as e:
         r = {"how": f"failed: {os.path.basename(e.cmd[0])} ran over {timeout} s", **failure_figures(name, device, seed)}
