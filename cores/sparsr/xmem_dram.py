@@ -54,13 +54,13 @@ class DRAMXMEM(LiteXModule):
     byte `base` + p * ROW_BYTES. The executor's side, like `XMEM`'s, with block-RAM latencies:
 
     * `row` (in): a row number; `phys`: its physical row two cycles later (the map is a BlockRAM read at
-      `row`, through its output register). `free`: the spare physical row (a register the executor swaps). `map` (`dat_w`, `we`) and
-      `form` (`dat_w`, `we`; `adr` is not used): write the entry of `row` (one entry holds both, so the form
-      is kept per row, not per physical row).
+      `row`, through its output register). `free`: the spare physical row (a register the executor swaps).
+      `map` (`dat_w`, `we`) and `form` (`dat_w`, `we`; `adr` is not used): write the entry of `row` (the
+      form is kept per row, not per physical row).
     * `wr` (`adr` = Cat(word, physical row), `dat_w`, `we`): one word into the write FIFO; `need` (in) and
       `can_write`: the FIFO has room for `need` more words (the executor waits for room before a slot, then
       writes one word a cycle).
-    * DMA: `fetch` (a pulse, with `fetch_row`, `fetch_n`) fetches rows fetch_row.. fetch_row + fetch_n - 1
+    * DMA: `fetch` (a pulse, with `fetch_row`, `fetch_n`; taken a cycle later, from registers) fetches rows fetch_row.. fetch_row + fetch_n - 1
       in order into the slots of the staging buffer (STAGE_ROWS rows), round robin. `staged` (the
       executor's next row is there), `staged_slot`, `staged_form`; `rd` (`adr` = Cat(word, slot), `dat_r`
       two cycles later, as the block-RAM XMEM's): the staging buffer's read port; `release` (a pulse): the executor is done with
@@ -210,6 +210,9 @@ class DRAMXMEM(LiteXModule):
         issued, arrived = Signal(9), Signal(9)
         nw, nn = Signal(9), Signal(9)
         claim, last_word = Signal(), Signal()
+        # the job's start and parameters registered (the executor's job decode reaches no fetcher register)
+        fetch_q, fetch_row_q, fetch_n_q = Signal(), Signal(row_bits), Signal(row_bits + 1)
+        self.sync += [fetch_q.eq(self.fetch), fetch_row_q.eq(self.fetch_row), fetch_n_q.eq(self.fetch_n)]
         self.comb += [
             fmap.adr_r.eq(r), fform.adr_r.eq(r),
             nw.eq(Mux(fform.dat_r[9], ROW_WORDS, _lil_words(fform.dat_r[:9]))),
@@ -221,11 +224,11 @@ class DRAMXMEM(LiteXModule):
             [m.dat_w.eq(reader.source.data[WORD_BITS * i:WORD_BITS * (i + 1)]) for i, m in enumerate(stage)],
             [m.we.eq(reader.source.valid) for m in stage],
             last_word.eq(reader.source.valid & (arrived == nns[aslot] - 1)),
-            fetching.eq(~self.fsm.ongoing("IDLE") | (busy[aslot] & ~full[aslot])),
+            fetching.eq(fetch_q | ~self.fsm.ongoing("IDLE") | (busy[aslot] & ~full[aslot])),
         ]
         fsm = self.fsm
         fsm.act("IDLE",
-            If(self.fetch, NextValue(r, self.fetch_row), NextValue(left, self.fetch_n), NextState("LOOK")),
+            If(fetch_q, NextValue(r, fetch_row_q), NextValue(left, fetch_n_q), NextState("LOOK")),
         )
         fsm.act("LOOK", NextState("LOOK2"))      # the entry of `r` is read (two cycles)
         fsm.act("LOOK2", NextState("ENTRY"))
