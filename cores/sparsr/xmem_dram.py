@@ -101,23 +101,23 @@ class DRAMXMEM(LiteXModule):
         aw = port.address_width
         base_native = base * 8 // port.data_width
 
-        # Row entries: physical row XOR row number (all-zero reset = identity map), and the row's form, in
-        # BlockRAMs (read through the DP16KD's output register): the map twice (the executor's copy, read at
-        # `row`, and the fetcher's), the form once (the fetcher's). Each is written at `row`, so no entry is
-        # read, modified and written back.
+        # Row entries: physical row XOR row number (all-zero reset = identity map), and the row's form, in two
+        # BlockRAMs (read through the DP16KD's output register), each written at `row`, so no entry is read,
+        # modified and written back. They are read at `row` (the executor's write jobs) or, while the fetcher runs
+        # (DMA jobs: the two never overlap), at the fetcher's row `r`.
         xmap = BlockRAM(pb, max(rows, 2))
-        fmap = BlockRAM(pb, max(rows, 2))
         fform = BlockRAM(FORM_BITS, max(rows, 2))
-        self.submodules += xmap, fmap, fform
+        self.submodules += xmap, fform
         ent_a_we = Signal()
+        f_active = Signal()         # the fetcher is not idle: it owns the entries' read address
+        ent_adr = Signal(row_bits)
         row_q = [Signal(row_bits) for _ in range(BlockRAM.LATENCY)]     # `row` as the read data comes out
         self.comb += [
             ent_a_we.eq(self.map.we | self.form.we),
-            xmap.adr_r.eq(self.row),
+            [m.adr_r.eq(ent_adr) for m in (xmap, fform)],
             self.phys.eq(xmap.dat_r ^ row_q[-1]),
-            [m.adr_w.eq(self.row) for m in (xmap, fmap, fform)],
-            [m.we.eq(self.map.we) for m in (xmap, fmap)],
-            [m.dat_w.eq(self.map.dat_w) for m in (xmap, fmap)],
+            [m.adr_w.eq(self.row) for m in (xmap, fform)],
+            xmap.we.eq(self.map.we), xmap.dat_w.eq(self.map.dat_w),
             fform.we.eq(self.form.we), fform.dat_w.eq(self.form.dat_w),
         ]
         self.sync += [row_q[0].eq(self.row)] + [row_q[i].eq(row_q[i - 1]) for i in range(1, len(row_q))]
@@ -214,7 +214,7 @@ class DRAMXMEM(LiteXModule):
         fetch_q, fetch_row_q, fetch_n_q = Signal(), Signal(row_bits), Signal(row_bits + 1)
         self.sync += [fetch_q.eq(self.fetch), fetch_row_q.eq(self.fetch_row), fetch_n_q.eq(self.fetch_n)]
         self.comb += [
-            fmap.adr_r.eq(r), fform.adr_r.eq(r),
+            ent_adr.eq(Mux(f_active, r, self.row)),
             nw.eq(Mux(fform.dat_r[9], ROW_WORDS, _lil_words(fform.dat_r[:9]))),
             nn.eq(Mux(nw == 0, 1, (_wide(nw, 1) + ratio - 1) >> lb)),
             reader.sink.address.eq(base_native + Cat(issued[:8 - lb], f_phys)),
@@ -224,7 +224,8 @@ class DRAMXMEM(LiteXModule):
             [m.dat_w.eq(reader.source.data[WORD_BITS * i:WORD_BITS * (i + 1)]) for i, m in enumerate(stage)],
             [m.we.eq(reader.source.valid) for m in stage],
             last_word.eq(reader.source.valid & (arrived == nns[aslot] - 1)),
-            fetching.eq(fetch_q | ~self.fsm.ongoing("IDLE") | (busy[aslot] & ~full[aslot])),
+            f_active.eq(~self.fsm.ongoing("IDLE")),
+            fetching.eq(fetch_q | f_active | (busy[aslot] & ~full[aslot])),
         ]
         fsm = self.fsm
         fsm.act("IDLE",
@@ -233,7 +234,7 @@ class DRAMXMEM(LiteXModule):
         fsm.act("LOOK", NextState("LOOK2"))      # the entry of `r` is read (two cycles)
         fsm.act("LOOK2", NextState("ENTRY"))
         fsm.act("ENTRY",
-            NextValue(f_phys, fmap.dat_r ^ r), NextValue(f_nn, nn), NextValue(issued, 0),
+            NextValue(f_phys, xmap.dat_r ^ r), NextValue(f_nn, nn), NextValue(issued, 0),
             If(~busy[islot], claim.eq(1), NextState("ISSUE")),
         )
         fsm.act("ISSUE",
