@@ -68,7 +68,7 @@ class DRAMXMEM(LiteXModule):
     * `idle`: no write queued or in flight to the port, no fetch running.
 
     Throughput: writes take one word a cycle while the FIFO (`write_depth` words) has room, and leave at up
-    to one native word a cycle; the fetcher issues a row's reads at the port's read rate, 3 cycles after
+    to one native word a cycle; the fetcher issues a row's reads at the port's read rate, 4 cycles after
     the previous row's (the DRAM's latency overlaps the rows before), when a slot is free.
     """
     def __init__(self, rows, row_bits, port, base=0, write_depth=512, read_depth=32):
@@ -210,6 +210,8 @@ class DRAMXMEM(LiteXModule):
         issued, arrived = Signal(9), Signal(9)
         nw, nn = Signal(9), Signal(9)
         claim, last_word = Signal(), Signal()
+        nn_q = Signal(9)        # nn of the entry read a cycle before (a register: no carry chain after the RAM)
+        self.sync += nn_q.eq(nn)
         # the job's start and parameters registered (the executor's job decode reaches no fetcher register)
         fetch_q, fetch_row_q, fetch_n_q = Signal(), Signal(row_bits), Signal(row_bits + 1)
         self.sync += [fetch_q.eq(self.fetch), fetch_row_q.eq(self.fetch_row), fetch_n_q.eq(self.fetch_n)]
@@ -232,9 +234,10 @@ class DRAMXMEM(LiteXModule):
             If(fetch_q, NextValue(r, fetch_row_q), NextValue(left, fetch_n_q), NextState("LOOK")),
         )
         fsm.act("LOOK", NextState("LOOK2"))      # the entry of `r` is read (two cycles)
-        fsm.act("LOOK2", NextState("ENTRY"))
+        fsm.act("LOOK2", NextState("LOOK3"))
+        fsm.act("LOOK3", NextState("ENTRY"))     # its native words are counted (nn_q)
         fsm.act("ENTRY",
-            NextValue(f_phys, xmap.dat_r ^ r), NextValue(f_nn, nn), NextValue(issued, 0),
+            NextValue(f_phys, xmap.dat_r ^ r), NextValue(f_nn, nn_q), NextValue(issued, 0),
             If(~busy[islot], claim.eq(1), NextState("ISSUE")),
         )
         fsm.act("ISSUE",
@@ -253,7 +256,7 @@ class DRAMXMEM(LiteXModule):
         ]
         self.sync += [
             lane_q[0].eq(self.rd.adr[:lb] if lb else 0), [lane_q[i].eq(lane_q[i - 1]) for i in range(1, len(lane_q))],
-            If(claim, busy[islot].eq(1), forms[islot].eq(fform.dat_r), nns[islot].eq(nn)),
+            If(claim, busy[islot].eq(1), forms[islot].eq(fform.dat_r), nns[islot].eq(nn_q)),
             If(reader.source.valid, arrived.eq(arrived + 1)),
             If(last_word, full[aslot].eq(1), aslot.eq(aslot + 1), arrived.eq(0)),
             If(self.release, busy[eslot].eq(0), full[eslot].eq(0), eslot.eq(eslot + 1)),
