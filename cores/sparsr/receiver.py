@@ -224,22 +224,34 @@ class RowMemory(LiteXModule):
 
 class WMEM(RowMemory):
     """WMEM: a RowMemory with a lane mask of ROW_LANES bits per physical row (`mask_wr` (adr, dat_w, we): a
-    write lands two cycles later, through two stages of registers in front of the LUT RAM's many write ports
-    (the second sits by the RAM); `mask_rd`: the mask of `phys`, one cycle after it). A lane whose mask bit is 0
-    reads as 0."""
+    write lands two cycles later, through two stages of registers in front of the RAM's write port (the
+    second sits by the RAM); `lanes`: the mask of `phys` two cycles before, from registers: a LUT RAM read at
+    `phys` and a register, or with more than MASK_LUT_ROWS rows (where synthesis takes block RAM) a BlockRAM
+    read through its output register). A lane whose mask bit is 0 reads as 0. A mask read that meets a write
+    of the same physical row gives an undefined `lanes` (only a read job, after the writes, uses them)."""
+    MASK_LUT_ROWS = 32
+
     def __init__(self, rows, row_bits):
         RowMemory.__init__(self, rows, row_bits, "w")
-        mask = Memory(ROW_LANES, rows + 1, name="sparsr_wmask")
-        mask_w, self.mask_rd = mask.get_port(write_capable=True), mask.get_port()
-        self.specials += mask, mask_w, self.mask_rd
-        self.mask_wr = Record([("adr", len(mask_w.adr)), ("dat_w", ROW_LANES), ("we", 1)])
+        self.mask_wr = Record([("adr", bits_for(rows)), ("dat_w", ROW_LANES), ("we", 1)])
+        self.lanes = Signal(ROW_LANES)
 
         # # #
 
         staged = Record(self.mask_wr.layout)
-        self.sync += [staged.eq(self.mask_wr),
-                      mask_w.adr.eq(staged.adr), mask_w.dat_w.eq(staged.dat_w), mask_w.we.eq(staged.we)]
-        self.comb += self.mask_rd.adr.eq(self.phys)
+        self.sync += staged.eq(self.mask_wr)
+        if rows > self.MASK_LUT_ROWS:
+            self.mask_ram = ram = BlockRAM(ROW_LANES, rows + 1)
+            self.submodules += ram
+            self.sync += [ram.adr_w.eq(staged.adr), ram.dat_w.eq(staged.dat_w), ram.we.eq(staged.we)]
+            self.comb += [ram.adr_r.eq(self.phys), self.lanes.eq(ram.dat_r)]
+        else:
+            mask = Memory(ROW_LANES, rows + 1, name="sparsr_wmask")
+            mask_w, mask_rd = mask.get_port(write_capable=True), mask.get_port()
+            self.specials += mask, mask_w, mask_rd
+            self.sync += [mask_w.adr.eq(staged.adr), mask_w.dat_w.eq(staged.dat_w), mask_w.we.eq(staged.we),
+                          self.lanes.eq(mask_rd.dat_r)]
+            self.comb += mask_rd.adr.eq(self.phys)
 
 
 # An XMEM row's form: Cat(count (9 bits), is_raw); all zero is an empty LIL row.
@@ -759,11 +771,10 @@ class SparsrExecutor(LiteXModule):
         ]
 
         # Answers: one word a cycle; words from WMEM are read one cycle before they enter the FIFO.
-        # `lanes`: the lane mask of the row being read, a free-running copy of the mask read port (the mask of
+        # `lanes`: the lane mask of the row being read, WMEM's free-running registered mask read (the mask of
         # the row two cycles back: R_DATA follows R_TAG and R_ROW, so it is the mask of the row it reads);
         # the answer path picks lane `ro` from it.
-        lanes = Signal(ROW_LANES)
-        self.sync += lanes.eq(wmem.mask_rd.dat_r)
+        lanes = wmem.lanes
         self.answer = answer = AnswerPath(fifo_depth)
         fw = Signal(9)               # words of the answer frame pushed so far
         ro = Signal(8)
@@ -805,6 +816,11 @@ class SparsrExecutor(LiteXModule):
         # XMEM in block RAM or DRAM: a slot waits for room (x_room), a DMA row until it is there (d_ready; its
         # physical row d_phys and form d_form), d_start starts a DMA job, d_done ends a DMA row.
         x_room, d_ready, d_start, d_done = Signal(), Signal(), Signal(), Signal()
+        # x_lx: a LIL slot into XMEM in DRAM writes the physical row that the row entries give from the first MOVE
+        # cycle on (read two cycles after W_SLOT; `phys` is not loaded from them in W_PREP)
+        x_lx = Signal(name="x_lx")
+        if xmem.in_dram:
+            self.comb += x_lx.eq(x_tox & ~x_raw)
         d_phys, d_form = Signal(pxb), Signal(FORM_BITS)
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
@@ -882,7 +898,7 @@ class SparsrExecutor(LiteXModule):
             If(issue_left != 0, NextValue(rd_ptr, rd_ptr + 1), NextValue(issue_left, issue_left - 1)),
             NextValue(proc_left, proc_left - 1), NextValue(p_last, proc_left == 2),
             NextValue(o, o + 1),
-            m_adr.eq(Cat(Mux(x_raw, raw_lane, o[:8]), phys)),
+            m_adr.eq(Cat(Mux(x_raw, raw_lane, o[:8]), Mux(x_lx, xmem.phys, phys))),
             m_we_x.eq(x_tox), m_we_w.eq(~x_tox & x_raw), m_lil.eq(~x_tox & ~x_raw),
             If(p_last,
                 m_last.eq(~x_raw & ~x_tox),
@@ -1011,7 +1027,7 @@ class SparsrExecutor(LiteXModule):
         )
         # (after the states: fsm.ongoing() would give W_SLOT the first state code)
         if xmem.in_dram:
-            # The row entries are a block RAM: a slot's row is looked up in W_SLOT, for W_PREP.
+            # The row entries are block RAMs: a slot's row is looked up from W_SLOT on, for MOVE (x_lx).
             self.comb += [
                 xmem.row.eq(Mux(fsm.ongoing("W_SLOT"), slot.row, trow_x)),
                 xmem.need.eq(x_nw), x_room.eq(xmem.can_write),

@@ -18,6 +18,8 @@ from litex.soc.interconnect import stream
 from litedram.common import LiteDRAMNativePort
 from litedram.frontend.dma import LiteDRAMDMAReader
 
+from cores.lib.block_ram import BlockRAM
+from cores.lib.buffers import BlockRAMFIFO
 from cores.lib.counters import add_counters
 from cores.sparsr.common import ROW_WORDS, ROW_BYTES, WORD_BITS, DRAM_COUNTERS
 from cores.sparsr.receiver import FORM_BITS, _lil_words, _wide
@@ -51,14 +53,14 @@ class DRAMXMEM(LiteXModule):
     """XMEM of `rows` rows on the LiteDRAM native port `port` (checked by `check_port`), physical row p at
     byte `base` + p * ROW_BYTES. The executor's side, like `XMEM`'s, with block-RAM latencies:
 
-    * `row` (in): a row number; `phys`: its physical row one cycle later (the entries are a block RAM read
-      at `row`). `free`: the spare physical row (a register the executor swaps). `map` (`dat_w`, `we`) and
-      `form` (`dat_w`, `we`; `adr` is not used): write the entry of `row` (one entry holds both, so the form
-      is kept per row, not per physical row).
+    * `row` (in): a row number; `phys`: its physical row two cycles later (the map is a BlockRAM read at
+      `row`, through its output register). `free`: the spare physical row (a register the executor swaps).
+      `map` (`dat_w`, `we`) and `form` (`dat_w`, `we`; `adr` is not used): write the entry of `row` (the
+      form is kept per row, not per physical row).
     * `wr` (`adr` = Cat(word, physical row), `dat_w`, `we`): one word into the write FIFO; `need` (in) and
       `can_write`: the FIFO has room for `need` more words (the executor waits for room before a slot, then
       writes one word a cycle).
-    * DMA: `fetch` (a pulse, with `fetch_row`, `fetch_n`) fetches rows fetch_row.. fetch_row + fetch_n - 1
+    * DMA: `fetch` (a pulse, with `fetch_row`, `fetch_n`; taken a cycle later, from registers) fetches rows fetch_row.. fetch_row + fetch_n - 1
       in order into the slots of the staging buffer (STAGE_ROWS rows), round robin. `staged` (the
       executor's next row is there), `staged_slot`, `staged_form`; `rd` (`adr` = Cat(word, slot), `dat_r`
       two cycles later, as the block-RAM XMEM's): the staging buffer's read port; `release` (a pulse): the executor is done with
@@ -66,7 +68,7 @@ class DRAMXMEM(LiteXModule):
     * `idle`: no write queued or in flight to the port, no fetch running.
 
     Throughput: writes take one word a cycle while the FIFO (`write_depth` words) has room, and leave at up
-    to one native word a cycle; the fetcher issues a row's reads at the port's read rate, 2 cycles after
+    to one native word a cycle; the fetcher issues a row's reads at the port's read rate, 4 cycles after
     the previous row's (the DRAM's latency overlaps the rows before), when a slot is free.
     """
     def __init__(self, rows, row_bits, port, base=0, write_depth=512, read_depth=32):
@@ -99,29 +101,44 @@ class DRAMXMEM(LiteXModule):
         aw = port.address_width
         base_native = base * 8 // port.data_width
 
-        # Row entries: physical row XOR row number (all-zero reset = identity map), and the row's form.
-        entries = Memory(pb + FORM_BITS, max(rows, 2), name="sparsr_xentry")
-        ent_a = entries.get_port(write_capable=True)     # the executor's: read at `row`, write
-        ent_b = entries.get_port()                       # the fetcher's
-        self.specials += entries, ent_a, ent_b
+        # Row entries: physical row XOR row number (all-zero reset = identity map), and the row's form, in two
+        # BlockRAMs (read through the DP16KD's output register), each written at `row`, so no entry is read,
+        # modified and written back. They are read at `row` (the executor's write jobs) or, while the fetcher runs
+        # (DMA jobs: the two never overlap), at the fetcher's row `r`.
+        xmap = BlockRAM(pb, max(rows, 2))
+        fform = BlockRAM(FORM_BITS, max(rows, 2))
+        self.submodules += xmap, fform
+        ent_a_we = Signal()
+        f_active = Signal()         # the fetcher is not idle: it owns the entries' read address
+        ent_adr = Signal(row_bits)
+        row_q = [Signal(row_bits) for _ in range(BlockRAM.LATENCY)]     # `row` as the read data comes out
         self.comb += [
-            ent_a.adr.eq(self.row),
-            self.phys.eq(ent_a.dat_r[:pb] ^ self.row),
-            ent_a.we.eq(self.map.we | self.form.we),
-            ent_a.dat_w.eq(Cat(Mux(self.map.we, self.map.dat_w, ent_a.dat_r[:pb]),
-                               Mux(self.form.we, self.form.dat_w, ent_a.dat_r[pb:]))),
+            ent_a_we.eq(self.map.we | self.form.we),
+            [m.adr_r.eq(ent_adr) for m in (xmap, fform)],
+            self.phys.eq(xmap.dat_r ^ row_q[-1]),
+            [m.adr_w.eq(self.row) for m in (xmap, fform)],
+            xmap.we.eq(self.map.we), xmap.dat_w.eq(self.map.dat_w),
+            fform.we.eq(self.form.we), fform.dat_w.eq(self.form.dat_w),
         ]
+        self.sync += [row_q[0].eq(self.row)] + [row_q[i].eq(row_q[i - 1]) for i in range(1, len(row_q))]
 
         # Writes: FIFO -> packer (one native word, its byte enables) -> command, then data when the
         # controller asks for it.
-        self.wfifo = wfifo = stream.SyncFIFO([("address", aw + lb), ("data", WORD_BITS)], write_depth,
-                                             buffered=True)
+        # The FIFO is a BlockRAMFIFO (its block RAM read through the DP16KD's output register, then a small LUT-RAM
+        # FIFO), and each word carries `cont`: its native word is the previous word's (compared as it enters), so
+        # the packer's "same native word" is p_valid & cont, with no address compare behind the FIFO's output.
+        self.wfifo = wfifo = BlockRAMFIFO([("address", aw + lb), ("data", WORD_BITS), ("cont", 1)], write_depth)
+        last_adr = Signal(aw, reset=2**aw - 1)
+        in_adr = Signal(aw + lb)
         self.comb += [
+            in_adr.eq(base_native * ratio + self.wr.adr),
             wfifo.sink.valid.eq(self.wr.we),
-            wfifo.sink.address.eq(base_native * ratio + self.wr.adr),
+            wfifo.sink.address.eq(in_adr),
             wfifo.sink.data.eq(self.wr.dat_w),
+            wfifo.sink.cont.eq(in_adr[lb:] == last_adr),
             self.can_write.eq(_wide(wfifo.level, 1) + self.need <= write_depth),
         ]
+        self.sync += If(self.wr.we, last_adr.eq(in_adr[lb:]))
         w = wfifo.source
         p_valid, p_addr = Signal(), Signal(aw)
         p_data, p_we = Signal(port.data_width), Signal(port.data_width // 8)
@@ -132,7 +149,7 @@ class DRAMXMEM(LiteXModule):
         self.comb += [
             w_addr.eq(w.address[lb:]),
             w_lane.eq(w.address[:lb] if lb else 0),
-            same.eq(p_valid & (w_addr == p_addr)),
+            same.eq(p_valid & w.cont),
             emit.eq(p_valid & ~(w.valid & same)),
             wcmd_valid.eq(emit & wdata.sink.ready),
             emitted.eq(wcmd_valid & wcmd_ready),
@@ -160,7 +177,7 @@ class DRAMXMEM(LiteXModule):
         fetching = Signal()
         self.fsm = FSM(reset_state="IDLE")
         self.comb += [
-            writing.eq(w.valid | p_valid),
+            writing.eq((wfifo.level != 0) | p_valid),
             If(writing,
                 port.cmd.valid.eq(wcmd_valid), port.cmd.we.eq(1), port.cmd.addr.eq(p_addr),
                 wcmd_ready.eq(port.cmd.ready),
@@ -179,10 +196,9 @@ class DRAMXMEM(LiteXModule):
         # and issues its reads once its slot is free (so the next row's reads follow the last ones of a row);
         # the arrival side fills the slots in the same order, native word k of a row into entry k of every
         # lane memory (lane i holds the row's words k * ratio + i). An empty row still reads one native word.
-        stage = [Memory(WORD_BITS, STAGE_ROWS * ROW_WORDS // ratio, name=f"sparsr_xstage{i}") for i in range(ratio)]
-        stage_w = [m.get_port(write_capable=True) for m in stage]
-        stage_r = [m.get_port() for m in stage]
-        self.specials += stage, stage_w, stage_r
+        # (BlockRAMs: the executor's words leave through the DP16KD's output registers, then the lane select)
+        stage = [BlockRAM(WORD_BITS, STAGE_ROWS * ROW_WORDS // ratio) for i in range(ratio)]
+        self.submodules += stage
         r = Signal(row_bits)
         left = Signal(row_bits + 1)
         islot, aslot, eslot = Signal(sb), Signal(sb), Signal(sb)      # issue, arrival and executor slots
@@ -194,26 +210,34 @@ class DRAMXMEM(LiteXModule):
         issued, arrived = Signal(9), Signal(9)
         nw, nn = Signal(9), Signal(9)
         claim, last_word = Signal(), Signal()
+        nn_q = Signal(9)        # nn of the entry read a cycle before (a register: no carry chain after the RAM)
+        self.sync += nn_q.eq(nn)
+        # the job's start and parameters registered (the executor's job decode reaches no fetcher register)
+        fetch_q, fetch_row_q, fetch_n_q = Signal(), Signal(row_bits), Signal(row_bits + 1)
+        self.sync += [fetch_q.eq(self.fetch), fetch_row_q.eq(self.fetch_row), fetch_n_q.eq(self.fetch_n)]
         self.comb += [
-            ent_b.adr.eq(r),
-            nw.eq(Mux(ent_b.dat_r[pb + 9], ROW_WORDS, _lil_words(ent_b.dat_r[pb:pb + 9]))),
+            ent_adr.eq(Mux(f_active, r, self.row)),
+            nw.eq(Mux(fform.dat_r[9], ROW_WORDS, _lil_words(fform.dat_r[:9]))),
             nn.eq(Mux(nw == 0, 1, (_wide(nw, 1) + ratio - 1) >> lb)),
             reader.sink.address.eq(base_native + Cat(issued[:8 - lb], f_phys)),
             reader.sink.last.eq(issued == f_nn - 1),
             reader.source.ready.eq(1),
-            [p.adr.eq(Cat(arrived[:8 - lb], aslot)) for p in stage_w],
-            [p.dat_w.eq(reader.source.data[WORD_BITS * i:WORD_BITS * (i + 1)]) for i, p in enumerate(stage_w)],
-            [p.we.eq(reader.source.valid) for p in stage_w],
+            [m.adr_w.eq(Cat(arrived[:8 - lb], aslot)) for m in stage],
+            [m.dat_w.eq(reader.source.data[WORD_BITS * i:WORD_BITS * (i + 1)]) for i, m in enumerate(stage)],
+            [m.we.eq(reader.source.valid) for m in stage],
             last_word.eq(reader.source.valid & (arrived == nns[aslot] - 1)),
-            fetching.eq(~self.fsm.ongoing("IDLE") | (busy[aslot] & ~full[aslot])),
+            f_active.eq(~self.fsm.ongoing("IDLE")),
+            fetching.eq(fetch_q | f_active | (busy[aslot] & ~full[aslot])),
         ]
         fsm = self.fsm
         fsm.act("IDLE",
-            If(self.fetch, NextValue(r, self.fetch_row), NextValue(left, self.fetch_n), NextState("LOOK")),
+            If(fetch_q, NextValue(r, fetch_row_q), NextValue(left, fetch_n_q), NextState("LOOK")),
         )
-        fsm.act("LOOK", NextState("ENTRY"))      # the entry of `r` is read
+        fsm.act("LOOK", NextState("LOOK2"))      # the entry of `r` is read (two cycles)
+        fsm.act("LOOK2", NextState("LOOK3"))
+        fsm.act("LOOK3", NextState("ENTRY"))     # its native words are counted (nn_q)
         fsm.act("ENTRY",
-            NextValue(f_phys, ent_b.dat_r[:pb] ^ r), NextValue(f_nn, nn), NextValue(issued, 0),
+            NextValue(f_phys, xmap.dat_r ^ r), NextValue(f_nn, nn_q), NextValue(issued, 0),
             If(~busy[islot], claim.eq(1), NextState("ISSUE")),
         )
         fsm.act("ISSUE",
@@ -224,15 +248,15 @@ class DRAMXMEM(LiteXModule):
                 If(left == 1, NextState("IDLE")).Else(NextState("LOOK")),
             ),
         )
-        lane_q = Signal(max(lb, 1))
+        lane_q = [Signal(max(lb, 1)) for _ in range(BlockRAM.LATENCY)]      # the lane, as the data comes out
         self.comb += [
             self.staged.eq(full[eslot]), self.staged_slot.eq(eslot), self.staged_form.eq(forms[eslot]),
-            [p.adr.eq(Cat(self.rd.adr[lb:8], self.rd.adr[8:])) for p in stage_r],
+            [m.adr_r.eq(Cat(self.rd.adr[lb:8], self.rd.adr[8:])) for m in stage],
+            self.rd.dat_r.eq(Array(m.dat_r for m in stage)[lane_q[-1]]),      # as XMEM's block RAM: 2 cycles
         ]
         self.sync += [
-            lane_q.eq(self.rd.adr[:lb] if lb else 0),
-            self.rd.dat_r.eq(Array(p.dat_r for p in stage_r)[lane_q]),      # as XMEM's block RAM: 2 cycles
-            If(claim, busy[islot].eq(1), forms[islot].eq(ent_b.dat_r[pb:]), nns[islot].eq(nn)),
+            lane_q[0].eq(self.rd.adr[:lb] if lb else 0), [lane_q[i].eq(lane_q[i - 1]) for i in range(1, len(lane_q))],
+            If(claim, busy[islot].eq(1), forms[islot].eq(fform.dat_r), nns[islot].eq(nn_q)),
             If(reader.source.valid, arrived.eq(arrived + 1)),
             If(last_word, full[aslot].eq(1), aslot.eq(aslot + 1), arrived.eq(0)),
             If(self.release, busy[eslot].eq(0), full[eslot].eq(0), eslot.eq(eslot + 1)),
