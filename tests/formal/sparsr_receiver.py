@@ -40,25 +40,28 @@ CHECK = """
 // f_open: the frames the parser accepted minus the banks the executor released.
 reg [2:0] f_open = 0;
 always @(posedge clk) f_open <= f_open + framebanks_accept - framebanks_release;
-wire f_row_write = wmem_word_ram_we || wmem_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we;
+wire f_row_write = wmem_word_ram_we || wmem_memory_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we;
 wire f_executing = state != 0;
 // f_commit: the executor commits (or runs a command of) a bank the parser accepted and has not released, or
-// did so up to four cycles ago (its data stage handles a word the cycle after MOVE read it, the LIL writer
-// registers the entries the cycle after that and issues the lane mask one cycle later, through two registers;
-// the word memories register their writes).
-reg f_commit_d1 = 0, f_commit_d2 = 0, f_commit_d3 = 0, f_commit_d4 = 0;
+// did so up to six cycles ago (its data stage handles a word the cycle after MOVE read it, the LIL writer
+// registers its inputs the cycle after that, then the entries, and issues the lane mask one cycle later,
+// through two registers; the word memories register their writes).
+reg f_commit_d1 = 0, f_commit_d2 = 0, f_commit_d3 = 0, f_commit_d4 = 0, f_commit_d5 = 0, f_commit_d6 = 0;
 always @(posedge clk) begin
     f_commit_d1 <= f_executing && framebanks_pending;
     f_commit_d2 <= f_commit_d1;
     f_commit_d3 <= f_commit_d2;
     f_commit_d4 <= f_commit_d3;
+    f_commit_d5 <= f_commit_d4;
+    f_commit_d6 <= f_commit_d5;
 end
-wire f_commit = (f_executing && framebanks_pending) || f_commit_d1 || f_commit_d2 || f_commit_d3 || f_commit_d4;
+wire f_commit = (f_executing && framebanks_pending) || f_commit_d1 || f_commit_d2 || f_commit_d3 || f_commit_d4
+                || f_commit_d5 || f_commit_d6;
 always @(*) if (!init) begin
     // A frame's last word either accepts or refuses it, and only an accepted frame becomes a bank.
     assert(!(sparsrparser_accept && sparsrparser_refuse));
     assert(framebanks_accept == sparsrparser_accept);
-    // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while (or up to four cycles
+    // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while (or up to six cycles
     // after) the executor commits (or runs a command of) a bank that the parser accepted and had not released.
     if (f_row_write) assert(f_commit);
     // A row map switches (a raw row is stored) only in the cycle that commits the last word of a raw slot
@@ -70,20 +73,21 @@ always @(*) if (!init) begin
     assert(f_open == framebanks_busy0 + framebanks_busy1);
     if (f_executing) assert(framebanks_pending);
     if (sparsrexecutor_d_we_w || sparsrexecutor_d_we_x || sparsrexecutor_d_lil || sparsrexecutor_d_last) assert(f_commit_d1);
-    if (sparsrexecutor_lilwriter_e_valid || sparsrexecutor_lilwriter_e_fin) assert(f_commit_d2);
-    if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d3);
+    if (sparsrexecutor_lilwriter_i_valid || sparsrexecutor_lilwriter_i_last) assert(f_commit_d2);
+    if (sparsrexecutor_lilwriter_e_valid || sparsrexecutor_lilwriter_e_fin) assert(f_commit_d3);
+    if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d4);
     if (sparsrexecutor_d_last) assert(f_executing && framebanks_pending);
-    if (sparsrexecutor_lilwriter_e_fin) assert(f_commit_d1);
-    if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d2);
-    if (wmem_staged_we) assert(f_commit_d1 || f_commit_d3);
+    if (sparsrexecutor_lilwriter_i_last) assert(f_commit_d1);
+    if (sparsrexecutor_lilwriter_e_fin) assert(f_commit_d2);
+    if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d3);
 end
 """
 
 # With XMEM in DRAM (Migen names the WMEM memories without a prefix then, the executor's state with one): the DRAM write FIFO's input and the
 # row entries (map and form) are the XMEM writes.
 CHECK_DRAM = (CHECK
-              .replace("wmem_word_ram_we || wmem_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we",
-                       "word_ram_we || we || map_we || dramxmem_wfifo_sink_valid || dramxmem_ent_a_we")
+              .replace("wmem_word_ram_we || wmem_memory_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we",
+                       "word_ram_we || memory_we || map_we || dramxmem_blockramfifo_sink_sink_valid || dramxmem_ent_a_we")
               .replace("if (wmem_map_we || xmem_map_we)", "if (map_we || dramxmem_map_we)")
               .replace("wmem_staged_we", "staged_we")
               .replace("f_executing = state != 0", "f_executing = sparsrexecutor_state != 0"))
@@ -92,7 +96,7 @@ PROPERTIES = [
     Property(
         "sparsr_receiver_refused_frames",
         f"In the Sparsr receiver ({ROWS} WMEM and {ROWS} XMEM rows, any input words and framing, any answer "
-        "back-pressure) no row memory, row map, lane mask or form is written except while (or up to four "
+        "back-pressure) no row memory, row map, lane mask or form is written except while (or up to six "
         "cycles after) the executor commits a frame the parser accepted (so a refused frame changes no row), "
         "and a row map switches "
         "only at the last word of a raw slot that finishes its row.",
@@ -109,8 +113,8 @@ PROPERTIES = [
         "a row map switches only at the last word of a raw slot that finishes its row.",
         lambda: _receiver(XMEM_DRAM), CHECK_DRAM,
         Mutation("input words enter the DRAM write FIFO",
-                 r"^assign dramxmem_wfifo_sink_valid = dramxmem_wr_we;",
-                 "assign dramxmem_wfifo_sink_valid = dramxmem_wr_we | sink_valid;",
+                 r"^assign dramxmem_blockramfifo_sink_sink_valid = dramxmem_wr_we;",
+                 "assign dramxmem_blockramfifo_sink_sink_valid = dramxmem_wr_we | sink_valid;",
                  assertion="assert(f_commit)"),
         mode="prove", depth=4),
 ]
