@@ -3,8 +3,6 @@
 segment boundary, random others) under random back-pressure, through two Layer 1 endpoints and noisy
 channels, line rate, the gateware reply route against common.reply_route, and bad input."""
 import random
-from functools import reduce
-from operator import and_
 
 import pytest
 from migen import *
@@ -12,6 +10,7 @@ from migen.sim import passive, run_simulation
 
 from litex.gen import LiteXModule
 
+from cores.lib.logic import reduce_and
 from cores.rifl import common as c
 from cores.rifl.l2 import (BytePacker, FramePacker, L2Deframer, L2Framer, L2PacketStore, L2Reassembler,
                            L2Segmenter, L2UnitParser, key_form, reply_route_statements)
@@ -194,7 +193,7 @@ class _PackerProbe(LiteXModule):
         self.comb += [
             dut.sink.data.eq(Cat(*[Mux(k < dut.sink.n, self.base + k, 0)[:8] for k in range(in_bytes)])),
             self.first.eq(out[0]),
-            self.runs.eq(reduce(and_, [out[k] == (out[0] + k)[:8] for k in range(1, out_bytes)], 1)),
+            self.runs.eq(reduce_and(out[k] == (out[0] + k)[:8] for k in range(1, out_bytes))),
         ]
 
 

@@ -27,6 +27,15 @@ def xorshift32(module, state):
     return c
 
 
+def delayed(module, value, cycles):
+    """`value` through `cycles` registers (e.g. an address kept beside a block RAM's read data)."""
+    for _ in range(cycles):
+        reg = Signal(len(value))
+        module.sync += reg.eq(value)
+        value = reg
+    return value
+
+
 def index_bits(n):
     """Bits of an index into n entries (at least 1)."""
     return max(1, (n - 1).bit_length())

@@ -21,6 +21,7 @@ from litedram.frontend.dma import LiteDRAMDMAReader
 from cores.lib.block_ram import BlockRAM
 from cores.lib.buffers import BlockRAMFIFO
 from cores.lib.counters import add_counters
+from cores.lib.logic import delayed
 from cores.sparsr.common import ROW_WORDS, ROW_BYTES, WORD_BITS, DRAM_COUNTERS
 from cores.sparsr.receiver import FORM_BITS, _lil_words, _wide
 
@@ -111,16 +112,14 @@ class DRAMXMEM(LiteXModule):
         ent_a_we = Signal()
         f_active = Signal()         # the fetcher is not idle: it owns the entries' read address
         ent_adr = Signal(row_bits)
-        row_q = [Signal(row_bits) for _ in range(BlockRAM.LATENCY)]     # `row` as the read data comes out
         self.comb += [
             ent_a_we.eq(self.map.we | self.form.we),
             [m.adr_r.eq(ent_adr) for m in (xmap, fform)],
-            self.phys.eq(xmap.dat_r ^ row_q[-1]),
+            self.phys.eq(xmap.dat_r ^ delayed(self, self.row, BlockRAM.LATENCY)),
             [m.adr_w.eq(self.row) for m in (xmap, fform)],
             xmap.we.eq(self.map.we), xmap.dat_w.eq(self.map.dat_w),
             fform.we.eq(self.form.we), fform.dat_w.eq(self.form.dat_w),
         ]
-        self.sync += [row_q[0].eq(self.row)] + [row_q[i].eq(row_q[i - 1]) for i in range(1, len(row_q))]
 
         # Writes: FIFO -> packer (one native word, its byte enables) -> command, then data when the
         # controller asks for it.
@@ -248,14 +247,14 @@ class DRAMXMEM(LiteXModule):
                 If(left == 1, NextState("IDLE")).Else(NextState("LOOK")),
             ),
         )
-        lane_q = [Signal(max(lb, 1)) for _ in range(BlockRAM.LATENCY)]      # the lane, as the data comes out
         self.comb += [
             self.staged.eq(full[eslot]), self.staged_slot.eq(eslot), self.staged_form.eq(forms[eslot]),
             [m.adr_r.eq(Cat(self.rd.adr[lb:8], self.rd.adr[8:])) for m in stage],
-            self.rd.dat_r.eq(Array(m.dat_r for m in stage)[lane_q[-1]]),      # as XMEM's block RAM: 2 cycles
+            # the lane kept beside the read data: as XMEM's block RAM, 2 cycles
+            self.rd.dat_r.eq(Array(m.dat_r for m in stage)[delayed(self, self.rd.adr[:lb] if lb else C(0, 1),
+                                                                   BlockRAM.LATENCY)]),
         ]
         self.sync += [
-            lane_q[0].eq(self.rd.adr[:lb] if lb else 0), [lane_q[i].eq(lane_q[i - 1]) for i in range(1, len(lane_q))],
             If(claim, busy[islot].eq(1), forms[islot].eq(fform.dat_r), nns[islot].eq(nn_q)),
             If(reader.source.valid, arrived.eq(arrived + 1)),
             If(last_word, full[aslot].eq(1), aslot.eq(aslot + 1), arrived.eq(0)),
