@@ -94,7 +94,7 @@ def test_sync_node_link_fuzz(seed, rounds, junk, junk_p, ready_p):
             assert s in plan and trig[s] > len(got[s]) and len(got[s]) < rounds, out
             assert out["source_error"] == 0 and out["source_mode"] == plan[s][len(got[s])][0], out
             got[s].append(out["source_value"])
-    for _ in range(3 * n_flits(WIDTH)):             # the last junk packet's drop, then a quiet link
+    for _ in range(6 * n_flits(WIDTH)):             # the last junk packet's drop, then a quiet link
         out = sim.step(rx_valid=0, sink_valid=0, source_ready=1)
         drops += out["ev_rx_drop"]
         assert not out["source_valid"]

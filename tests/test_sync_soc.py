@@ -1,11 +1,15 @@
 """Sync SoC block through its CSR bank (a scenario and the host demo), and the benchmark smoke test."""
 import random
 
-from cores.sync.common import MODE_UMIN, MODE_AND, TRIG_CTRL, CPL_STATUS, CPL_INFO, CPL_POP
+from cores.sync.common import (MODE_UMIN, MODE_AND, TRIG_CTRL, CPL_STATUS, CPL_INFO, CPL_POP, CPL_LATENCY,
+                               DEFAULT_HOP_LATENCY, min_hop_latency)
+
 from cores.sync.soc_block import SyncBlock
 from software.sync.demo import demo
 from software.sync.reference import reduce_values
 from tests.harness.csr import run_demo
+
+HOP = min_hop_latency(16) + 1          # 16-bit values: 3 flits; one register stage on every link
 
 
 def test_soc_block_csr_triggers_and_latency():
@@ -38,15 +42,15 @@ def test_soc_block_csr_triggers_and_latency():
         r("trig_ctrl").write(TRIG_CTRL.pack(node=0, ident=0, mode=7, go=1))
         return cpl, r("trigger_drops").read(), r("completions").read()
 
-    (cpl, drops, completions), _ = run_demo(SyncBlock(2, 2, n_idents=2, value_width=16, hop_latency=5),
+    (cpl, drops, completions), _ = run_demo(SyncBlock(2, 2, n_idents=2, value_width=16, hop_latency=HOP),
                                             "syncnet", host)
     assert sorted((c["node"], c["ident"]) for c in cpl) == [(p, i) for p in range(n) for i in range(2)]
     for c in cpl:
         assert c["value"] == reduce_values(modes[c["ident"]], [vals[(p, c["ident"])] for p in range(n)], 16)
         assert c["mode"] == modes[c["ident"]] and c["error"] == 0
-        # at most 2 hops ((1,1) -> (0,0) -> lamlet) of 5 cycles, plus one packet of the other ident ahead on
-        # a link (4 flits)
-        assert 0 <= c["latency"] <= 2 * 5 + 4
+        # at most 2 hops ((1,1) -> (0,0) -> lamlet), plus one packet of the other ident ahead on a link (4
+        # cycles: its flits, or the link's busy cycles after it is chosen)
+        assert CPL_LATENCY <= c["latency"] <= 2 * HOP + CPL_LATENCY + 4
     assert completions == 2 * n
     # node 9 does not exist; node 0 drops the mode-7 trigger; the back-to-back second go finds the block busy
     assert drops == 3
@@ -54,7 +58,7 @@ def test_soc_block_csr_triggers_and_latency():
 
 def test_demo_through_csr_bank():
     """The host demo over the CSR bus of LiteX's CSRBankArray, as in the SoC (big-endian compound CSRs)."""
-    lines, bus = run_demo(SyncBlock(2, 2, n_idents=3, value_width=32, hop_latency=5), "syncnet",
+    lines, bus = run_demo(SyncBlock(2, 2, n_idents=3, value_width=32, hop_latency=DEFAULT_HOP_LATENCY), "syncnet",
                           lambda bus: demo(bus, rounds=2, seed=3))
     assert len(lines) == 3 and "2x2 grid + lamlet" in lines[0]
     assert all("15 completions correct" in line for line in lines[1:])

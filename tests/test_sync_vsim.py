@@ -4,7 +4,7 @@ back-to-back ident reuse; mode mismatch; latency against the hop model. One buil
 benchmark's quick mode."""
 import random
 
-from cores.sync.common import MAX_IDENTS, MODE_OR
+from cores.sync.common import DEFAULT_HOP_LATENCY, MAX_IDENTS, MODE_OR
 from sim.bench.bench_sync import QUICK_GRID, analytic, measure
 from software.sync.reference import LAMLET, random_schedules, check_completions
 from sim.verilated.sync import GridSim, Trigger
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
 @pytest.fixture(scope="module")
 def sim():
     w, h = QUICK_GRID
-    return GridSim(w, h, n_idents=MAX_IDENTS, value_width=32, hop_latency=5)
+    return GridSim(w, h, n_idents=MAX_IDENTS, value_width=32, hop_latency=DEFAULT_HOP_LATENCY)
 
 
 @pytest.mark.parametrize("seed,rounds,ready", [(1, 3, 0.7), (2, 2, 0.2)])
@@ -74,12 +74,12 @@ def test_silent_participant_blocks_only_its_ident(sim):
 
 
 @pytest.mark.parametrize("last", ["lamlet", "corner"])
-def test_latency_is_hops_times_five(sim, last):
+def test_latency_matches_the_hop_model(sim, last):
     last = LAMLET if last == "lamlet" else (sim.width - 1, sim.height - 1)
-    assert measure(sim, last) == analytic(sim.width, sim.height, last, 5)
+    assert measure(sim, last) == analytic(sim.width, sim.height, last, DEFAULT_HOP_LATENCY)
 
 
-@pytest.mark.parametrize("vw,hop", [(3, 3), (8, 3), (13, 5), (16, 4)])
+@pytest.mark.parametrize("vw,hop", [(3, 6), (8, 6), (13, 8), (16, 7)])
 def test_packet_lengths(vw, hop):
     """1-, 2- and 3-flit packets (value widths 3, 8/13, 16) through a small grid in Verilator. Regression: with
     2 flits the 10-bit flit shift registers were updated from a zero-width slice `sh[10:]`, which Migen's
@@ -110,8 +110,8 @@ def test_node_verilog_has_no_backward_part_selects(vw):
 def test_8x8_grid_random_and_latency():
     """The largest grid of the tests (64 nodes + lamlet, 2 idents, 8-bit values): random rounds with
     back-pressure against the model, and the latency from the last trigger equal to the hop model at the
-    lamlet and at the far corner (8x8: 7 hops of 5 cycles)."""
-    sim = GridSim(8, 8, n_idents=2, value_width=8, hop_latency=5)
+    lamlet and at the far corner (8x8: 7 hops of 8 cycles)."""
+    sim = GridSim(8, 8, n_idents=2, value_width=8, hop_latency=8)
     rng = random.Random(88)
     n = sim.n_participants
     schedules, contrib = random_schedules(rng, n, 2, 2, 8)
@@ -121,4 +121,4 @@ def test_8x8_grid_random_and_latency():
     assert sum(len(c) for c in completions.values()) == n * 2 * 2
     assert events == {"trigger_drop": 0, "rx_drop": 0, "mismatch": 0}
     for last in [LAMLET, (7, 7)]:
-        assert measure(sim, last) == analytic(8, 8, last, 5)
+        assert measure(sim, last) == analytic(8, 8, last, 8)

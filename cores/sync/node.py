@@ -14,7 +14,7 @@ from migen.genlib.fifo import SyncFIFO
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.lib.logic import first_set, index_bits, reduce_and, reduce_or, round_robin
+from cores.lib.logic import first_set, index_bits, onehot_index, reduce_and, reduce_or, round_robin_pick_masked
 from cores.sync.common import (DIRS, DIR_NAMES, MAX_IDENTS, IDENT_BITS, MODE_BITS, MODES, MODE_MAX, MODE_UMAX,
                                MODE_MIN, MODE_OR, MODE_AND, LINK_WIDTH, DEFAULT_VALUE_WIDTH, PKT_HEADER_BITS, deps,
                                n_flits, packet_bits, packet_header, trigger_layout, completion_layout, link_layout)
@@ -42,14 +42,6 @@ def combine(module, mode, act, a, b):
     return out
 
 
-def pick(module, values, index):
-    """A signal = values[index]: one multiplexer, the index decoded once."""
-    values = list(values)
-    out = Signal(max(len(v) for v in values))
-    module.comb += out.eq(Array(values)[index]) if len(values) > 1 else out.eq(values[0])
-    return out
-
-
 def bad(ident, mode, n_idents):
     """A trigger or packet that names no slot or no mode."""
     return (ident >= n_idents) | (mode > max(MODES))
@@ -60,13 +52,15 @@ class SyncSlots(LiteXModule):
     updates in one operation) for the round in progress (`self_`, `act`, `done`, `arr[d]`, `sent[d]`) and the
     next round, which can start arriving while the current one still sends (`nself`, `nact`, `narr[d]`); the
     values (error, mode, accumulator) of both rounds in a LUT RAM `mem` of two banks, `bank` bit s telling
-    which bank holds slot s's current round (retiring a round flips the bit). `read(index, nxt)` adds an
-    asynchronous read port (a RAM copy) for one consumer. Every flag and the RAM are written here:
+    which bank holds slot s's current round (retiring a round flips the bit). `read(entry(index, nxt))` adds
+    an asynchronous read port (a RAM copy) for one consumer; the RAM is written a cycle after the merge.
+    Every flag and the RAM are written here:
 
     * merge port (from SyncMerge): `ok` (a contribution is merged this cycle), `ident`, `to_cur`, `src`
-      (link index, or the number of links for the local trigger), `mode`, `err`, `acc` (merged values);
+      (link index, or the number of links for the local trigger), `adr` (the RAM entry written: `entry()` of
+      the merge's read a cycle before), `mode`, `err`, `acc` (merged values);
     * `cpl_taken` / `cpl_ident` (SyncCompletion): the completion of that slot was taken;
-    * `tx_start[d]` / `tx_slot` (SyncTransmitter, one-hot): the message towards d of that slot left.
+    * `tx_start[d]` / `tx_slot[d]` (SyncTransmitter, one-hot): the message towards d of that slot left.
 
     Per-slot conditions (vectors): `self_eff` (own trigger, with the folded lamlet, in), `complete`,
     `retire` (a register: the slot was done with every message sent in the previous cycle, so the next round
@@ -84,11 +78,12 @@ class SyncSlots(LiteXModule):
         self.bank = vec("bank")
         self.ib = ib = index_bits(n)
         self.mem = Memory(1 + MODE_BITS + value_width, 2 << ib)      # address: slot | bank << ib
-        self.ok, self.ident, self.to_cur = Signal(), Signal(IDENT_BITS), Signal()
-        self.src = Signal(max=nl + 2)
+        self.ok, self.ident = Signal(name="m_ok"), Signal(IDENT_BITS, name="m_ident")
+        self.to_cur, self.src = Signal(name="m_to_cur"), Signal(max=nl + 2, name="m_src")
+        self.adr = Signal(ib + 1)
         self.m_mode, self.m_err, self.m_acc = Signal(MODE_BITS), Signal(), Signal(value_width)
         self.cpl_taken, self.cpl_ident = Signal(), Signal(IDENT_BITS)
-        self.tx_start, self.tx_slot = {d: Signal() for d in neighbours}, Signal(n)
+        self.tx_start, self.tx_slot = {d: Signal() for d in neighbours}, {d: Signal(n) for d in neighbours}
         self.self_eff, self.complete, self.retire = vec("self_eff"), vec("complete"), vec("retire")
         self.retire_next = vec("retire_next")
 
@@ -123,20 +118,25 @@ class SyncSlots(LiteXModule):
             *[self.arr[d].eq((r & (self.narr[d] | (hit & links[d]))) | (keep & (self.arr[d] | (hit_cur & links[d]))))
               for d in neighbours],
             *[self.narr[d].eq(keep & (self.narr[d] | (hit_nxt & links[d]))) for d in neighbours],
-            *[self.sent[d].eq((self.sent[d] & keep) | Mux(self.tx_start[d], self.tx_slot, 0))
+            *[self.sent[d].eq((self.sent[d] & keep) | Mux(self.tx_start[d], self.tx_slot[d], 0))
               for d in neighbours],
         ]
-        # The merged values go to the addressed round's bank (a retiring slot's: its next round's, the bank that
-        # becomes current as the bit flips).
+        # The merged values are written a cycle later, from registers (`read(..., pending=True)` forwards them).
         self.specials += self.mem
         wr = self.mem.get_port(write_capable=True, async_read=True)
         self.specials += wr
-        self.comb += [
-            wr.adr.eq(Cat(self.ident[:ib],
-                          self.bit(self.bank, self.ident) ^ ~(self.to_cur & ~self.bit(r, self.ident)))),
-            wr.dat_w.eq(Cat(self.m_err, self.m_mode, self.m_acc)),
-            wr.we.eq(self.ok),
-        ]
+        self.w_we, self.w_adr, self.w_dat = Signal(), Signal(ib + 1), Signal(len(wr.dat_w))
+        self.sync += [self.w_we.eq(self.ok), self.w_adr.eq(self.adr),
+                      self.w_dat.eq(Cat(self.m_err, self.m_mode, self.m_acc))]
+        self.comb += [wr.adr.eq(self.w_adr), wr.dat_w.eq(self.w_dat), wr.we.eq(self.w_we)]
+        # a copy per bank for `read_banks` (one RAM would let yosys merge its two read ports into one port
+        # whose address has the bank bit again)
+        self.banks = [Memory(len(wr.dat_w), 1 << ib) for _ in range(2)]
+        for b, mem in enumerate(self.banks):
+            port = mem.get_port(write_capable=True, async_read=True)
+            self.specials += mem, port
+            self.comb += [port.adr.eq(self.w_adr[:ib]), port.dat_w.eq(self.w_dat),
+                          port.we.eq(self.w_we & (self.w_adr[ib] == b))]
         self.sync += self.bank.eq(self.bank ^ r)
 
     @staticmethod
@@ -144,28 +144,46 @@ class SyncSlots(LiteXModule):
         """Flag `index` of a slot vector (0 for an index past the slots)."""
         return (vector >> index)[0]
 
-    def read(self, index, nxt=0, onehot=None):
-        """Cat(err, mode, acc) of slot `index`'s current round (next round when `nxt`), through a read port of
-        its own (the RAM is copied per port). `onehot`: the slot also as a one-hot vector (the bank bit is then
-        an AND-OR beside the index, not a look-up after it)."""
+    def entry(self, index, nxt=0, onehot=None):
+        """The RAM entry of slot `index`'s current round (next round when `nxt`). `onehot`: the slot also as a
+        one-hot vector (the bank bit is then an AND-OR beside the index, not a look-up after it)."""
+        b = self.bit(self.bank, index) if onehot is None else (self.bank & onehot) != 0
+        return Cat(index[:self.ib], b ^ nxt)
+
+    def read(self, adr, pending=False):
+        """Cat(err, mode, acc) at RAM entry `adr`, through a read port of its own (the RAM is copied per port).
+        `pending`: with the previous cycle's merge, which the RAM holds from the next cycle on."""
         port = self.mem.get_port(async_read=True)
         self.specials += port
-        b = self.bit(self.bank, index) if onehot is None else (self.bank & onehot) != 0
-        self.comb += port.adr.eq(Cat(index[:self.ib], b ^ nxt))
-        return port.dat_r
+        self.comb += port.adr.eq(adr)
+        return Mux(self.w_we & (self.w_adr == adr), self.w_dat, port.dat_r) if pending else port.dat_r
+
+    def read_banks(self, index):
+        """[bank 0, bank 1]: Cat(err, mode, acc) of slot `index` in both banks (RAM copies of one bank each, so
+        the bank bit can select after the RAM), without the pending write."""
+        banks = []
+        for mem in self.banks:
+            port = mem.get_port(async_read=True)
+            self.specials += port
+            self.comb += port.adr.eq(index[:self.ib])
+            banks.append(port.dat_r)
+        return banks
 
 
 class SyncLinkReceiver(LiteXModule):
     """One incoming link: deserializes the flits of a packet (they come on consecutive cycles) into a FIFO
     of 2 n_idents packets (`overflow` pulses when one is lost) and offers its head (the FIFO's, else the
-    packet completing this cycle; with one-flit packets the FIFO's only) with its slot decisions: `valid`
-    when it can be merged now (not two rounds ahead of a slot that still sends, not into a retiring slot),
-    `entry` = head | to_cur | drop. `take`: the selector took the head.
+    packet completing this cycle; with one-flit packets the FIFO's only): `valid` when it can be merged now
+    (not for a round after the current one while that is done). The selector chooses in that
+    cycle and takes the offer the cycle after (`take`), when it is the FIFO's head: `entry` = head | to_cur |
+    drop, with the decisions the offer was made with.
 
     The decisions are registered: they are made a cycle ahead for the packet that will be the head, from
-    its header (the FIFO's head, else the first flit of the packet being received) and `flags(ident)`: this
-    link's (arrived in cur, arrived in nxt, done, retiring now or next cycle) of a slot, from SyncSlots.
-    `busy`: the selector took this link's previous packet in one of the last two cycles (its merge is not
+    its header (the FIFO's head, else the first flit of the packet being received) and `flags`: this link's
+    (arrived in cur, arrived in nxt, done) slot vectors, from SyncSlots (each decision is built for every
+    slot, then the header's ident picks one). A slot retires only once done, so a next-round packet waiting
+    while the current round is done never meets a retiring slot before it is chosen.
+    `busy`: the selector chose this link's previous packet in one of the last four cycles (its merge is not
     yet in the flags the decisions were made from)."""
     def __init__(self, rx, flags, busy, n_idents, value_width):
         nf, pb = n_flits(value_width), packet_bits(value_width)
@@ -183,19 +201,23 @@ class SyncLinkReceiver(LiteXModule):
         hdr = Signal(PKT_HEADER_BITS)         # the first flit's header bits (packets of several flits)
         new, pkt, head = Signal(), Signal(pb), Signal(pb)
         self.fifo = fifo = SyncFIFO(pb, 2 * n_idents, fwft=True)
+        nonempty = Signal()         # fifo.readable, as a register of its own
+        self.sync += nonempty.eq((fifo.level + (fifo.we & fifo.writable) - (fifo.re & fifo.readable)) != 0)
         self.comb += [
             # the flits of a packet come on consecutive cycles: the last one is due when cnt says so
-            new.eq((cnt == nf - 1) if nf > 1 else rx.valid),
+            *([] if nf > 1 else [new.eq(rx.valid)]),
             pkt.eq(Cat(sh, rx.data) if nf > 1 else rx.data),
-            head.eq(Mux(fifo.readable, fifo.dout, pkt) if bypass else fifo.dout),
+            head.eq(fifo.dout),
             fifo.din.eq(pkt),
-            fifo.we.eq(new & ~(self.take & ~fifo.readable) if bypass else new),
+            fifo.we.eq(new),
             self.overflow.eq(fifo.we & ~fifo.writable),
             fifo.re.eq(self.take),
         ]
         if nf > 1:
             # (no sh[LINK_WIDTH:] with 2 flits: Migen prints that zero-width slice as the backward 2-bit
             # select sh[9:10] in the Verilog)
+            # registered: the last flit is due next cycle
+            self.sync += new.eq((cnt == nf - 2) & (rx.valid | (cnt != 0)))
             self.sync += If(rx.valid | (cnt != 0),
                 If(cnt == 0, hdr.eq(rx.data)),
                 If(cnt == nf - 1, cnt.eq(0)).Else(cnt.eq(cnt + 1),
@@ -205,26 +227,39 @@ class SyncLinkReceiver(LiteXModule):
         nxt_hdr = Signal(PKT_HEADER_BITS)
         self.comb += nxt_hdr.eq(Mux(fifo.readable, fifo.dout, Mux(cnt == 0, rx.data, hdr) if nf > 1 else rx.data))
         ident, mode = pkt_h.field(nxt_hdr, "ident"), pkt_h.field(nxt_hdr, "mode")
-        a_cur, a_nxt, done, ret = flags(ident)
+        a_cur, a_nxt, done = flags
         is_bad = Signal()
         ok, to_cur, drop = Signal(name="dec_ok"), Signal(name="dec_to_cur"), Signal(name="dec_drop")
-        self.comb += is_bad.eq(bad(ident, mode, n_idents))
+        to_cur_q, drop_q = Signal(), Signal()
+        # per slot: wait while this link's packet is for a round after the current one and the current round
+        # is done (it retires once its messages are sent: within two cycles or later; the next round's
+        # packets then go to the round that becomes current)
+        wait_v, drop_v = Signal(n_idents), Signal(n_idents)
+        self.comb += [
+            is_bad.eq(bad(ident, mode, n_idents)),
+            wait_v.eq(a_cur & done),
+            drop_v.eq(a_cur & a_nxt & ~done),
+        ]
         self.sync += [
-            # two rounds ahead (the current one is still sending) or the slot retires: wait
-            ok.eq(is_bad | ~((a_cur & a_nxt & done) | ret)),
-            to_cur.eq(~a_cur),
-            drop.eq(is_bad | (a_cur & a_nxt & ~done)),
+            ok.eq(is_bad | ~SyncSlots.bit(wait_v, ident)),
+            to_cur.eq(~SyncSlots.bit(a_cur, ident)),
+            drop.eq(is_bad | SyncSlots.bit(drop_v, ident)),
+            to_cur_q.eq(to_cur), drop_q.eq(drop),
         ]
         self.comb += [
-            self.valid.eq((fifo.readable | (new if bypass else 0)) & ~busy & ok),
-            self.entry.eq(Cat(head, to_cur, drop)),
+            self.valid.eq((nonempty | (new if bypass else 0)) & ~busy & ok),
+            self.entry.eq(Cat(head, to_cur_q, drop_q)),
         ]
 
 
 class SyncSelect(LiteXModule):
-    """Stage 1: a round-robin choice among the links' offers (none the cycle after `suppress`), registered
-    with its slot decisions: `valid`, `src` (link index), the packet fields, `to_cur` and `drop`."""
-    def __init__(self, receivers, value_width):
+    """Stage 1: a round-robin choice among the links' offers (`choice`, one-hot), registered (`granted`); the
+    cycle after, the chosen link's entry (its FIFO's head, taken then, with the slot decisions it was offered
+    with) is registered: `valid`, `src` (link index), the packet fields, `to_cur` and `drop`. `suppress`: a
+    trigger waits (the node keeps every link from offering the cycle after). The decisions were made before
+    the choice: a next-round packet for a slot that retires in the pick cycle (`retire`, the slots' vector)
+    becomes a current-round one."""
+    def __init__(self, receivers, retire, value_width):
         nl = len(receivers)
         pb = packet_bits(value_width)
         pkt_h = packet_header(value_width)
@@ -236,45 +271,60 @@ class SyncSelect(LiteXModule):
 
         # # #
 
+        self.granted = Signal(max(nl, 1))
         if not nl:
             return
-        req, suppress_q = Signal(nl), Signal()
-        self.sync += suppress_q.eq(self.suppress)
-        self.comb += req.eq(Mux(suppress_q, 0, Cat(*[r.valid for r in receivers])))
-        granted, grant, _ = round_robin(self, req, nl)
-        self.comb += [r.take.eq(granted & (grant == i)) for i, r in enumerate(receivers)]
-        chosen = pick(self, [r.entry for r in receivers], grant)
+        req, above = Signal(nl), Signal(nl)
+        g_valid = Signal()
+        self.comb += req.eq(Cat(*[r.valid for r in receivers]))
+        # round-robin: the links after the previous choice first (the mask follows a choice a cycle later; the
+        # chosen link is busy then)
+        valid, self.choice = round_robin_pick_masked(self, req, above, nl)
+        onehot = self.choice
         self.sync += [
-            self.valid.eq(granted), self.src.eq(grant),
+            g_valid.eq(valid), self.granted.eq(onehot),
+            If(g_valid, above.eq(~(self.granted | (self.granted - 1)))),
+        ]
+        self.comb += [r.take.eq(self.granted[i]) for i, r in enumerate(receivers)]
+        chosen = Signal(pb + 2)
+        self.comb += chosen.eq(reduce_or([Mux(self.granted[i], r.entry, 0) for i, r in enumerate(receivers)]))
+        self.sync += [
+            self.valid.eq(g_valid), self.src.eq(onehot_index(self.granted, nl)),
             self.ident.eq(pkt_h.field(chosen, "ident")), self.mode.eq(pkt_h.field(chosen, "mode")),
             self.err.eq(pkt_h.field(chosen, "error")), self.value.eq(pkt_h.field(chosen, "value")),
-            self.to_cur.eq(chosen[pb]), self.drop.eq(chosen[pb + 1]),
+            self.to_cur.eq(chosen[pb] | (retire >> pkt_h.field(chosen, "ident"))[0]), self.drop.eq(chosen[pb + 1]),
         ]
 
 
 class SyncMerge(LiteXModule):
-    """Stage 2: merges the selected packet, else the local trigger (`sink`), into its slot: drives the merge
-    port of SyncSlots with the combined mode/error/value. A trigger waits while a packet is merged or its
-    slot retires (`suppress` then keeps the selector idle the cycle after next). Events: `ev_mismatch` (modes
-    differed), `ev_trigger_drop`, `ev_packet_drop` (a dropped packet; the node adds the links' overflows)."""
+    """Stages 2 and 3. Read (R): the selected packet, else the local trigger (`sink`), reads its slot's
+    entries in both banks into registers, with the write pending now and whether the merge stage writes the
+    same entry now. Merge (M): picks the round's values (the newest write wins; `r_t*`), combines them with
+    the contribution and drives the merge port of SyncSlots.
+
+    A trigger waits while a packet is selected, its slot retires or a trigger was taken the cycle before (its
+    flags are not in yet); `suppress` then keeps every link from being chosen the cycle after, so it waits at
+    most three cycles. Events: `ev_trigger_drop` (in the cycle the trigger is taken), `ev_packet_drop` (from R;
+    the node adds the links' overflows), `ev_mismatch` (from M: modes differed)."""
     def __init__(self, sink, sel, slots, n_links, n_idents, value_width):
         bit = slots.bit
         local = n_links
         self.ev_mismatch, self.ev_trigger_drop, self.ev_packet_drop = Signal(), Signal(), Signal()
-        # the merged contribution (SyncCompletion presents a round it completes at once)
-        self.e_ok, self.e_ident, self.e_cur, self.e_src = slots.ok, slots.ident, slots.to_cur, slots.src
+        # the merged contribution (stage M: SyncCompletion presents a round it completes the cycle after)
+        self.m_ok, self.m_ident, self.m_cur, self.m_src = slots.ok, slots.ident, slots.to_cur, slots.src
         self.m_mode, self.m_err, self.m_acc = slots.m_mode, slots.m_err, slots.m_acc
 
         # # #
 
+        # Stage R.
         t_self, t_done, t_nself, t_ret = (bit(v, sink.ident) for v in (slots.self_, slots.done, slots.nself,
                                                                        slots.retire))
-        t_bad = Signal()
+        t_bad, trig_q = Signal(), Signal()
         e_valid, e_mode, e_err, e_val, e_drop = Signal(), Signal(MODE_BITS), Signal(), Signal(value_width), Signal()
-        e_src, e_ident, e_cur, e_ok = self.e_src, self.e_ident, self.e_cur, self.e_ok
+        e_src, e_ident, e_cur = Signal(max=n_links + 2), Signal(IDENT_BITS), Signal()
         self.comb += [
             t_bad.eq(bad(sink.ident, sink.mode, n_idents)),
-            sink.ready.eq(~sel.valid & (t_bad | ~t_ret)),
+            sink.ready.eq(~sel.valid & ~trig_q & (t_bad | ~t_ret)),
             sel.suppress.eq(sink.valid & ~sink.ready),
             If(sel.valid,
                 e_valid.eq(1), e_src.eq(sel.src), e_ident.eq(sel.ident), e_mode.eq(sel.mode), e_err.eq(sel.err),
@@ -284,100 +334,119 @@ class SyncMerge(LiteXModule):
                 e_mode.eq(sink.mode), e_err.eq(0), e_val.eq(sink.value), e_cur.eq(~t_self),
                 e_drop.eq(t_bad | ~(~t_self | (t_done & ~t_nself))),
             ),
-            e_ok.eq(e_valid & ~e_drop),
         ]
-        t_act, t_err, t_mode, t_acc = Signal(), Signal(), Signal(MODE_BITS), Signal(value_width)
+        self.sync += trig_q.eq(sink.valid & sink.ready)
         self.comb += [
-            t_act.eq(Mux(e_cur, bit(slots.act, e_ident), bit(slots.nact, e_ident))),
-            Cat(t_err, t_mode, t_acc).eq(slots.read(e_ident, ~e_cur)),
-        ]
-        mism = Signal()
-        self.comb += [
-            mism.eq(t_act & (t_mode != e_mode)),
-            self.m_mode.eq(Mux(t_act, t_mode, e_mode)),
-            self.m_err.eq(e_err | (t_act & (t_err | mism))),
-            self.m_acc.eq(combine(self, t_mode, t_act, t_acc, e_val)),
-            self.ev_mismatch.eq(e_ok & mism),
             self.ev_trigger_drop.eq(e_valid & (e_src == local) & e_drop),
             self.ev_packet_drop.eq(e_valid & (e_src != local) & e_drop),
+        ]
+        # The entry read is the one stage M writes: a next-round contribution to a slot that retires in stage R
+        # reads the bank that becomes current, and counts as a current-round one in stage M (a retirement in
+        # the pick cycle: SyncSelect). A slot retiring in stage M gets only next-round contributions (its
+        # current round is complete).
+        adr, fwd = Signal(slots.ib + 1), Signal()
+        r_mode, r_err, r_val = Signal(MODE_BITS), Signal(), Signal(value_width)
+        r_act, r_bank, r_pend, r_fwd = Signal(), Signal(), Signal(), Signal()
+        width = len(slots.w_dat)
+        r_banks, r_wdat = [Signal(width), Signal(width)], Signal(width)
+        self.comb += [
+            adr.eq(slots.entry(e_ident, ~e_cur)),
+            fwd.eq(self.m_ok & (slots.adr == adr)),
+        ]
+        self.sync += [
+            self.m_ok.eq(e_valid & ~e_drop), self.m_src.eq(e_src),
+            self.m_ident.eq(e_ident), self.m_cur.eq(e_cur | bit(slots.retire, e_ident)), slots.adr.eq(adr),
+            r_mode.eq(e_mode), r_err.eq(e_err), r_val.eq(e_val),
+            r_act.eq(fwd | Mux(e_cur, bit(slots.act, e_ident), bit(slots.nact, e_ident))),
+            # the entry in both banks and the write pending now; stage M picks, or takes the write that M
+            # makes now (then in slots.w_dat)
+            *[r.eq(b) for r, b in zip(r_banks, slots.read_banks(e_ident))],
+            r_wdat.eq(slots.w_dat), r_bank.eq(adr[slots.ib]), r_pend.eq(slots.w_we & (slots.w_adr == adr)),
+            r_fwd.eq(fwd),
+        ]
+        # Stage M.
+        mism = Signal()
+        r_terr, r_tmode, r_tacc = Signal(), Signal(MODE_BITS), Signal(value_width)
+        self.comb += [
+            Cat(r_terr, r_tmode, r_tacc).eq(
+                Mux(r_fwd, slots.w_dat, Mux(r_pend, r_wdat, Mux(r_bank, *r_banks[::-1])))),
+            mism.eq(r_act & (r_tmode != r_mode)),
+            self.m_mode.eq(Mux(r_act, r_tmode, r_mode)),
+            self.m_err.eq(r_err | (r_act & (r_terr | mism))),
+            self.m_acc.eq(combine(self, r_tmode, r_act, r_tacc, r_val)),
+            self.ev_mismatch.eq(self.m_ok & mism),
         ]
 
 
 class SyncCompletion(LiteXModule):
-    """Presents completions on `source`: the lowest complete slot, held while the sink stalls; when none is
-    waiting, the round that this cycle's merge completes is presented at once (from the merged value)."""
+    """Presents completions on `source` from registers: the lowest complete slot, held while the sink stalls;
+    when none is waiting, the round that this cycle's merge completes is presented the cycle after."""
     def __init__(self, source, slots, merge, neighbours, n_idents):
         nl = len(neighbours)
         bit = slots.bit
 
         # # #
 
-        cand = Signal(n_idents)
-        sel, sel_q, locked = Signal(IDENT_BITS, name="sel"), Signal(IDENT_BITS, name="sel_q"), Signal(name="locked")
-        fresh, use_fresh = Signal(), Signal()
-        self.comb += cand.eq(slots.complete & ~slots.done)
-        _, pe, _ = first_set(self, cand, n_idents)
-        have = Cat(bit(slots.self_, merge.e_ident), *[bit(slots.arr[d], merge.e_ident) for d in neighbours])
-        from_src = Cat(merge.e_src == nl, *[merge.e_src == i for i in range(nl)])
+        cand, rest = Signal(n_idents, name="cand"), Signal(n_idents, name="rest")
+        c_valid, c_ident, fresh, taken = Signal(name="c_valid"), Signal(IDENT_BITS, name="c_ident"), Signal(), Signal()
+        have = Cat(bit(slots.self_, merge.m_ident), *[bit(slots.arr[d], merge.m_ident) for d in neighbours])
+        from_src = Cat(merge.m_src == nl, *[merge.m_src == i for i in range(nl)])
         self.comb += [
-            fresh.eq(merge.e_ok & merge.e_cur & ((have | from_src) == (1 << (nl + 1)) - 1)),
-            use_fresh.eq(fresh & (cand == 0)),
-            sel.eq(Mux(locked, sel_q, Mux(cand != 0, pe, merge.e_ident))),
+            cand.eq(slots.complete & ~slots.done),
+            taken.eq(c_valid & source.ready),
+            rest.eq(cand & ~Mux(taken, C(1, n_idents) << c_ident, 0)),
+            fresh.eq(merge.m_ok & merge.m_cur & ((have | from_src) == (1 << (nl + 1)) - 1)),
         ]
-        held = slots.read(sel)
+        any_, pe, _ = first_set(self, rest, n_idents)
+        self.sync += If(~c_valid | source.ready,
+            c_valid.eq(any_ | fresh), c_ident.eq(Mux(any_, pe, merge.m_ident)))
         self.comb += [
-            source.valid.eq((cand != 0) | fresh), source.ident.eq(sel),
-            Cat(source.error, source.mode, source.value).eq(
-                Mux(use_fresh, Cat(merge.m_err, merge.m_mode, merge.m_acc), held)),
-            slots.cpl_taken.eq(source.valid & source.ready), slots.cpl_ident.eq(sel),
+            source.valid.eq(c_valid), source.ident.eq(c_ident),
+            Cat(source.error, source.mode, source.value).eq(slots.read(slots.entry(c_ident), pending=True)),
+            slots.cpl_taken.eq(taken), slots.cpl_ident.eq(c_ident),
         ]
-        self.sync += [locked.eq(source.valid & ~source.ready), sel_q.eq(sel)]
 
 
 class SyncTransmitter(LiteXModule):
-    """The links' transmitters with one shared packet builder. Each cycle it snapshots the lowest slot that an
-    idle link has a message pending for (own trigger in, the message's dependencies `common.deps` arrived,
-    not sent yet); every idle link with a message pending for that slot starts it: the first flit straight
-    from the slot state, the others from the link's snapshot register."""
+    """The links' transmitters. Each cycle every link registers its choice: the lowest slot it has a message
+    pending for (own trigger in, the message's dependencies `common.deps` arrived, not sent yet). A link that
+    is idle with a choice starts it: the first flit straight from the slot state (through a RAM read port of
+    its own), the others from its snapshot register. A message stays pending until its link sends it, so a
+    choice a cycle old still holds."""
     def __init__(self, tx, slots, neighbours, n_idents, value_width):
-        idents = range(n_idents)
         nf, pb = n_flits(value_width), packet_bits(value_width)
+        pkt_h = packet_header(value_width)
+        pad = [C(0, nf * LINK_WIDTH - pb)] if nf * LINK_WIDTH > pb else []
 
         # # #
 
-        pend = {d: Signal(n_idents) for d in neighbours}
-        idle = {d: Signal() for d in neighbours}
-        wants = Signal(n_idents)
-        for d in neighbours:
-            # directions without a neighbour count as arrived
-            need = [slots.arr[o] for o in deps(d) if o in neighbours]
-            self.comb += pend[d].eq(reduce_and([slots.self_eff, *need, ~slots.sent[d]]))
-        self.comb += wants.eq(reduce_or([Mux(idle[d], pend[d], 0) for d in neighbours]))
-        # the builder's slot as a one-hot vector: the packet is an AND-OR of the slots, no index in between
-        _, bidx, bsel = first_set(self, wants, n_idents)
-        pkt_h = packet_header(value_width)
-        pad = [C(0, nf * LINK_WIDTH - pb)] if nf * LINK_WIDTH > pb else []
-        b_err, b_mode, b_acc = Signal(), Signal(MODE_BITS), Signal(value_width)
-        pkt = Signal(nf * LINK_WIDTH)
-        self.comb += [
-            Cat(b_err, b_mode, b_acc).eq(slots.read(bidx, onehot=bsel)),
-            pkt.eq(Cat(pkt_h.value(ident=bidx, mode=b_mode, error=b_err, value=b_acc)[:pb], *pad)),
-            slots.tx_slot.eq(bsel),
-        ]
         for d in neighbours:
             link = tx[d]
+            # directions without a neighbour count as arrived
+            need = [slots.arr[o] for o in deps(d) if o in neighbours]
+            pend, ch_v, ch_idx, ch_oh = Signal(n_idents), Signal(), Signal(IDENT_BITS), Signal(n_idents)
+            idle, start = Signal(), slots.tx_start[d]
             sh = Signal(max((nf - 1) * LINK_WIDTH, 1))
             rem = Signal(max=max(nf, 2))
-            start = slots.tx_start[d]
+            b_err, b_mode, b_acc = Signal(), Signal(MODE_BITS), Signal(value_width)
+            pkt = Signal(nf * LINK_WIDTH)
+            # (with one-flit packets a link starting now is idle next cycle: its slot is not pending then)
+            sending = [~Mux(start, ch_oh, 0)] if nf == 1 else []
             self.comb += [
-                idle[d].eq(rem == 0),
-                start.eq(idle[d] & (pend[d] & bsel != 0)),
-                link.valid.eq(~idle[d] | start),
-                link.data.eq(Mux(idle[d], pkt[:LINK_WIDTH], sh[:LINK_WIDTH])),
+                pend.eq(reduce_and([slots.self_eff, *need, ~slots.sent[d], *sending])),
+                idle.eq(rem == 0),
+                start.eq(idle & ch_v),
+                slots.tx_slot[d].eq(ch_oh),
+                Cat(b_err, b_mode, b_acc).eq(slots.read(slots.entry(ch_idx, onehot=ch_oh))),
+                pkt.eq(Cat(pkt_h.value(ident=ch_idx, mode=b_mode, error=b_err, value=b_acc)[:pb], *pad)),
+                link.valid.eq(~idle | start),
+                link.data.eq(Mux(idle, pkt[:LINK_WIDTH], sh[:LINK_WIDTH])),
             ]
+            v, idx, oh = first_set(self, pend, n_idents)
+            self.sync += [ch_v.eq(v), ch_idx.eq(idx), ch_oh.eq(oh)]
             if nf > 1:
                 shift = [sh.eq(sh[LINK_WIDTH:])] if nf > 2 else []     # (no zero-width slice, as above)
-                self.sync += If(~idle[d], *shift, rem.eq(rem - 1)).Elif(start,
+                self.sync += If(~idle, *shift, rem.eq(rem - 1)).Elif(start,
                     sh.eq(pkt[LINK_WIDTH:]), rem.eq(nf - 1))
 
 
@@ -397,11 +466,13 @@ class SyncNode(LiteXModule):
     has emitted its completion. Each outgoing message is sent once its dependencies (`common.deps`) and the own
     trigger are in; it carries the slot's running reduction.
 
-    Pipeline: a received packet is selected (round-robin over the links, with its slot decisions) into a
-    register in the cycle its last flit arrives, and merged into the slot state the cycle after; a local
-    trigger is merged in the cycle it is taken. One merge a cycle. The first flit of a message leaves in the
-    cycle its condition holds (the other flits from a snapshot register). Hop latency n_flits + 1 cycles
-    without contention; a completion is presented in the cycle its last contribution is merged.
+    Pipeline: a received packet is chosen (round-robin over the links) in the cycle its last flit arrives,
+    taken into the select register with its slot decisions the cycle after, its slot round is read into
+    registers the cycle after that (a local trigger: in the cycle it is taken), and it is merged into the slot
+    state the cycle after that. One merge a cycle. Each link registers the slot it sends next in the cycle the
+    message's condition holds; the first flit leaves the cycle after (the other flits from a snapshot
+    register). Hop latency n_flits + 4 cycles without contention; a completion is presented the cycle after
+    its last contribution is merged.
     """
     def __init__(self, neighbours=DIRS, fold=None, n_idents=MAX_IDENTS, value_width=DEFAULT_VALUE_WIDTH):
         neighbours = tuple(d for d in DIRS if d in set(neighbours))
@@ -424,21 +495,20 @@ class SyncNode(LiteXModule):
         # # #
 
         self.slots = slots = SyncSlots(neighbours, fold, n_idents, value_width)
-        busy = []          # per link: the selector took this link's packet one or two cycles ago (set below)
+        busy = []          # per link: the selector chose this link's packet one to four cycles ago (set below)
         receivers = []
         for i, d in enumerate(neighbours):
-            def flags(ident, d=d):
-                return tuple(slots.bit(v, ident) for v in (slots.arr[d], slots.narr[d], slots.done,
-                                                           slots.retire | slots.retire_next))
+            flags = (slots.arr[d], slots.narr[d], slots.done)
             busy.append(Signal())
             rcv = SyncLinkReceiver(self.rx[d], flags, busy[i], n_idents, value_width)
             setattr(self, f"rx_{DIR_NAMES[d]}_receiver", rcv)
             receivers.append(rcv)
-        self.select = sel = SyncSelect(receivers, value_width)
+        self.select = sel = SyncSelect(receivers, slots.retire, value_width)
         for i in range(len(neighbours)):
-            held, held_q = Signal(), Signal()
-            self.comb += [held.eq(sel.valid & (sel.src == i)), busy[i].eq(held | held_q)]
-            self.sync += held_q.eq(held)
+            # a register: chosen in one of the last four cycles, or a waiting trigger pauses the selector
+            chosen = [sel.choice[i], sel.granted[i], Signal(), Signal()]
+            self.sync += [chosen[2].eq(chosen[1]), chosen[3].eq(chosen[2]),
+                          busy[i].eq(reduce_or(chosen) | sel.suppress)]
         self.merge = merge = SyncMerge(self.sink, sel, slots, len(neighbours), n_idents, value_width)
         self.completion = SyncCompletion(self.source, slots, merge, neighbours, n_idents)
         self.transmitter = SyncTransmitter(self.tx, slots, neighbours, n_idents, value_width)

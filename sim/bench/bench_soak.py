@@ -278,10 +278,10 @@ def _sync_grid(cycles):
 
 
 def _sync(cycles):
-    from cores.sync.common import MAX_IDENTS
+    from cores.sync.common import DEFAULT_HOP_LATENCY, MAX_IDENTS
     from sim.verilated.sync import GridSim
     from software.sync.reference import check_completions
-    sim = GridSim(*_sync_grid(cycles), n_idents=MAX_IDENTS, value_width=32, hop_latency=5)
+    sim = GridSim(*_sync_grid(cycles), n_idents=MAX_IDENTS, value_width=32, hop_latency=DEFAULT_HOP_LATENCY)
     n = sim.n_participants
     schedules, contrib, refused = sync_epoch(1, n)
     accepts, completions, events, probe_cycles = sim.run(schedules, 20000, ready_prob=0.5, seed=1)
@@ -302,7 +302,7 @@ def _sync(cycles):
 
 def _gateware(name, cycles):
     """The digest of the Verilated model soak `name` runs (its sweep point's cache key)."""
-    from cores.sync.common import MAX_IDENTS
+    from cores.sync.common import DEFAULT_HOP_LATENCY, MAX_IDENTS
     from sim.verilated import rifl
     from sim.verilated.minisharp import SMALL_CORE, VerilatedMiniSharp
     from sim.verilated.sparsr import VerilatedReceiver
@@ -312,7 +312,8 @@ def _gateware(name, cycles):
         "rifl_two_clocks": lambda: rifl.two_clock_link(64, serdes=True, build=False).digest,
         "rifl_switch": lambda: rifl.net_block(n=4, build=False, quick_build=_quick_build(cycles)).digest,
         "minisharp": lambda: VerilatedMiniSharp(build=False, **SMALL_CORE).model.digest,
-        "sync": lambda: GridSim(*_sync_grid(cycles), n_idents=MAX_IDENTS, value_width=32, hop_latency=5,
+        "sync": lambda: GridSim(*_sync_grid(cycles), n_idents=MAX_IDENTS, value_width=32,
+                                hop_latency=DEFAULT_HOP_LATENCY,
                                 build=False).model.digest,
         "sparsr": lambda: VerilatedReceiver(*SPARSR_ROWS, build=False).model.digest,
     }[name]()

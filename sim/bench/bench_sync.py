@@ -21,7 +21,7 @@ import random
 import sys
 import time
 
-from cores.sync.common import DEFAULT_HOP_LATENCY, MODE_UMAX, DIRS, MAX_IDENTS
+from cores.sync.common import CPL_LATENCY, DEFAULT_HOP_LATENCY, MODE_UMAX, DIRS, MAX_IDENTS
 from cores.sync.grid import SyncGrid
 from cores.sync.node import SyncNode
 from sim.bench.framework import BenchResult, Table
@@ -45,7 +45,7 @@ def hops(a, b):
 
 def analytic(w, h, last, hop):
     names = participants(w, h)
-    return {n: (2 if n == last == LAMLET else hops(last, n)) * hop for n in names}
+    return {n: (2 if n == last == LAMLET else hops(last, n)) * hop + CPL_LATENCY for n in names}
 
 
 def measure(sim, last):
@@ -117,7 +117,7 @@ def run(quick=False):
     all 8 idents on QUICK_GRID and 4x4 (random run, everything at once)."""
     hop = DEFAULT_HOP_LATENCY
     res = BenchResult("sync")
-    lat = Table("Completion latency after the last trigger (cycles), 5 cycles a hop, 32-bit values",
+    lat = Table(f"Completion latency after the last trigger (cycles), {hop} cycles a hop, 32-bit values",
                 ["grid", "participants", "diameter (hops)", "last trigger", "idents", "max", "mean",
                  "analytic max", "analytic mean", "max / analytic", "max / diameter"],
                 notes="Analytic: hops x hop_latency, hops = Chebyshev distance from the last trigger "

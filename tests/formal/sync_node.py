@@ -27,6 +27,11 @@ def _trigger_check():
     arrived = "\n".join(f"        if (syncnode_syncselect_sel_src == {i}) "
                         f"assert(!syncnode_syncslots_cur_arr_{DIR_NAMES[d]}[syncnode_syncselect_sel_ident]);"
                         for i, d in enumerate(NEIGHBOURS))
+    merging = "\n".join(f"        if (syncnode_syncslots_m_src == {i}) "
+                         f"assert(!syncnode_syncslots_cur_arr_{DIR_NAMES[d]}[syncnode_syncslots_m_ident]);"
+                         for i, d in enumerate(NEIGHBOURS))
+    local = len(NEIGHBOURS)
+    m_trig = f"(syncnode_syncslots_m_ok && syncnode_syncslots_m_src == {local} && syncnode_syncslots_m_ident == f_id)"
     # Lemmas on each link receiver: its FIFO's level matches its pointers, and the decisions it registered
     # the cycle before hold for the head it offers (the slot is not retiring; a current-round packet's link
     # has not arrived in it).
@@ -53,8 +58,9 @@ always @(*) if (!init) begin
     // Completions (this cycle's included) never outnumber the accepted triggers: one completion a round,
     // and none before the round's trigger.
     assert(f_open + f_trig_now >= f_cpl_now);
-    // Lemmas: the open triggers are the current round's (if not done) and the next round's.
-    assert(f_open == ({slot("cur_self")} && !{slot("cur_done")}) + {slot("nxt_self")});
+    // Lemmas: the open triggers are the current round's (if not done), the next round's and one in the merge
+    // stage (its flags not yet in).
+    assert(f_open == ({slot("cur_self")} && !{slot("cur_done")}) + {slot("nxt_self")} + {m_trig});
     // A round is done only once complete; a next round's trigger is taken only once the round is done.
     assert((syncnode_syncslots_cur_done & ~syncnode_syncslots_complete) == 0);
     assert((syncnode_syncslots_nxt_self & ~syncnode_syncslots_cur_done) == 0);
@@ -62,9 +68,14 @@ always @(*) if (!init) begin
     if (syncnode_syncselect_sel_valid && syncnode_syncselect_sel_to_cur && !syncnode_syncselect_sel_drop) begin
 {arrived}
     end
+    // The same in the merge stage; a trigger merged into a current round finds the node's own trigger not in.
+    if (syncnode_syncslots_m_ok && syncnode_syncslots_m_to_cur) begin
+{merging}
+        if (syncnode_syncslots_m_src == {local}) assert(!syncnode_syncslots_cur_self[syncnode_syncslots_m_ident]);
+    end
 {offers}
-    // A completion held by a stalled sink stays a completion of a complete round.
-    if (syncnode_synccompletion_locked) assert(syncnode_synccompletion_cand[syncnode_synccompletion_sel_q]);
+    // A completion presented is one of a complete round not yet taken.
+    if (syncnode_synccompletion_c_valid) assert(syncnode_synccompletion_cand[syncnode_synccompletion_c_ident]);
 end
 """
 
@@ -103,7 +114,7 @@ PROPERTIES = [
         Mutation("a slot counts as complete without the node's own trigger",
                  r"^(assign syncnode_syncslots_complete = \(\(\()syncnode_syncslots_cur_self & "
                  r"(syncnode_syncslots_cur_arr_n\))", r"\1\2"),
-        mode="prove", depth=8),
+        mode="prove", depth=12),
     Property(
         "sync_node_links",
         f"A sync node (neighbours N, S, E; {N_IDENTS} idents; any packets on its links, any triggers) completes "
