@@ -8,7 +8,7 @@ from migen import *
 from migen.sim import run_simulation
 
 from cores.rifl import common as c
-from cores.rifl.align import ALIGNER_LATENCY, RIFLAligner
+from cores.rifl.align import ALIGNER_LATENCY, OFFSET_CYCLES, RIFLAligner
 from cores.rifl.link_bench import RIFLLinkBench
 from tests.harness.rifl import assert_delivered, random_beats, ref_ctrl_frame, run_link
 
@@ -26,7 +26,7 @@ def shifted_words(frames, F, s):
 @pytest.mark.parametrize("s", [0, 1, 2, 13, 63])
 def test_aligner_locks_on_reference_frames(s):
     """IDLE/RETRANS frames of the independent encoder, delayed by s bits: the aligner locks within one sweep
-    (2 cycles an offset) plus the lock frames and then outputs the frames exactly; 8 garbage words in a row unlock it."""
+    (OFFSET_CYCLES an offset) plus the lock frames and then outputs the frames exactly; 8 garbage words in a row unlock it."""
     F = 64
     al = RIFLAligner(F)
     rng = random.Random(s)
@@ -46,7 +46,7 @@ def test_aligner_locks_on_reference_frames(s):
         assert (yield al.counters["unlocks"]) == 1
     run_simulation(al, [drive()])
     first = next(t for t, (locked, _) in enumerate(out) if locked)
-    assert first <= 2 * F + 2 * c.ALIGN_LOCK_FRAMES + ALIGNER_LATENCY + 2      # one sweep of 2F cycles
+    assert first <= OFFSET_CYCLES * F + 2 * c.ALIGN_LOCK_FRAMES + ALIGNER_LATENCY + 3     # one sweep
     got = [f for locked, f in out[first:] if locked]
     k = frames.index(got[0])
     assert got == frames[k:k + len(got)] and len(got) > 100

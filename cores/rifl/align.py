@@ -11,6 +11,7 @@ from cores.rifl.common import (
 from cores.rifl.link import crc12_bits
 
 ALIGNER_LATENCY = 2    # cycles from rx_bits to rx_frame (the window register, the output register)
+OFFSET_CYCLES = 3      # cycles an offset is tried for while hunting (the window, the check, the decision)
 
 
 class RIFLAligner(LiteXModule):
@@ -20,11 +21,11 @@ class RIFLAligner(LiteXModule):
     The frame is taken at bit offset `offset` from the last two words. Hunting: an offset is kept while
     its frames are intact unnumbered control frames (sync 10, meta 00, known code, zero payload tail,
     CRC syndrome 0: at least 29 checked bits at F = 64) and locked after `lock_frames` of them in a row,
-    else the next offset is tried (2 cycles an offset: the window register, then the check); while hunting `rx_frame` is 0 (no signal), so the
-    endpoint sends PAUSE and the remote answers with control frames only, which is what the hunt
-    recognises. Locked: `unlock_frames` bad frames in a row (invalid sync header, or an unnumbered
-    control frame failing its check) restart the hunt. Latency: ALIGNER_LATENCY = 2 cycles (window, register); one
-    frame a cycle. A full sweep takes 2F cycles.
+    else the next offset is tried (OFFSET_CYCLES = 3 cycles an offset: the window register, the check
+    register, the decision); while hunting `rx_frame` is 0 (no signal), so the endpoint sends PAUSE and the
+    remote answers with control frames only, which is what the hunt recognises. Locked: `unlock_frames` bad
+    frames in a row (invalid sync header, or an unnumbered control frame failing its check) restart the hunt.
+    Latency: ALIGNER_LATENCY = 2 cycles (window, register); one frame a cycle. A full sweep takes 3F cycles.
     """
     def __init__(self, frame_bits=256, lock_frames=ALIGN_LOCK_FRAMES, unlock_frames=ALIGN_UNLOCK_FRAMES,
                  with_csr=False):
@@ -67,14 +68,17 @@ class RIFLAligner(LiteXModule):
             bad.eq(((sync != SYNC_CTRL) & (sync != SYNC_DATA)) | (unnumbered & (syn != 0))),
             self.rx_frame.eq(Mux(self.locked, sel, 0)),
         ]
+        # the checks registered (the CRC syndrome is the deep part), with the offset they are of
+        chk_intact, chk_bad, chk_offset = Signal(), Signal(), Signal(max=F)
+        self.sync += [chk_intact.eq(intact), chk_bad.eq(bad), chk_offset.eq(sel_offset)]
         good = Signal(max=lock_frames + 1)
         nbad = Signal(max=unlock_frames + 1)
-        trying = Signal()    # hunting, and the window shows the offset under test
-        self.comb += trying.eq(~self.locked & (sel_offset == self.offset))
+        trying = Signal()    # hunting, and the checks are of the offset under test
+        self.comb += trying.eq(~self.locked & (chk_offset == self.offset))
         self.sync += [
             If(~self.locked,
-                If(sel_offset == self.offset,
-                    If(intact,
+                If(trying,
+                    If(chk_intact,
                         If(good == lock_frames - 1,
                             self.locked.eq(1), good.eq(0), nbad.eq(0),
                         ).Else(
@@ -86,7 +90,7 @@ class RIFLAligner(LiteXModule):
                     ),
                 ),
             ).Else(
-                If(bad,
+                If(chk_bad,
                     If(nbad == unlock_frames - 1,
                         self.locked.eq(0), nbad.eq(0),
                     ).Else(
@@ -98,9 +102,9 @@ class RIFLAligner(LiteXModule):
             ),
         ]
         add_counters(self, ALIGN_COUNTERS, {
-            "slips": trying & ~intact,
-            "locks": trying & intact & (good == lock_frames - 1),
-            "unlocks": self.locked & bad & (nbad == unlock_frames - 1),
+            "slips": trying & ~chk_intact,
+            "locks": trying & chk_intact & (good == lock_frames - 1),
+            "unlocks": self.locked & chk_bad & (nbad == unlock_frames - 1),
         })
 
         if with_csr:

@@ -258,10 +258,10 @@ def ecp5_l2(part):
                       L2Reassembler(256, 256, n_sources=REA_SOURCES, max_packet=REA_MAX_PACKET))
 
 
-def ecp5_aligner():
-    """ECP5 factory of the bit aligner (F = 256)."""
+def ecp5_aligner(frame_bits=256):
+    """ECP5 factory of the bit aligner (F = frame_bits)."""
     from cores.rifl.align import RIFLAligner
-    m = RIFLAligner(256)
+    m = RIFLAligner(frame_bits)
     return m, [m.rx_bits, m.rx_frame, m.locked]
 
 
