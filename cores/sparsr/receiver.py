@@ -863,17 +863,20 @@ class SparsrExecutor(LiteXModule):
             self.comb += x_lx.eq(x_tox & ~x_raw)
         d_phys, d_form = Signal(pxb), Signal(FORM_BITS)
         self.fsm = fsm = FSM(reset_state="IDLE")
+        # IDLE loads the read and DMA jobs' registers whether a job is pending or not (timing: their enables
+        # are the state's; nothing uses them between jobs)
+        is_dma = Signal()
+        self.comb += is_dma.eq(banks.job.kind == JOB_DMA)
         fsm.act("IDLE",
+            NextValue(trow_w, Mux(is_dma, banks.job.p1, banks.job.p0)), NextValue(trow_x, banks.job.p0),
+            NextValue(rleft, Mux(is_dma, banks.job.p2, banks.job.p1)), NextValue(ro, 0), NextValue(r_end, 0),
             If(banks.pending,
                 NextValue(si, 0), NextValue(s_end, banks.job.ns == 0),
                 Case(banks.job.kind, {
                     JOB_WRITE_W: NextState("W_SLOT"),
                     JOB_WRITE_X: NextState("W_SLOT"),
-                    JOB_READ: [NextValue(trow_w, banks.job.p0), NextValue(rleft, banks.job.p1),
-                               NextValue(ro, 0), NextValue(r_end, 0),
-                               NextState("R_PLAN")],
-                    JOB_DMA: [NextValue(trow_x, banks.job.p0), NextValue(trow_w, banks.job.p1),
-                              NextValue(rleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
+                    JOB_READ: NextState("R_PLAN"),
+                    JOB_DMA: [d_start.eq(1), NextState("D_ROW")],
                     JOB_STATUS: [NextValue(fw, 0), NextState("S_EMIT")],
                 })
             )
@@ -1006,12 +1009,13 @@ class SparsrExecutor(LiteXModule):
             NextValue(fw, 0), NextValue(second, 0),
             NextState("R_HDR"),
         )
+        # (fw is 0, 1, 2 here: its low two bits name the header word)
         fsm.act("R_HDR",
             If(answer.can_push,
                 answer.push.eq(1),
-                answer.word.eq(Mux(fw == 0, CMD_ANSWER_ROWS, Mux(fw == 1, used, 1 + two))),
+                answer.word.eq(Mux(fw[1], 1 + two, Mux(fw[0], used, CMD_ANSWER_ROWS))),
                 NextValue(pc, pc1),
-                If(fw == 2, NextState("R_TAG")),
+                If(fw[1], NextState("R_TAG")),
             )
         )
         fsm.act("R_TAG",
@@ -1071,7 +1075,9 @@ class SparsrExecutor(LiteXModule):
             # The row entries are block RAMs: a slot's row is looked up from W_SLOT on, for MOVE (x_lx).
             self.comb += [
                 xmem.row.eq(Mux(fsm.ongoing("W_SLOT"), slot.row, trow_x)),
-                xmem.need.eq(x_nw), x_room.eq(xmem.can_write),
+                # (can_write is registered: the slot's need a cycle ahead, W_SLOT leads to W_PREP; W_SLOT lasts one
+                # cycle, so the registered after_entering flag is the state)
+                xmem.need.eq(Mux(fsm.after_entering("W_SLOT"), slot.nw, x_nw)), x_room.eq(xmem.can_write),
                 xmem.fetch.eq(d_start), xmem.fetch_row.eq(banks.job.p0), xmem.fetch_n.eq(banks.job.p2),
                 d_ready.eq(xmem.staged), d_phys.eq(xmem.staged_slot), d_form.eq(xmem.staged_form),
                 xmem.release.eq(d_done),

@@ -59,9 +59,9 @@ class DRAMXMEM(LiteXModule):
       `map` (`dat_w`, `we`) and `form` (`dat_w`, `we`; `adr` is not used): write the entry of `row` (the
       form is kept per row, not per physical row).
     * `wr` (`adr` = Cat(word, physical row), `dat_w`, `we`): one word into the write FIFO (through a
-      register); `need` (in) and `can_write`: the FIFO has room for `need` more words (a register's view, one
-      cycle and one word behind: it may say no a cycle longer than needed; the executor waits for room
-      before a slot, then writes one word a cycle).
+      register); `need` (in) and `can_write`, a register: the FIFO has room for the `need` of a cycle before,
+      with the words that may have come since (two: it may say no two cycles longer than needed); the
+      executor waits for room before a slot, then writes one word a cycle.
     * DMA: `fetch` (a pulse, with `fetch_row`, `fetch_n`; taken a cycle later, from registers) fetches rows fetch_row.. fetch_row + fetch_n - 1
       in order into the slots of the staging buffer (STAGE_ROWS rows), round robin. `staged` (the
       executor's next row is there), `staged_slot`, `staged_form`; `rd` (`adr` = Cat(word, slot), `dat_r`
@@ -143,13 +143,13 @@ class DRAMXMEM(LiteXModule):
             wfifo.sink.data.eq(wq.dat_w),
             wfifo.sink.cont.eq(in_adr[lb:] == last_adr),
             queued.eq(wfifo.level + wq.we),
-            self.can_write.eq(self.need <= room),
         ]
         self.sync += [
             If(wq.we, last_adr.eq(in_adr[lb:])),
-            # the room a cycle before, less the word that may have come since (timing: `can_write` is one
-            # compare of two registers; a slot may wait a cycle longer for room)
-            room.eq(Mux(queued < write_depth, write_depth - 1 - queued, 0)),
+            # the room a cycle before, less the word that may have come since, then `can_write` from it, less
+            # the word that may have come in the cycle after (timing: registers, one compare apart)
+            room.eq(Mux(queued < write_depth - 1, write_depth - 2 - queued, 0)),
+            self.can_write.eq(self.need <= room),
         ]
         # the FIFO's words reach the packer through registers (timing: not from the output FIFO's LUT RAM read)
         self.wbuf = wbuf = stream.PipeValid(wfifo.source.description)
@@ -188,11 +188,13 @@ class DRAMXMEM(LiteXModule):
         # Reads: the fetcher's native reads, issued only while no write waits.
         rport = LiteDRAMNativePort("read", aw, port.data_width)
         self.reader = reader = LiteDRAMDMAReader(rport, fifo_depth=read_depth)
+        # writing: a write is queued (a register: a cycle longer than needed; the executor's word counts as it
+        # enters the input register)
         writing = Signal()
+        self.sync += writing.eq(self.wr.we | wq.we | (wfifo.level != 0) | w.valid | p_valid)
         fetching = Signal()
         self.fsm = FSM(reset_state="IDLE")
         self.comb += [
-            writing.eq(wq.we | (wfifo.level != 0) | w.valid | p_valid),
             If(writing,
                 port.cmd.valid.eq(wcmd_valid), port.cmd.we.eq(1), port.cmd.addr.eq(p_addr),
                 wcmd_ready.eq(port.cmd.ready),
@@ -220,10 +222,12 @@ class DRAMXMEM(LiteXModule):
         busy = Array(Signal(name=f"stage_busy{i}") for i in range(STAGE_ROWS))     # issued into, not released
         full = Array(Signal(name=f"staged{i}") for i in range(STAGE_ROWS))         # every word arrived
         forms = Array(Signal(FORM_BITS, name=f"stage_form{i}") for i in range(STAGE_ROWS))
+        # a slot's native words less one (its last word's index: no subtraction before the arrival compare)
         nns = Array(Signal(9, name=f"stage_nn{i}") for i in range(STAGE_ROWS))
         f_phys, f_nn = Signal(pb), Signal(9)
         f_adr = Signal(row_bits)        # the fetcher's entry address: r, r + 1 from ISSUE on (a register)
         issued, arrived = Signal(9), Signal(9)
+        i_end = Signal(name="i_end")        # issued = f_nn, a register moving with issued
         claim, last_word = Signal(), Signal()
         # the entry's payload words (a register: no carry chain after the RAM), then its native words
         nw_q, nn_q = Signal(9), Signal(9)
@@ -241,7 +245,7 @@ class DRAMXMEM(LiteXModule):
             [m.adr_w.eq(Cat(arrived[:8 - lb], aslot)) for m in stage],
             [m.dat_w.eq(reader.source.data[WORD_BITS * i:WORD_BITS * (i + 1)]) for i, m in enumerate(stage)],
             [m.we.eq(reader.source.valid) for m in stage],
-            last_word.eq(reader.source.valid & (arrived == nns[aslot] - 1)),
+            last_word.eq(reader.source.valid & (arrived == nns[aslot])),
             f_active.eq(~self.fsm.ongoing("IDLE")),
             ent_adr.eq(Mux(f_active, f_adr, Mux(fetch_q, fetch_row_q, self.row))),
             fetching.eq(fetch_q | f_active | (busy[aslot] & ~full[aslot])),
@@ -258,13 +262,15 @@ class DRAMXMEM(LiteXModule):
         fsm.act("LOOK2", NextState("LOOK3"))
         fsm.act("LOOK3", NextState("ENTRY"))
         fsm.act("ENTRY",
-            NextValue(f_phys, xmap.dat_r ^ r), NextValue(f_nn, nn_q), NextValue(issued, 0),
+            NextValue(f_phys, xmap.dat_r ^ r), NextValue(f_nn, nn_q), NextValue(issued, 0), NextValue(i_end, 0),
             If(~busy[islot], claim.eq(1), NextValue(f_adr, r + 1), NextState("ISSUE")),
         )
         fsm.act("ISSUE",
-            reader.sink.valid.eq(~writing & (issued != f_nn)),
-            If(reader.sink.valid & reader.sink.ready, NextValue(issued, issued + 1)),
-            If(issued == f_nn,
+            reader.sink.valid.eq(~writing & ~i_end),
+            If(reader.sink.valid & reader.sink.ready,
+                NextValue(issued, issued + 1), NextValue(i_end, issued + 1 == f_nn),
+            ),
+            If(i_end,
                 NextValue(islot, islot + 1), NextValue(r, r + 1), NextValue(left, left - 1),
                 If(left == 1, NextState("IDLE")).Else(NextState("LOOK2")),
             ),
@@ -277,7 +283,7 @@ class DRAMXMEM(LiteXModule):
                                                                    BlockRAM.LATENCY)]),
         ]
         self.sync += [
-            If(claim, busy[islot].eq(1), forms[islot].eq(fform.dat_r), nns[islot].eq(nn_q)),
+            If(claim, busy[islot].eq(1), forms[islot].eq(fform.dat_r), nns[islot].eq(nn_q - 1)),
             If(reader.source.valid, arrived.eq(arrived + 1)),
             If(last_word, full[aslot].eq(1), aslot.eq(aslot + 1), arrived.eq(0)),
             If(self.release, busy[eslot].eq(0), full[eslot].eq(0), eslot.eq(eslot + 1)),
