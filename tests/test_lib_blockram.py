@@ -55,9 +55,10 @@ class _DP16KDModel(Module):
 
 class _Pair(Module):
     """The generic BlockRAM and its ECP5 lowering (with the model) side by side, the same inputs."""
-    def __init__(self, width, depth):
-        self.submodules.generic = BlockRAM(width, depth)
+    def __init__(self, width, depth, tile_rows=None):
+        self.submodules.generic = BlockRAM(width, depth, tile_rows=tile_rows)
         mem = Memory(width, depth)
+        mem.block_ram_tile_rows = tile_rows
         self.wr, self.rd = mem.get_port(write_capable=True), mem.get_port(async_read=True)
         self.models = []
 
@@ -74,12 +75,14 @@ class _Pair(Module):
 
 # (2, 32768): 16384 x 1 tiles in two rows behind the output multiplexer, as (8, 32768) has them (4 tiles
 # to simulate instead of 16).
-@pytest.mark.parametrize("width,depth", [(40, 512), (355, 1024), (10, 2048), (7, 4096), (3, 128),
-                                         (32, 4352), (72, 1100), (2, 32768)])
-def test_ecp5_lowering_matches_generic(width, depth):
+# (32, 4352) at most 5 tile rows: 1024 x 18 tiles, 2 across, 5 rows (WMEM's words of 16 rows).
+@pytest.mark.parametrize("width,depth,tile_rows", [(40, 512, None), (355, 1024, None), (10, 2048, None),
+                                                   (7, 4096, None), (3, 128, None), (32, 4352, None),
+                                                   (32, 4352, 5), (72, 1100, None), (2, 32768, None)])
+def test_ecp5_lowering_matches_generic(width, depth, tile_rows):
     rng = random.Random(width * 7919 + depth)
-    dut = _Pair(width, depth)
-    bits, count = dp16kd_tiles(width, depth)
+    dut = _Pair(width, depth, tile_rows)
+    bits, count = dp16kd_tiles(width, depth, tile_rows)
     assert len(dut.models) == count
     shadow = {}
     checked = [0]
@@ -124,6 +127,11 @@ def test_ecp5_tiles_and_parameters():
     assert dp16kd_tiles(32, 4352) == (36, 9)            # 9 rows of 512 x 36 (one row of 8192 x 2: 16)
     assert dp16kd_tiles(32, 4096) == (4, 8)             # a tie keeps one row
     assert dp16kd_tiles(8, 32768) == (1, 16)
+    # at most 5 tile rows (WMEM's words of 64, 32, 16 rows): narrower tiles, more of them
+    assert dp16kd_tiles(32, 16640, 5) == (4, 40)
+    assert dp16kd_tiles(32, 8448, 5) == (9, 20)
+    assert dp16kd_tiles(32, 4352, 5) == (18, 10)
+    assert dp16kd_tiles(32, 2304, 5) == (36, 5)
     with pytest.raises(ValueError):
         BlockRAM(8, 1)
     v = str(convert(BlockRAM(355, 1024), name="dut", special_overrides=ecp5_special_overrides))

@@ -22,11 +22,13 @@ class BlockRAM(LiteXModule):
     word at `adr_r` two cycles earlier (the block RAM's address and output registers). A read must never
     meet a write to the same address in the same cycle (the result is undefined, and synthesis is told so).
     `re`: an enable of both read registers (None: always), e.g. the clock enable of a CEInserter around
-    the user, which does not reach them (they are a special).
+    the user, which does not reach them (they are a special). `tile_rows`: the most rows of tiles the ECP5
+    lowering may stack (None: any), so the read data's row select behind the output registers picks one of
+    at most that many (timing: each row's tiles sit apart); a narrower, deeper aspect ratio then costs tiles.
     """
     LATENCY = 2     # cycles from a read address to its data
 
-    def __init__(self, width, depth, re=None):
+    def __init__(self, width, depth, re=None, tile_rows=None):
         if width < 1 or depth < 2:
             raise ValueError(f"BlockRAM needs width >= 1 and depth >= 2, got {width} x {depth}")
         self.we = Signal()
@@ -42,6 +44,7 @@ class BlockRAM(LiteXModule):
         # the RAM and a multiplexer after it
         mem.attr = {("no_rw_check", 1)}
         mem.block_ram_read_enable = re
+        mem.block_ram_tile_rows = tile_rows
         wr = mem.get_port(write_capable=True)
         rd = mem.get_port(async_read=True)      # the first register: synthesis takes it as the RAM's own
         # the ECP5 lowering takes the two registers into the DP16KD (and their clock domain, renamed with them)
@@ -82,17 +85,20 @@ class _TwoRegisters(Module):
         self.sync += step if re is None else If(re, *step)
 
 
-def _dp16kd_tiling(width, depth):
+def _dp16kd_tiling(width, depth, max_rows=None):
     """(words, data bits) of the DP16KD mode, tiles side by side, tile rows (each `words` deep) of a `width` x
     `depth` RAM: the fewest primitives, then the fewest tile rows (each row after the first costs an output
-    multiplexer behind the output registers)."""
-    return min(((d, w, -(-width // w), -(-depth // d)) for d, w in _DP16KD_MODES),
-               key=lambda t: (t[2] * t[3], t[3]))
+    multiplexer behind the output registers), of the modes with at most `max_rows` rows (None: any)."""
+    tilings = [(d, w, -(-width // w), -(-depth // d)) for d, w in _DP16KD_MODES]
+    if max_rows is not None:
+        tilings = [t for t in tilings if t[3] <= max_rows] or tilings[-1:]
+    return min(tilings, key=lambda t: (t[2] * t[3], t[3]))
 
 
-def dp16kd_tiles(width, depth):
-    """(DP16KD mode data bits, number of primitives) of a `width` x `depth` RAM."""
-    _, bits, across, rows = _dp16kd_tiling(width, depth)
+def dp16kd_tiles(width, depth, max_rows=None):
+    """(DP16KD mode data bits, number of primitives) of a `width` x `depth` RAM (at most `max_rows` tile
+    rows)."""
+    _, bits, across, rows = _dp16kd_tiling(width, depth, max_rows)
     return bits, across * rows
 
 
@@ -113,7 +119,7 @@ class _ECP5BlockRAMImpl(Module):
         rd, = [p for p in mem.ports if p.async_read]
         re = getattr(mem, "block_ram_read_enable", None)
         re = 1 if re is None else re
-        words, bits, across, rows = _dp16kd_tiling(mem.width, mem.depth)
+        words, bits, across, rows = _dp16kd_tiling(mem.width, mem.depth, getattr(mem, "block_ram_tile_rows", None))
         lsb = _DP16KD_ADDR_BITS - log2_int(words)
         aw = min(len(wr.adr), log2_int(words))          # address bits inside a tile
         row_w = Signal(max=max(rows, 2))

@@ -46,14 +46,15 @@ def _wide(value, extra):
     return Cat(value, C(0, extra))
 
 
-def _word_ram(depth):
-    """A 32-bit `BlockRAM` of `depth` words and its port records `wr` (adr, dat_w, we), `rd` (adr, dat_r), with
+def _word_ram(depth, tile_rows=None):
+    """A 32-bit `BlockRAM` of `depth` words (at most `tile_rows` rows of ECP5 tiles) and its port records `wr`
+    (adr, dat_w, we), `rd` (adr, dat_r), with
     registers on both sides of the block RAM (timing: its tiles sit apart, its clock-to-out is 5.8 ns on ECP5
     without the output register): a write lands in the RAM one cycle after `wr.we`, read data comes two cycles
     after the address (on ECP5 from the DP16KD's output register, 0.9 ns after the clock). A read that meets
     a write to its address returns an undefined word (never used here). Returns the RAM, `wr`, `rd`, the
     write registers (sync) and the read wiring (comb)."""
-    ram = BlockRAM(32, depth)
+    ram = BlockRAM(32, depth, tile_rows=tile_rows)
     wr = Record([("adr", len(ram.adr_w)), ("dat_w", 32), ("we", 1)])
     rd = Record([("adr", len(ram.adr_r)), ("dat_r", 32)])
     return ram, wr, rd, [ram.adr_w.eq(wr.adr), ram.dat_w.eq(wr.dat_w), ram.we.eq(wr.we)], [
@@ -94,21 +95,25 @@ class LILDecoder(LiteXModule):
         acc = Signal(32)          # held-back bytes (at most 4)
         nacc = Signal(3)          # how many
         left = Signal(9)          # entries still to emit
+        # nacc != 0 and left != 0 as registers moving with them (timing: entry_valid is one LUT of registers)
+        has_acc, has_left = Signal(name="has_acc"), Signal(name="has_left")
         combined = Signal(64)     # held-back bytes followed by the new word
         self.comb += [
             Case(nacc, {i: combined.eq(Cat(acc[:8 * i], self.word) if i else self.word) for i in range(5)}),
-            self.entry_valid.eq(self.word_valid & (nacc != 0) & (left != 0)),
+            self.entry_valid.eq(self.word_valid & has_acc & has_left),
             self.lane.eq(combined[0:8]),
             self.value.eq(combined[8:40]),
         ]
         self.sync += [
             If(self.start,
                 acc.eq(0), nacc.eq(0), left.eq(self.count),
+                has_acc.eq(0), has_left.eq(self.count != 0),
             ).Elif(self.word_valid,
                 If(self.entry_valid,
                     acc.eq(combined[40:64]), nacc.eq(nacc - 1), left.eq(left - 1),
+                    has_acc.eq(nacc != 1), has_left.eq(left != 1),
                 ).Else(
-                    acc.eq(combined[0:32]), nacc.eq(nacc + 4),
+                    acc.eq(combined[0:32]), nacc.eq(nacc + 4), has_acc.eq(1),
                 )
             )
         ]
@@ -183,11 +188,10 @@ class FrameBanks(LiteXModule):
         self.sync += [
             [getattr(self.slot, n).eq(tables[n][tix_e]) for n, _ in layout],
             If(self.slot_we, [tables[n][tix].eq(getattr(self.slot_w, n)) for n, _ in layout]),
-            If(self.accept,
-                busy[self.wbank].eq(1),
-                [jobs[n][self.wbank].eq(getattr(self.job_w, n)) for n, _ in job],
-                self.wbank.eq(~self.wbank),
-            ),
+            If(self.accept, busy[self.wbank].eq(1), self.wbank.eq(~self.wbank)),
+            # a free bank's job follows job_w, so the bank accepted keeps the job of its accept cycle (timing: the
+            # job registers' enables are registers, not `accept`)
+            If(~busy[self.wbank], [jobs[n][self.wbank].eq(getattr(self.job_w, n)) for n, _ in job]),
             If(self.release, busy[self.ebank].eq(0), self.ebank.eq(~self.ebank)),
         ]
 
@@ -203,14 +207,14 @@ class RowMemory(LiteXModule):
     physical row XOR row number, so its all-zero reset state is the identity map (no initialisation).
     `free`: the spare physical row (`rows` at reset); the executor swaps it with a row's physical row when
     the row's last raw piece is written into the spare. `name`: "w" or "x" (memory names sparsr_<name>mem,
-    sparsr_<name>map).
+    sparsr_<name>map). `tile_rows`: of the words' block RAM (`BlockRAM`).
     """
-    def __init__(self, rows, row_bits, name):
+    def __init__(self, rows, row_bits, name, tile_rows=None):
         self.phys_bits = pb = bits_for(rows)          # physical row index: 0..rows
         self.row = Signal(row_bits)
         self.phys = Signal(pb)
         self.free = Signal(pb, reset=rows)
-        self.values, self.wr, self.rd, write, read = _word_ram((rows + 1) * ROW_WORDS)
+        self.values, self.wr, self.rd, write, read = _word_ram((rows + 1) * ROW_WORDS, tile_rows)
         self.sync += write
         self.comb += read
         row_map = Memory(pb, max(rows, 2), name=f"sparsr_{name}map")     # (a 1-entry memory has no address)
@@ -228,30 +232,47 @@ class WMEM(RowMemory):
     second sits by the RAM); `lanes`: the mask of `phys` two cycles before, from registers: a LUT RAM read at
     `phys` and a register, or with more than MASK_LUT_ROWS rows (where synthesis takes block RAM) a BlockRAM
     read through its output register). A lane whose mask bit is 0 reads as 0. A mask read that meets a write
-    of the same physical row gives an undefined `lanes` (only a read job, after the writes, uses them)."""
+    of the same physical row gives an undefined `lanes` (only a read job, after the writes, uses them).
+    `rphys`: the physical row of `row` a cycle before, a register (the words' read address) from a second copy
+    of the row map, the read side's, which also addresses the mask (timing: the executor's `phys` stays off
+    the wide RAMs' address pins, the words' tiles spread over the chip). The words' RAM has at most
+    WORD_TILE_ROWS rows of ECP5 tiles (its read data's row select behind the output registers is that many
+    inputs wide)."""
     MASK_LUT_ROWS = 32
+    WORD_TILE_ROWS = 5
 
     def __init__(self, rows, row_bits):
-        RowMemory.__init__(self, rows, row_bits, "w")
+        RowMemory.__init__(self, rows, row_bits, "w", self.WORD_TILE_ROWS)
         self.mask_wr = Record([("adr", bits_for(rows)), ("dat_w", ROW_LANES), ("we", 1)])
         self.lanes = Signal(ROW_LANES)
+        self.rphys = Signal(self.phys_bits)
 
         # # #
 
+        # the read side's copy of the row map (written as the map)
+        rmap = Memory(self.phys_bits, max(rows, 2), name="sparsr_wrmap")
+        rmap_w, rmap_r = rmap.get_port(write_capable=True), rmap.get_port(async_read=True)
+        self.specials += rmap, rmap_w, rmap_r
+        mphys = Signal(self.phys_bits)      # the mask's read address
+        self.comb += [
+            rmap_w.adr.eq(self.row), rmap_w.dat_w.eq(self.map.dat_w), rmap_w.we.eq(self.map.we),
+            rmap_r.adr.eq(self.row), mphys.eq(rmap_r.dat_r ^ self.row),
+        ]
+        self.sync += self.rphys.eq(mphys)
         staged = Record(self.mask_wr.layout)
         self.sync += staged.eq(self.mask_wr)
         if rows > self.MASK_LUT_ROWS:
             self.mask_ram = ram = BlockRAM(ROW_LANES, rows + 1)
             self.submodules += ram
             self.sync += [ram.adr_w.eq(staged.adr), ram.dat_w.eq(staged.dat_w), ram.we.eq(staged.we)]
-            self.comb += [ram.adr_r.eq(self.phys), self.lanes.eq(ram.dat_r)]
+            self.comb += [ram.adr_r.eq(mphys), self.lanes.eq(ram.dat_r)]
         else:
             mask = Memory(ROW_LANES, rows + 1, name="sparsr_wmask")
             mask_w, mask_rd = mask.get_port(write_capable=True), mask.get_port()
             self.specials += mask, mask_w, mask_rd
             self.sync += [mask_w.adr.eq(staged.adr), mask_w.dat_w.eq(staged.dat_w), mask_w.we.eq(staged.we),
                           self.lanes.eq(mask_rd.dat_r)]
-            self.comb += mask_rd.adr.eq(self.phys)
+            self.comb += mask_rd.adr.eq(mphys)
 
 
 # An XMEM row's form: Cat(count (9 bits), is_raw); all zero is an empty LIL row.
@@ -277,9 +298,11 @@ class TagCheck(LiteXModule):
     reserved bits, raw count 0 or past the row's end, LIL count or offset, the slot runs past the frame),
     given `room`, the words after the slot's header up to the frame's end, and `lil_room`, the LIL entries that
     fit in them (ceil(5 n / 4) <= room exactly when n <= floor(4 room / 5)), so the overrun compares the count
-    and waits for no adder. A tag on the frame's last word is refused by the parser."""
+    and waits for no adder, and `past_end`, the word's offset + count > ROW_WORDS (the parser registers it with
+    the word: no adder here either). A tag on the frame's last word is refused by the parser."""
     def __init__(self):
         self.word, self.room, self.lil_room = Signal(32), Signal(8), Signal(8)
+        self.past_end = Signal()
         self.bad = Signal()
 
         # # #
@@ -288,7 +311,7 @@ class TagCheck(LiteXModule):
         k_kind, k_width, k_cnt, k_off = (TAG.field(word, f) for f in ("kind", "width", "count", "offset"))
         self.comb += self.bad.eq(
             (k_kind == 0b11) | (k_width != LANE_WIDTH_CODE) | ((word & TAG.reserved_mask()) != 0) |
-            ((k_kind == KIND_RAW) & ((k_cnt == 0) | (_wide(k_off, 2) + k_cnt > ROW_WORDS))) |
+            ((k_kind == KIND_RAW) & ((k_cnt == 0) | self.past_end)) |
             ((k_kind == KIND_LIL) & ((k_cnt > LIL_MAX_ENTRIES) | (k_off != 0))) |
             Mux(k_kind == KIND_LIL, k_cnt > self.lil_room, k_cnt > self.room))
 
@@ -307,8 +330,9 @@ class SparsrParser(LiteXModule):
     whose row is past the end of the memory) or `refuse` with `reason` (the first rule the frame broke).
     `idle`: no frame partly received, being dropped or waiting for its verdict. One word per cycle.
 
-    Pipeline: the rules each word breaks are registered in its cycle (`errs`) and the first of them goes
-    into `reason` the cycle after, so the verdict reads registers only. The command word's raw-piece
+    Pipeline: the rules each word breaks are registered in its cycle (as if it were taken, masked the cycle
+    after by whether it was: no `ready` on their paths; `errs`) and the first of them goes into `reason` the
+    cycle after, so the verdict reads registers only. The command word's raw-piece
     continuity is checked with the LEN word (the registered command against the row in progress the
     previous verdict left; the LEN word breaks no rule of its own, so the first rule broken is the same).
     """
@@ -378,13 +402,22 @@ class SparsrParser(LiteXModule):
         self.comb += is_write.eq(is_w | is_x)
         # The current word as if it were a tag.
         k_kind, k_cnt, k_off = (TAG.field(word, f) for f in ("kind", "count", "offset"))
+        # The word's place as if it were taken (the rules registered in `errs` are these, without `fire`: a
+        # word not taken is masked out the cycle after, by `took`), then with `fire`.
+        hdr_w, body_w = Signal(), Signal()
+        tag_w, row_w, pay_w = Signal(), Signal(), Signal()
         body = Signal()          # a payload word of a write frame
         at_tag, at_row, at_pay = Signal(), Signal(), Signal()
         self.comb += [
-            body.eq(fire & ~discard & in_body & is_write),
-            at_tag.eq(body & (ps == PS_TAG)),
-            at_row.eq(body & (ps == PS_ROW)),
-            at_pay.eq(body & (ps == PS_PAY)),
+            hdr_w.eq(~discard & ~in_body),
+            body_w.eq(~discard & in_body & is_write),
+            tag_w.eq(body_w & (ps == PS_TAG)),
+            row_w.eq(body_w & (ps == PS_ROW)),
+            pay_w.eq(body_w & (ps == PS_PAY)),
+            body.eq(fire & body_w),
+            at_tag.eq(fire & tag_w),
+            at_row.eq(fire & row_w),
+            at_pay.eq(fire & pay_w),
         ]
         row_inr, row_oor = Signal(), Signal()
         self.comb += [
@@ -402,15 +435,12 @@ class SparsrParser(LiteXModule):
             pad_bad.eq(reduce(or_, [pad[i] & (wbytes[i] != 0) for i in range(4)])),
         ]
         # End of the slot list in this word (a kind-00 tag, or a slot ending on the frame's last word).
-        end_tag = Signal()
-        slot_ends = Signal()
-        list_end = Signal()
+        end_tag_w, list_end_w = Signal(), Signal()
         end_nslots = Signal(3)
         self.comb += [
-            end_tag.eq(at_tag & (k_kind == KIND_END)),
-            slot_ends.eq((at_row & (s_nw == 0)) | (at_pay & s_last)),
-            list_end.eq(end_tag | (slot_ends & at_last)),
-            end_nslots.eq(nslots + at_row),
+            end_tag_w.eq(tag_w & (k_kind == KIND_END)),
+            list_end_w.eq(end_tag_w | (((row_w & (s_nw == 0)) | (pay_w & s_last)) & at_last)),
+            end_nslots.eq(nslots + row_w),
         ]
         # Errors found on this word, in priority order (the first one names the refusal).
         known_cmd, cont_ok = Signal(), Signal()
@@ -424,40 +454,44 @@ class SparsrParser(LiteXModule):
         piece_bad = Signal()
         self.comb += piece_bad.eq(Mux(q_valid, (nslots != 0) | (k_kind != KIND_RAW) | (k_off != q_off),
                                       (k_kind == KIND_RAW) & (k_off != 0)))
-        hdr_word = Signal()
-        self.comb += hdr_word.eq(fire & ~discard & ~in_body)
         # A slot's tag is checked in a second stage, the cycle after it (before its row word's own rules, if
         # that word comes in the same cycle), on registers: the tag word, the room after it (tables of its
         # index), a fifth slot, the raw-piece continuity. Not on the frame's last word (that tag is refused
         # at once) or on a word that ends a frame too short (refused for its length).
         slot_tag = Signal()
         t_word, t_room, t_lil_room = Signal(32), Signal(8), Signal(8)
+        t_past = Signal(name="t_past")
         t_chk, t_full, t_piece = Signal(), Signal(), Signal()
         self.tag = tag = TagCheck()
         self.comb += [
             slot_tag.eq(at_tag & (k_kind != KIND_END)),
-            tag.word.eq(t_word), tag.room.eq(t_room), tag.lil_room.eq(t_lil_room),
+            tag.word.eq(t_word), tag.room.eq(t_room), tag.lil_room.eq(t_lil_room), tag.past_end.eq(t_past),
         ]
+        # (rule, reason, on the word: registered without `fire`, masked by `fired`)
         errors = [
-            (hdr_word & at_i[0] & ~known_cmd, REASON_CMD),
-            (hdr_word & at_i[1] & p_valid & ~cont_ok, REASON_PIECE),
-            (hdr_word & at_i[2] & ~is_write & (~len_cmd | (word != 0)), REASON_CMD),
-            (t_chk & tag.bad, REASON_TAG),
-            (t_chk & t_full, REASON_HEADER),
-            (t_chk & t_piece, REASON_PIECE),
-            (slot_tag & at_last, REASON_TAG),
-            (at_row & s_cont & (word != q_row), REASON_PIECE),
-            (at_pay & ~s_raw & ((lane_here & has_prev & (lane <= prev)) | pad_bad), REASON_LIL),
-            (list_end & ((end_nslots != addr_n) | addr_big | (end_nslots == 0) |
-                         Mux(end_tag, ~len_fits | ~at_len, ~len_full)), REASON_HEADER),
+            (hdr_w & at_i[0] & ~known_cmd, REASON_CMD, True),
+            (hdr_w & at_i[1] & p_valid & ~cont_ok, REASON_PIECE, True),
+            (hdr_w & at_i[2] & ~is_write & (~len_cmd | (word != 0)), REASON_CMD, True),
+            (t_chk & tag.bad, REASON_TAG, False),
+            (t_chk & t_full, REASON_HEADER, False),
+            (t_chk & t_piece, REASON_PIECE, False),
+            (tag_w & (k_kind != KIND_END) & at_last, REASON_TAG, True),
+            (row_w & s_cont & (word != q_row), REASON_PIECE, True),
+            (pay_w & ~s_raw & ((lane_here & has_prev & (lane <= prev)) | pad_bad), REASON_LIL, True),
+            (list_end_w & ((end_nslots != addr_n) | addr_big | (end_nslots == 0) |
+                           Mux(end_tag_w, ~len_fits | ~at_len, ~len_full)), REASON_HEADER, True),
         ]
+        errs_w = Signal(len(errors))    # the rules the previous word broke, if it was taken
+        fired = Signal(name="fired")    # it was
         errs = Signal(len(errors))      # the rules the previous word broke
-        self.sync += errs.eq(Cat(*[cond for cond, _ in errors]))
+        self.sync += errs_w.eq(Cat(*[cond for cond, _, _ in errors])), fired.eq(fire)
+        self.comb += errs.eq(Cat(*[errs_w[i] & fired if on_word else errs_w[i]
+                                   for i, (_, _, on_word) in enumerate(errors)]))
         err_prev = Signal()
         err_code = Signal(REASON_BITS)
         self.comb += err_prev.eq(errs != 0)
         sel = err_code.eq(0)
-        for i, (_, r) in reversed(list(enumerate(errors))):
+        for i, (_, r, _) in reversed(list(enumerate(errors))):
             sel = If(errs[i], err_code.eq(r)).Else(sel)
         self.comb += sel
         p0, p1, p2 = params
@@ -501,7 +535,7 @@ class SparsrParser(LiteXModule):
         new_off = Signal(9)
         self.comb += new_off.eq(s_off + s_cnt)
         self.sync += [
-            t_word.eq(word),
+            t_word.eq(word), t_past.eq(_wide(k_off, 2) + k_cnt > ROW_WORDS),
             t_room.eq(FRAME_WORDS - 2 - idx),
             t_lil_room.eq(Array(C(4 * max(FRAME_WORDS - 2 - i, 0) // LIL_ENTRY_BYTES, 8)
                                 for i in range(FRAME_WORDS))[idx]),
@@ -732,6 +766,7 @@ class SparsrExecutor(LiteXModule):
         pwb, pxb = wmem.phys_bits, xmem.phys_bits
         rb = len(wmem.row)
         si = Signal(3)
+        s_end = Signal(name="s_end")        # si = banks.job.ns (no slot left), a register moving with si
         slot = banks.slot      # registered: the states before W_SLOT name its entry (IDLE: slot 0)
         # the entry the next W_SLOT reads, a register: si + 1 from W_SLOT to the next W_SLOT, else 0
         s_next = Signal(2)
@@ -777,6 +812,9 @@ class SparsrExecutor(LiteXModule):
         lanes = wmem.lanes
         self.answer = answer = AnswerPath(fifo_depth)
         fw = Signal(9)               # words of the answer frame pushed so far
+        fw_full = Signal()           # fw = FRAME_WORDS: its top bit (fw never passes FRAME_WORDS)
+        assert FRAME_WORDS == 1 << (len(fw) - 1)
+        self.comb += fw_full.eq(fw[-1])
         ro = Signal(8)
         self.comb += [
             answer.source.connect(self.source),
@@ -787,7 +825,9 @@ class SparsrExecutor(LiteXModule):
         self.sync += If(answer.push, fw.eq(fw + 1))
 
         # Read plan of one answer frame: a first piece and, if that ends a row, a second one.
-        self.comb += wmem.rd.adr.eq(Cat(ro, wmem.phys))     # only R_DATA uses what it reads
+        # only R_DATA uses what it reads; wmem.rphys (trow_w's physical row a cycle before) is there: R_DATA comes
+        # at least two cycles after trow_w changes (IDLE, R_PLAN, R_HDR; R_TAG, R_ROW)
+        self.comb += wmem.rd.adr.eq(Cat(ro, wmem.rphys))
         pc1, pc2, pc, used = Signal(9), Signal(9), Signal(9), Signal(9)
         two, second = Signal(), Signal()
         r_data, r_fire = Signal(name="r_data"), Signal(name="r_fire")
@@ -823,24 +863,27 @@ class SparsrExecutor(LiteXModule):
             self.comb += x_lx.eq(x_tox & ~x_raw)
         d_phys, d_form = Signal(pxb), Signal(FORM_BITS)
         self.fsm = fsm = FSM(reset_state="IDLE")
+        # IDLE loads the read and DMA jobs' registers whether a job is pending or not (timing: their enables
+        # are the state's; nothing uses them between jobs)
+        is_dma = Signal()
+        self.comb += is_dma.eq(banks.job.kind == JOB_DMA)
         fsm.act("IDLE",
+            NextValue(trow_w, Mux(is_dma, banks.job.p1, banks.job.p0)), NextValue(trow_x, banks.job.p0),
+            NextValue(rleft, Mux(is_dma, banks.job.p2, banks.job.p1)), NextValue(ro, 0), NextValue(r_end, 0),
             If(banks.pending,
-                NextValue(si, 0),
+                NextValue(si, 0), NextValue(s_end, banks.job.ns == 0),
                 Case(banks.job.kind, {
                     JOB_WRITE_W: NextState("W_SLOT"),
                     JOB_WRITE_X: NextState("W_SLOT"),
-                    JOB_READ: [NextValue(trow_w, banks.job.p0), NextValue(rleft, banks.job.p1),
-                               NextValue(ro, 0), NextValue(r_end, 0),
-                               NextState("R_PLAN")],
-                    JOB_DMA: [NextValue(trow_x, banks.job.p0), NextValue(trow_w, banks.job.p1),
-                              NextValue(rleft, banks.job.p2), d_start.eq(1), NextState("D_ROW")],
+                    JOB_READ: NextState("R_PLAN"),
+                    JOB_DMA: [d_start.eq(1), NextState("D_ROW")],
                     JOB_STATUS: [NextValue(fw, 0), NextState("S_EMIT")],
                 })
             )
         )
         # Write frames: one slot after another.
         fsm.act("W_SLOT",
-            If(si == banks.job.ns,
+            If(s_end,
                 banks.release.eq(1), NextValue(s_next, 0), NextState("IDLE"),
             ).Else(
                 NextValue(s_next, si + 1),
@@ -853,6 +896,7 @@ class SparsrExecutor(LiteXModule):
                 NextState("W_PREP"),
             )
         )
+        next_slot = [NextValue(si, si + 1), NextValue(s_end, si + 1 == banks.job.ns), NextState("W_SLOT")]
         start_move = [
             NextValue(rd_ptr, rd_ptr + 1), NextValue(issue_left, x_nw - 1), NextValue(proc_left, x_nw),
             NextValue(p_last, x_nw == 1),
@@ -862,7 +906,7 @@ class SparsrExecutor(LiteXModule):
         fsm.act("W_PREP",
             banks.rd.adr.eq(Cat(rd_ptr[:8], banks.ebank)),
             If(~x_inr,
-                NextValue(si, si + 1), NextState("W_SLOT"),
+                *next_slot,
             ).Elif(x_z,
                 If(x_tox,
                     xmem.form.adr.eq(xmem.phys), xmem.form.dat_w.eq(0), xmem.form.we.eq(1),
@@ -871,7 +915,7 @@ class SparsrExecutor(LiteXModule):
                     NextValue(phys, wmem.phys), lil.start.eq(1), lil.count.eq(0), m_last.eq(1),
                 ),
                 self.slot_stored.eq(1),
-                NextValue(si, si + 1), NextState("W_SLOT"),
+                *next_slot,
             ).Elif(~x_tox | x_room,
                 NextValue(src_x, 0),
                 NextValue(phys, Mux(x_raw, Mux(x_tox, xmem.free, wmem.free), Mux(x_tox, xmem.phys, wmem.phys))),
@@ -919,7 +963,7 @@ class SparsrExecutor(LiteXModule):
                     NextState("D_NEXT"),
                 ).Else(
                     self.slot_stored.eq(1),
-                    NextValue(si, si + 1), NextState("W_SLOT"),
+                    *next_slot,
                 )
             )
         )
@@ -965,12 +1009,13 @@ class SparsrExecutor(LiteXModule):
             NextValue(fw, 0), NextValue(second, 0),
             NextState("R_HDR"),
         )
+        # (fw is 0, 1, 2 here: its low two bits name the header word)
         fsm.act("R_HDR",
             If(answer.can_push,
                 answer.push.eq(1),
-                answer.word.eq(Mux(fw == 0, CMD_ANSWER_ROWS, Mux(fw == 1, used, 1 + two))),
+                answer.word.eq(Mux(fw[1], 1 + two, Mux(fw[0], used, CMD_ANSWER_ROWS))),
                 NextValue(pc, pc1),
-                If(fw == 2, NextState("R_TAG")),
+                If(fw[1], NextState("R_TAG")),
             )
         )
         fsm.act("R_TAG",
@@ -1008,7 +1053,7 @@ class SparsrExecutor(LiteXModule):
             )
         )
         fsm.act("R_PAD",
-            If(fw == FRAME_WORDS,
+            If(fw_full,
                 If(rleft == 0, banks.release.eq(1), NextState("IDLE")).Else(NextState("R_PLAN")),
             ).Elif(answer.can_push,
                 answer.push.eq(1), answer.word.eq(0),
@@ -1018,7 +1063,7 @@ class SparsrExecutor(LiteXModule):
         n_cnt = len(STATUS_COUNTERS)
         status_words = Array([C(CMD_ANSWER_STATUS, 32), C(n_cnt, 32), C(0, 32)] + self.status)
         fsm.act("S_EMIT",
-            If(fw == FRAME_WORDS,
+            If(fw_full,
                 banks.release.eq(1), self.status_sent.eq(1), NextState("IDLE"),
             ).Elif(answer.can_push,
                 answer.push.eq(1),
@@ -1030,7 +1075,9 @@ class SparsrExecutor(LiteXModule):
             # The row entries are block RAMs: a slot's row is looked up from W_SLOT on, for MOVE (x_lx).
             self.comb += [
                 xmem.row.eq(Mux(fsm.ongoing("W_SLOT"), slot.row, trow_x)),
-                xmem.need.eq(x_nw), x_room.eq(xmem.can_write),
+                # (can_write is registered: the slot's need a cycle ahead, W_SLOT leads to W_PREP; W_SLOT lasts one
+                # cycle, so the registered after_entering flag is the state)
+                xmem.need.eq(Mux(fsm.after_entering("W_SLOT"), slot.nw, x_nw)), x_room.eq(xmem.can_write),
                 xmem.fetch.eq(d_start), xmem.fetch_row.eq(banks.job.p0), xmem.fetch_n.eq(banks.job.p2),
                 d_ready.eq(xmem.staged), d_phys.eq(xmem.staged_slot), d_form.eq(xmem.staged_form),
                 xmem.release.eq(d_done),
@@ -1093,20 +1140,28 @@ class SparsrReceiver(LiteXModule):
         # A status answer gives the counters as its frame left them: no later frame is taken (and so
         # accepted, refused or counted) until the answer is out.
         self.comb += parser.status_sent.eq(executor.status_sent)
-        # The counters add their events one cycle late, from registers (the verdict does not reach the
-        # counters' enables); `counting`: a verdict still to be counted.
+        # The counters add their events one cycle late, from registers; the verdict's are registered before
+        # (vq_*: its logic reaches neither the increments' registers nor the counters); `counting`: a verdict
+        # still to be counted (two cycles).
+        vq_ok, vq_no = Signal(name="vq_ok"), Signal(name="vq_no")
+        vq_reason, vq_rows = Signal(REASON_BITS, name="vq_reason"), Signal(len(parser.rows_refused), name="vq_rows")
+        self.sync += [
+            vq_ok.eq(parser.accept), vq_no.eq(parser.refuse), vq_reason.eq(parser.reason),
+            vq_rows.eq(Mux(parser.accept, parser.rows_refused, 0)),
+        ]
         counting = Signal()
-        self.sync += counting.eq(parser.accept | parser.refuse)
+        self.sync += counting.eq(vq_ok | vq_no)
         self.comb += [
             self.sink.connect(parser.sink),
             executor.source.connect(self.source),
-            self.idle.eq(parser.idle & ~counting & banks.empty & (xmem.idle if xmem.in_dram else 1)),
+            self.idle.eq(parser.idle & ~vq_ok & ~vq_no & ~counting & banks.empty &
+                         (xmem.idle if xmem.in_dram else 1)),
         ]
         add_counters(self, COUNTERS, {
-            "frames_ok": parser.accept,
-            **{"refused_" + name: parser.refuse & (parser.reason == code) for code, name in REASONS.items()},
+            "frames_ok": vq_ok,
+            **{"refused_" + name: vq_no & (vq_reason == code) for code, name in REASONS.items()},
             "slots_stored": executor.slot_stored,
-            "slots_refused_row": Mux(parser.accept, parser.rows_refused, 0),
+            "slots_refused_row": vq_rows,
         }, register=True)
         self.comb += [s.eq(self.counters[n]) for s, n in zip(executor.status, STATUS_COUNTERS)]
         if with_csr:

@@ -58,9 +58,10 @@ class DRAMXMEM(LiteXModule):
       `row`, through its output register). `free`: the spare physical row (a register the executor swaps).
       `map` (`dat_w`, `we`) and `form` (`dat_w`, `we`; `adr` is not used): write the entry of `row` (the
       form is kept per row, not per physical row).
-    * `wr` (`adr` = Cat(word, physical row), `dat_w`, `we`): one word into the write FIFO; `need` (in) and
-      `can_write`: the FIFO has room for `need` more words (the executor waits for room before a slot, then
-      writes one word a cycle).
+    * `wr` (`adr` = Cat(word, physical row), `dat_w`, `we`): one word into the write FIFO (through a
+      register); `need` (in) and `can_write`, a register: the FIFO has room for the `need` of a cycle before,
+      with the words that may have come since (two: it may say no two cycles longer than needed); the
+      executor waits for room before a slot, then writes one word a cycle.
     * DMA: `fetch` (a pulse, with `fetch_row`, `fetch_n`; taken a cycle later, from registers) fetches rows fetch_row.. fetch_row + fetch_n - 1
       in order into the slots of the staging buffer (STAGE_ROWS rows), round robin. `staged` (the
       executor's next row is there), `staged_slot`, `staged_form`; `rd` (`adr` = Cat(word, slot), `dat_r`
@@ -69,7 +70,7 @@ class DRAMXMEM(LiteXModule):
     * `idle`: no write queued or in flight to the port, no fetch running.
 
     Throughput: writes take one word a cycle while the FIFO (`write_depth` words) has room, and leave at up
-    to one native word a cycle; the fetcher issues a row's reads at the port's read rate, 4 cycles after
+    to one native word a cycle; the fetcher issues a row's reads at the port's read rate, 3 cycles after
     the previous row's (the DRAM's latency overlaps the rows before), when a slot is free.
     """
     def __init__(self, rows, row_bits, port, base=0, write_depth=512, read_depth=32):
@@ -104,8 +105,9 @@ class DRAMXMEM(LiteXModule):
 
         # Row entries: physical row XOR row number (all-zero reset = identity map), and the row's form, in two
         # BlockRAMs (read through the DP16KD's output register), each written at `row`, so no entry is read,
-        # modified and written back. They are read at `row` (the executor's write jobs) or, while the fetcher runs
-        # (DMA jobs: the two never overlap), at the fetcher's row `r`.
+        # modified and written back. They are read at `row` (the executor's write jobs) or, for the fetcher (DMA
+        # jobs: the two never overlap), at the job's first row as it starts, then at the fetcher's row `r` (r + 1
+        # while it issues a row's reads: the next row's entries are read ahead).
         xmap = BlockRAM(pb, max(rows, 2))
         fform = BlockRAM(FORM_BITS, max(rows, 2))
         self.submodules += xmap, fform
@@ -127,18 +129,32 @@ class DRAMXMEM(LiteXModule):
         # FIFO), and each word carries `cont`: its native word is the previous word's (compared as it enters), so
         # the packer's "same native word" is p_valid & cont, with no address compare behind the FIFO's output.
         self.wfifo = wfifo = BlockRAMFIFO([("address", aw + lb), ("data", WORD_BITS), ("cont", 1)], write_depth)
+        # The executor's words are registered first (timing: they come from block RAM output registers).
+        wq = Record(self.wr.layout)
+        self.sync += wq.eq(self.wr)
         last_adr = Signal(aw, reset=2**aw - 1)
+        queued = Signal(max=write_depth + 6)       # words in the FIFO and its input register
+        room = Signal(max=write_depth)
         in_adr = Signal(aw + lb)
         self.comb += [
-            in_adr.eq(base_native * ratio + self.wr.adr),
-            wfifo.sink.valid.eq(self.wr.we),
+            in_adr.eq(base_native * ratio + wq.adr),
+            wfifo.sink.valid.eq(wq.we),
             wfifo.sink.address.eq(in_adr),
-            wfifo.sink.data.eq(self.wr.dat_w),
+            wfifo.sink.data.eq(wq.dat_w),
             wfifo.sink.cont.eq(in_adr[lb:] == last_adr),
-            self.can_write.eq(_wide(wfifo.level, 1) + self.need <= write_depth),
+            queued.eq(wfifo.level + wq.we),
         ]
-        self.sync += If(self.wr.we, last_adr.eq(in_adr[lb:]))
-        w = wfifo.source
+        self.sync += [
+            If(wq.we, last_adr.eq(in_adr[lb:])),
+            # the room a cycle before, less the word that may have come since, then `can_write` from it, less
+            # the word that may have come in the cycle after (timing: registers, one compare apart)
+            room.eq(Mux(queued < write_depth - 1, write_depth - 2 - queued, 0)),
+            self.can_write.eq(self.need <= room),
+        ]
+        # the FIFO's words reach the packer through registers (timing: not from the output FIFO's LUT RAM read)
+        self.wbuf = wbuf = stream.PipeValid(wfifo.source.description)
+        self.comb += wfifo.source.connect(wbuf.sink)
+        w = wbuf.source
         p_valid, p_addr = Signal(), Signal(aw)
         p_data, p_we = Signal(port.data_width), Signal(port.data_width // 8)
         w_addr, w_lane = Signal(aw), Signal(max(lb, 1))
@@ -172,11 +188,13 @@ class DRAMXMEM(LiteXModule):
         # Reads: the fetcher's native reads, issued only while no write waits.
         rport = LiteDRAMNativePort("read", aw, port.data_width)
         self.reader = reader = LiteDRAMDMAReader(rport, fifo_depth=read_depth)
+        # writing: a write is queued (a register: a cycle longer than needed; the executor's word counts as it
+        # enters the input register)
         writing = Signal()
+        self.sync += writing.eq(self.wr.we | wq.we | (wfifo.level != 0) | w.valid | p_valid)
         fetching = Signal()
         self.fsm = FSM(reset_state="IDLE")
         self.comb += [
-            writing.eq((wfifo.level != 0) | p_valid),
             If(writing,
                 port.cmd.valid.eq(wcmd_valid), port.cmd.we.eq(1), port.cmd.addr.eq(p_addr),
                 wcmd_ready.eq(port.cmd.ready),
@@ -204,47 +222,57 @@ class DRAMXMEM(LiteXModule):
         busy = Array(Signal(name=f"stage_busy{i}") for i in range(STAGE_ROWS))     # issued into, not released
         full = Array(Signal(name=f"staged{i}") for i in range(STAGE_ROWS))         # every word arrived
         forms = Array(Signal(FORM_BITS, name=f"stage_form{i}") for i in range(STAGE_ROWS))
+        # a slot's native words less one (its last word's index: no subtraction before the arrival compare)
         nns = Array(Signal(9, name=f"stage_nn{i}") for i in range(STAGE_ROWS))
         f_phys, f_nn = Signal(pb), Signal(9)
+        f_adr = Signal(row_bits)        # the fetcher's entry address: r, r + 1 from ISSUE on (a register)
         issued, arrived = Signal(9), Signal(9)
-        nw, nn = Signal(9), Signal(9)
+        i_end = Signal(name="i_end")        # issued = f_nn, a register moving with issued
         claim, last_word = Signal(), Signal()
-        nn_q = Signal(9)        # nn of the entry read a cycle before (a register: no carry chain after the RAM)
-        self.sync += nn_q.eq(nn)
+        # the entry's payload words (a register: no carry chain after the RAM), then its native words
+        nw_q, nn_q = Signal(9), Signal(9)
+        self.sync += [
+            nw_q.eq(Mux(fform.dat_r[9], ROW_WORDS, _lil_words(fform.dat_r[:9]))),
+            nn_q.eq(Mux(nw_q == 0, 1, (_wide(nw_q, 1) + ratio - 1) >> lb)),
+        ]
         # the job's start and parameters registered (the executor's job decode reaches no fetcher register)
         fetch_q, fetch_row_q, fetch_n_q = Signal(), Signal(row_bits), Signal(row_bits + 1)
         self.sync += [fetch_q.eq(self.fetch), fetch_row_q.eq(self.fetch_row), fetch_n_q.eq(self.fetch_n)]
         self.comb += [
-            ent_adr.eq(Mux(f_active, r, self.row)),
-            nw.eq(Mux(fform.dat_r[9], ROW_WORDS, _lil_words(fform.dat_r[:9]))),
-            nn.eq(Mux(nw == 0, 1, (_wide(nw, 1) + ratio - 1) >> lb)),
             reader.sink.address.eq(base_native + Cat(issued[:8 - lb], f_phys)),
             reader.sink.last.eq(issued == f_nn - 1),
             reader.source.ready.eq(1),
             [m.adr_w.eq(Cat(arrived[:8 - lb], aslot)) for m in stage],
             [m.dat_w.eq(reader.source.data[WORD_BITS * i:WORD_BITS * (i + 1)]) for i, m in enumerate(stage)],
             [m.we.eq(reader.source.valid) for m in stage],
-            last_word.eq(reader.source.valid & (arrived == nns[aslot] - 1)),
+            last_word.eq(reader.source.valid & (arrived == nns[aslot])),
             f_active.eq(~self.fsm.ongoing("IDLE")),
+            ent_adr.eq(Mux(f_active, f_adr, Mux(fetch_q, fetch_row_q, self.row))),
             fetching.eq(fetch_q | f_active | (busy[aslot] & ~full[aslot])),
         ]
         fsm = self.fsm
         fsm.act("IDLE",
-            If(fetch_q, NextValue(r, fetch_row_q), NextValue(left, fetch_n_q), NextState("LOOK")),
+            If(fetch_q, NextValue(r, fetch_row_q), NextValue(f_adr, fetch_row_q), NextValue(left, fetch_n_q),
+               NextState("LOOK")),
         )
-        fsm.act("LOOK", NextState("LOOK2"))      # the entry of `r` is read (two cycles)
+        # The entry of `r` is read from the cycle before LOOK on (IDLE: the job's first row), or ahead, while the
+        # row before issues its reads (ISSUE, at least two cycles: f_adr = r + 1), which then go on at LOOK2: its
+        # data is there in LOOK2, its words counted in LOOK2 (nw_q) and LOOK3 (nn_q).
+        fsm.act("LOOK", NextState("LOOK2"))
         fsm.act("LOOK2", NextState("LOOK3"))
-        fsm.act("LOOK3", NextState("ENTRY"))     # its native words are counted (nn_q)
+        fsm.act("LOOK3", NextState("ENTRY"))
         fsm.act("ENTRY",
-            NextValue(f_phys, xmap.dat_r ^ r), NextValue(f_nn, nn_q), NextValue(issued, 0),
-            If(~busy[islot], claim.eq(1), NextState("ISSUE")),
+            NextValue(f_phys, xmap.dat_r ^ r), NextValue(f_nn, nn_q), NextValue(issued, 0), NextValue(i_end, 0),
+            If(~busy[islot], claim.eq(1), NextValue(f_adr, r + 1), NextState("ISSUE")),
         )
         fsm.act("ISSUE",
-            reader.sink.valid.eq(~writing & (issued != f_nn)),
-            If(reader.sink.valid & reader.sink.ready, NextValue(issued, issued + 1)),
-            If(issued == f_nn,
+            reader.sink.valid.eq(~writing & ~i_end),
+            If(reader.sink.valid & reader.sink.ready,
+                NextValue(issued, issued + 1), NextValue(i_end, issued + 1 == f_nn),
+            ),
+            If(i_end,
                 NextValue(islot, islot + 1), NextValue(r, r + 1), NextValue(left, left - 1),
-                If(left == 1, NextState("IDLE")).Else(NextState("LOOK")),
+                If(left == 1, NextState("IDLE")).Else(NextState("LOOK2")),
             ),
         )
         self.comb += [
@@ -255,7 +283,7 @@ class DRAMXMEM(LiteXModule):
                                                                    BlockRAM.LATENCY)]),
         ]
         self.sync += [
-            If(claim, busy[islot].eq(1), forms[islot].eq(fform.dat_r), nns[islot].eq(nn_q)),
+            If(claim, busy[islot].eq(1), forms[islot].eq(fform.dat_r), nns[islot].eq(nn_q - 1)),
             If(reader.source.valid, arrived.eq(arrived + 1)),
             If(last_word, full[aslot].eq(1), aslot.eq(aslot + 1), arrived.eq(0)),
             If(self.release, busy[eslot].eq(0), full[eslot].eq(0), eslot.eq(eslot + 1)),

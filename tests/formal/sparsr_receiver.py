@@ -40,7 +40,9 @@ CHECK = """
 // f_open: the frames the parser accepted minus the banks the executor released.
 reg [2:0] f_open = 0;
 always @(posedge clk) f_open <= f_open + framebanks_accept - framebanks_release;
-wire f_row_write = wmem_word_ram_we || wmem_memory_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we;
+// (WMEM's memory0: the read side's copy of the row map, memory1: the lane mask)
+wire f_row_write = wmem_word_ram_we || wmem_memory0_we || wmem_memory1_we || wmem_map_we || xmem_word_ram_we
+                   || xmem_we || xmem_map_we;
 wire f_executing = state != 0;
 // f_commit: the executor commits (or runs a command of) a bank the parser accepted and has not released, or
 // did so up to six cycles ago (its data stage handles a word the cycle after MOVE read it, the LIL writer
@@ -86,8 +88,10 @@ end
 # With XMEM in DRAM (Migen names the WMEM memories without a prefix then, the executor's state with one): the DRAM write FIFO's input and the
 # row entries (map and form) are the XMEM writes.
 CHECK_DRAM = (CHECK
-              .replace("wmem_word_ram_we || wmem_memory_we || wmem_map_we || xmem_word_ram_we || xmem_we || xmem_map_we",
-                       "word_ram_we || memory_we || map_we || dramxmem_blockramfifo_sink_sink_valid || dramxmem_ent_a_we")
+              .replace("wmem_word_ram_we || wmem_memory0_we || wmem_memory1_we || wmem_map_we || xmem_word_ram_we\n"
+                       "                   || xmem_we || xmem_map_we",
+                       "word_ram_we || memory0_we || memory1_we || map_we || dramxmem_blockramfifo_sink_sink_valid\n"
+                       "                   || dramxmem_ent_a_we")
               .replace("if (wmem_map_we || xmem_map_we)", "if (map_we || dramxmem_map_we)")
               .replace("wmem_staged_we", "staged_we")
               .replace("f_executing = state != 0", "f_executing = sparsrexecutor_state != 0"))
@@ -113,8 +117,8 @@ PROPERTIES = [
         "a row map switches only at the last word of a raw slot that finishes its row.",
         lambda: _receiver(XMEM_DRAM), CHECK_DRAM,
         Mutation("input words enter the DRAM write FIFO",
-                 r"^assign dramxmem_blockramfifo_sink_sink_valid = dramxmem_wr_we;",
-                 "assign dramxmem_blockramfifo_sink_sink_valid = dramxmem_wr_we | sink_valid;",
+                 r"^assign dramxmem_blockramfifo_sink_sink_valid = dramxmem_wq_we;",
+                 "assign dramxmem_blockramfifo_sink_sink_valid = dramxmem_wq_we | sink_valid;",
                  assertion="assert(f_commit)"),
         mode="prove", depth=4),
 ]
