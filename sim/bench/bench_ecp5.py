@@ -25,6 +25,7 @@ import sys
 import time
 
 from boards.ports import BOARD_CORE_OPTIONS
+from cores.sync.common import DEFAULT_HOP_LATENCY
 from sim import BUILD, ROOT
 from sim.bench.ecp5 import load, point_digest, synth_point
 from sim.bench.framework import BenchResult, Table
@@ -64,7 +65,9 @@ CORES = [
     ("Sparsr receiver (16 + 8 rows)", "sim.bench.bench_sparsr:ecp5_receiver", {}, "LFE5U-45F",
      "WMEM smaller than add_sparsr's 64 rows; XMEM in block RAM (add_sparsr's default without DRAM)"),
     ("Sync node, 8 links, 8 idents", "sim.bench.bench_sync:ecp5_node", dict(n_idents=8), "LFE5U-25F",
-     "as the SoC block builds it (4 x 4; the boards' 2 x 2 nodes have 3-4 links)"),
+     "as the SoC block builds each node of its 4 x 4 grid, ports registered"),
+    ("Sync 2 x 2 grid + lamlet, 8 idents", "sim.bench.bench_sync:ecp5_grid", dict(hop=DEFAULT_HOP_LATENCY),
+     "LFE5U-45F", AS_BUILT + " (the boards' SyncBlock; nodes wired port to port)"),
     ("iSLIP, switch block (N = 4, 2 iterations)", "sim.bench.bench_ecp5:block_part",
      dict(_SWITCH, path="switch.scheduler", ios="sim.bench.bench_switch:scheduler_ios"), "LFE5U-25F", AS_BUILT),
     ("Batcher-Banyan, switch block (N = 4, 177-bit lanes)", "sim.bench.bench_ecp5:block_part",
