@@ -68,13 +68,16 @@ def test_board_elaborates_with_every_maximal_fitting_core_set(board, cores, tmp_
         assert f"csr_register,{CORE_NAMES['sparsr']}_receiver_dram_words_written" in csr
 
 
-def test_every_core_fits_the_versa_alone_and_the_colorlight_but_the_rifl_network():
+def test_every_core_fits_the_versa_alone_and_the_colorlight_but_the_rifl_network_and_sync():
+    """The RIFL network and, since the sync node's 125 MHz pipeline (its per-link LUT RAM copies), the 2x2 sync
+    grid are refused on the Colorlight's 25F, with the estimate."""
     from boards import fit
-    for board, too_big in (("lattice_versa_ecp5", set()), ("colorlight_5a_75b", {"rifl_net"})):
+    for board, too_big in (("lattice_versa_ecp5", set()), ("colorlight_5a_75b", {"rifl_net", "sync"})):
         fits, _ = fit.fitting_combinations(board)
         assert {c for (c,) in (f for f in fits if len(f) == 1)} == set(fit.BOARD_CORES) - too_big, board
-    with pytest.raises(fit.DoesNotFit, match="rifl_net does not fit its LFE5U-25F"):
-        fit.check("colorlight_5a_75b", ["rifl_net"])
+    for core in ("rifl_net", "sync"):
+        with pytest.raises(fit.DoesNotFit, match=f"{core} does not fit its LFE5U-25F"):
+            fit.check("colorlight_5a_75b", [core])
 
 
 def test_build_refuses_a_combination_that_does_not_fit(capsys):
