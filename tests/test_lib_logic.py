@@ -1,15 +1,19 @@
 """cores.lib.logic and cores.lib.counters against Python models: exhaustive first-set and round-robin picks
 (in Verilog, as a Verilated model), the round-robin arbiter's pointer over random requests, reductions over
-vectors, xorshift32, and the counters' two forms."""
+vectors, xorshift32, the counters' two forms, and the one-hot FSM as yosys maps it."""
+import os
 import random
+import re
+import subprocess
 
 import pytest
-from migen import Module, Signal
-
+from migen import FSM, If, Module, NextState, Signal
+from migen.fhdl.verilog import convert
 from migen.sim import run_simulation
 
 from cores.lib.counters import add_counter_csrs, add_counters
-from cores.lib.logic import first_set, reduce_and, reduce_or, round_robin, round_robin_pick, xorshift32
+from cores.lib.logic import OneHotFSM, first_set, reduce_and, reduce_or, round_robin, round_robin_pick, xorshift32
+from sim import BUILD, venv_tool
 from sim.verilated import run_vectors
 
 
@@ -127,3 +131,43 @@ def test_counters_count_events_and_counts_and_refuse_unknown_names():
         add_counters(Module(), spec[:1], {"events": ev, "evnets": ev})
     with pytest.raises(ValueError, match="twice"):
         add_counters(m, spec[:1], {"events": ev})
+
+
+class _Sequencer(Module):
+    """Five states in a ring, stepped by `go` (the FSM class under test)."""
+    def __init__(self, fsm_class):
+        self.go, self.at = Signal(), Signal(5)
+        self.submodules.fsm = fsm = fsm_class(reset_state="S0")
+        for i in range(5):
+            fsm.act(f"S{i}", self.at[i].eq(1), If(self.go, NextState(f"S{(i + 1) % 5}")))
+
+
+@pytest.mark.parametrize("one_hot", [True, False])
+def test_one_hot_fsm_is_recoded_by_yosys(one_hot):
+    """OneHotFSM's state register is recoded one-hot by synth_ecp5 (five flip-flops for five states); Migen's FSM
+    keeps its binary register (yosys does not recode a register with an initial value unless told to)."""
+    dut = _Sequencer(OneHotFSM if one_hot else FSM)
+    out = os.path.join(BUILD, "test_onehot_fsm", str(one_hot))
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "top.v"), "w") as f:
+        f.write(str(convert(dut, ios={dut.go, dut.at}, name="top")))
+    subprocess.run([venv_tool("yosys"), "-q", "-l", "yosys.log", "-p", "read_verilog top.v; synth_ecp5 -top top; "
+                    "tee -o stat.txt stat"], cwd=out, check=True, stdout=subprocess.DEVNULL)
+    log = open(os.path.join(out, "yosys.log")).read()
+    ffs = re.search(r"^\s+(\d+)\s+TRELLIS_FF\s*$", open(os.path.join(out, "stat.txt")).read(), re.M)
+    assert ("using `one-hot' encoding" in log) == one_hot
+    assert int(ffs.group(1)) == (5 if one_hot else 3)
+    # the attribute changes nothing in simulation: the ring steps the same way
+    dut, seen = _Sequencer(OneHotFSM if one_hot else FSM), []
+
+    def gen():
+        for step in range(12):
+            yield dut.go.eq(step % 3 != 0)
+            yield
+            seen.append((yield dut.at))
+    run_simulation(dut, gen())
+    expect, state = [], 0
+    for step in range(12):         # (`go` written in a step is seen at the next step's clock edge)
+        expect.append(1 << state)
+        state = (state + (step % 3 != 0)) % 5
+    assert seen == expect

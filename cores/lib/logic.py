@@ -1,4 +1,4 @@
-"""Small combinational helpers used by several cores, each written once.
+"""Small combinational helpers used by several cores, each written once, and `OneHotFSM`.
 
 Every helper adds its statements to `module.comb` (and `module.sync` for a pointer) and returns signals.
 """
@@ -6,6 +6,7 @@ from functools import reduce
 from operator import and_, or_
 
 from migen import Cat, If, Mux, Signal
+from migen.genlib.fsm import FSM
 
 
 def reduce_or(values):
@@ -103,3 +104,13 @@ def shift_add(x, k):
     if k < 1:
         raise ValueError(f"shift_add needs a constant >= 1, got {k}")
     return sum(x << i for i in range(k.bit_length()) if k >> i & 1)
+
+
+class OneHotFSM(FSM):
+    """Migen's FSM with its state register marked for one-hot recoding by yosys (`fsm_encoding`): each state
+    is a flip-flop of its own, so a state's decode is one bit, not a LUT of the binary state (Migen gives
+    the register an initial value, which yosys's FSM pass then ignores: the state is IDLE from the first
+    reset, as every SoC's CRG asserts one)."""
+    def do_finalize(self):
+        super().do_finalize()
+        self.state.attr.add(("fsm_encoding", "one-hot"))

@@ -27,7 +27,7 @@ from litex.soc.interconnect import stream
 
 from cores.lib.block_ram import BlockRAM
 from cores.lib.counters import add_counters, add_counter_csrs
-from cores.lib.logic import index_bits
+from cores.lib.logic import OneHotFSM, index_bits
 from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, MAX_SLOTS, ROW_WORDS, ROW_LANES, LIL_ENTRY_BYTES,
     TAG, KIND_END, KIND_RAW, KIND_LIL, LANE_WIDTH_CODE, LIL_MAX_ENTRIES, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
@@ -377,6 +377,9 @@ class SparsrParser(LiteXModule):
         # parameters before it, which an accepted command keeps within nb bits): p0 < R, p0 < X, p1 != 0,
         # p1 < R, p0 + p1 <= R, p2 != 0, p0 + p2 <= X, p1 + p2 <= R.
         c_p0r, c_p0x, c_p1nz, c_p1r, c_s01r, c_p2nz, c_s02x, c_s12r = (Signal() for _ in range(8))
+        # (the sums as one compare of the word: R - p0, X - p0 and R - p1, registered with p0 and p1; each is
+        # only used with its parameter's own range check, p0 < R, p0 < X or p1 < R, so it never wraps then)
+        r0_left, x0_left, r1_left = (Signal(nb, name=n) for n in ("r0_left", "x0_left", "r1_left"))
         # Raw row in progress: committed (p_*) and as this frame would leave it (q_*).
         p_valid, p_row, p_off, p_x = Signal(), Signal(32), Signal(9), Signal()
         q_valid, q_row, q_off, q_x = Signal(), Signal(32), Signal(9), Signal()
@@ -559,13 +562,16 @@ class SparsrParser(LiteXModule):
                 ),
                 If(at_i[2], addr_n.eq(word[:3]), addr_big.eq(word[3:] != 0)),
                 [If(at_i[HEADER_WORDS + i], params[i].eq(word)) for i in range(3)],
-                If(at_i[HEADER_WORDS], c_p0r.eq(word < R), c_p0x.eq(word < X)),
+                If(at_i[HEADER_WORDS],
+                    c_p0r.eq(word < R), c_p0x.eq(word < X), r0_left.eq(R - w_n), x0_left.eq(X - w_n),
+                ),
                 If(at_i[HEADER_WORDS + 1],
-                    c_p1nz.eq(word != 0), c_p1r.eq(word < R), c_s01r.eq(w_small & (_wide(p0, 1) + w_n <= R)),
+                    c_p1nz.eq(word != 0), c_p1r.eq(word < R), c_s01r.eq(w_small & (w_n <= r0_left)),
+                    r1_left.eq(R - w_n),
                 ),
                 If(at_i[HEADER_WORDS + 2],
-                    c_p2nz.eq(word != 0), c_s02x.eq(w_small & (_wide(p0, 1) + w_n <= X)),
-                    c_s12r.eq(w_small & (_wide(p1, 1) + w_n <= R)),
+                    c_p2nz.eq(word != 0), c_s02x.eq(w_small & (w_n <= x0_left)),
+                    c_s12r.eq(w_small & (w_n <= r1_left)),
                 ),
             ),
             If(at_tag,
@@ -862,7 +868,7 @@ class SparsrExecutor(LiteXModule):
         if xmem.in_dram:
             self.comb += x_lx.eq(x_tox & ~x_raw)
         d_phys, d_form = Signal(pxb), Signal(FORM_BITS)
-        self.fsm = fsm = FSM(reset_state="IDLE")
+        self.fsm = fsm = OneHotFSM(reset_state="IDLE")
         # IDLE loads the read and DMA jobs' registers whether a job is pending or not (timing: their enables
         # are the state's; nothing uses them between jobs)
         is_dma = Signal()
@@ -870,6 +876,7 @@ class SparsrExecutor(LiteXModule):
         fsm.act("IDLE",
             NextValue(trow_w, Mux(is_dma, banks.job.p1, banks.job.p0)), NextValue(trow_x, banks.job.p0),
             NextValue(rleft, Mux(is_dma, banks.job.p2, banks.job.p1)), NextValue(ro, 0), NextValue(r_end, 0),
+            NextValue(fw, 0),
             If(banks.pending,
                 NextValue(si, 0), NextValue(s_end, banks.job.ns == 0),
                 Case(banks.job.kind, {
@@ -877,7 +884,7 @@ class SparsrExecutor(LiteXModule):
                     JOB_WRITE_X: NextState("W_SLOT"),
                     JOB_READ: NextState("R_PLAN"),
                     JOB_DMA: [d_start.eq(1), NextState("D_ROW")],
-                    JOB_STATUS: [NextValue(fw, 0), NextState("S_EMIT")],
+                    JOB_STATUS: NextState("S_EMIT"),
                 })
             )
         )
@@ -1075,9 +1082,9 @@ class SparsrExecutor(LiteXModule):
             # The row entries are block RAMs: a slot's row is looked up from W_SLOT on, for MOVE (x_lx).
             self.comb += [
                 xmem.row.eq(Mux(fsm.ongoing("W_SLOT"), slot.row, trow_x)),
-                # (can_write is registered: the slot's need a cycle ahead, W_SLOT leads to W_PREP; W_SLOT lasts one
-                # cycle, so the registered after_entering flag is the state)
-                xmem.need.eq(Mux(fsm.after_entering("W_SLOT"), slot.nw, x_nw)), x_room.eq(xmem.can_write),
+                # (can_write is registered: the slot's need a cycle ahead, W_SLOT leads to W_PREP; the state is one
+                # flip-flop of the one-hot state register)
+                xmem.need.eq(Mux(fsm.ongoing("W_SLOT"), slot.nw, x_nw)), x_room.eq(xmem.can_write),
                 xmem.fetch.eq(d_start), xmem.fetch_row.eq(banks.job.p0), xmem.fetch_n.eq(banks.job.p2),
                 d_ready.eq(xmem.staged), d_phys.eq(xmem.staged_slot), d_form.eq(xmem.staged_form),
                 xmem.release.eq(d_done),
