@@ -4,7 +4,6 @@ vectors, xorshift32, the counters' two forms, and the one-hot FSM as yosys maps 
 import os
 import random
 import re
-import subprocess
 
 import pytest
 from migen import FSM, If, Module, NextState, Signal
@@ -13,7 +12,7 @@ from migen.sim import run_simulation
 
 from cores.lib.counters import add_counter_csrs, add_counters
 from cores.lib.logic import OneHotFSM, first_set, reduce_and, reduce_or, round_robin, round_robin_pick, xorshift32
-from sim import BUILD, venv_tool
+from sim.bench.ecp5 import netlist
 from sim.verilated import run_vectors
 
 
@@ -147,12 +146,7 @@ def test_one_hot_fsm_is_recoded_by_yosys(one_hot):
     """OneHotFSM's state register is recoded one-hot by synth_ecp5 (five flip-flops for five states); Migen's FSM
     keeps its binary register (yosys does not recode a register with an initial value unless told to)."""
     dut = _Sequencer(OneHotFSM if one_hot else FSM)
-    out = os.path.join(BUILD, "test_onehot_fsm", str(one_hot))
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "top.v"), "w") as f:
-        f.write(str(convert(dut, ios={dut.go, dut.at}, name="top")))
-    subprocess.run([venv_tool("yosys"), "-q", "-l", "yosys.log", "-p", "read_verilog top.v; synth_ecp5 -top top; "
-                    "tee -o stat.txt stat"], cwd=out, check=True, stdout=subprocess.DEVNULL)
+    out = netlist(str(convert(dut, ios={dut.go, dut.at}, name="top")), f"test_onehot_fsm_{one_hot}", "LFE5U-25F")
     log = open(os.path.join(out, "yosys.log")).read()
     ffs = re.search(r"^\s+(\d+)\s+TRELLIS_FF\s*$", open(os.path.join(out, "stat.txt")).read(), re.M)
     assert ("using `one-hot' encoding" in log) == one_hot
