@@ -133,12 +133,12 @@ def test_bad_parameters():
 # Random synchronizations -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("w,h,n_idents,vw,rounds,lamlet,hop,seed", [
-    (1, 1, 8, 32, 3, True, 8, 1),
-    (1, 1, 2, 16, 2, False, 7, 2),
-    (2, 2, 8, 32, 2, True, 8, 3),
-    (3, 2, 4, 16, 3, True, 9, 4),
-    (1, 4, 3, 8, 2, False, 6, 5),
-    (3, 3, 2, 3, 2, True, 6, 8),         # 3-bit values: one-flit packets (6 cycles a hop)
+    (1, 1, 8, 32, 3, True, 10, 1),
+    (1, 1, 2, 16, 2, False, 9, 2),
+    (2, 2, 8, 32, 2, True, 10, 3),
+    (3, 2, 4, 16, 3, True, 11, 4),
+    (1, 4, 3, 8, 2, False, 9, 5),
+    (3, 3, 2, 3, 2, True, 9, 8),         # 3-bit values: one-flit packets (9 cycles a hop)
 ])
 def test_random_synchronizations(w, h, n_idents, vw, rounds, lamlet, hop, seed):
     rng = random.Random(seed)
@@ -155,7 +155,7 @@ def test_ident_reuse_back_to_back():
     """One ident, 6 rounds, no gaps: a node triggers the next round the cycle after its completion, while
     far nodes still finish the previous one (the next-round state absorbs the early messages)."""
     rng = random.Random(11)
-    grid = SyncGrid(3, 2, n_idents=1, value_width=32, hop_latency=10)
+    grid = SyncGrid(3, 2, n_idents=1, value_width=32, hop_latency=12)
     n = len(grid.participants)
     schedules, contrib = random_schedules(rng, n, 1, 5, 32)
     accepts, completions, _, events = run_grid(grid, schedules, 11, 600, ready_prob=1.0, gap_max=0)
@@ -178,7 +178,7 @@ def test_message_meanings(seed):
     (spec table) has triggered, and nobody completes."""
     rng = random.Random(seed)
     w, h = 4, 3
-    grid = SyncGrid(w, h, n_idents=1, value_width=8, hop_latency=6)
+    grid = SyncGrid(w, h, n_idents=1, value_width=8, hop_latency=9)
     names = participants(w, h)
     silent = rng.sample(range(len(names)), rng.randint(1, 3))
     schedules = [[] if p in silent else [(0, MODE_OR, rng.getrandbits(8))] for p in range(len(names))]
@@ -194,7 +194,7 @@ def test_message_meanings(seed):
 
 def test_mode_mismatch_flagged_everywhere():
     rng = random.Random(31)
-    grid = SyncGrid(3, 3, n_idents=2, value_width=16, hop_latency=8)
+    grid = SyncGrid(3, 3, n_idents=2, value_width=16, hop_latency=10)
     n = len(grid.participants)
     schedules, contrib = random_schedules(rng, n, 2, 1, 16, mismatch=True)
     accepts, completions, _, events = run_grid(grid, schedules, 31, 200)
@@ -206,7 +206,7 @@ def test_mode_mismatch_flagged_everywhere():
 def test_bad_triggers_dropped_and_counted():
     """Trigger with a bad mode, an ident beyond n_idents and a second trigger of an ident in flight: each is
     dropped and counted, and the good synchronization still completes correctly."""
-    grid = SyncGrid(2, 1, n_idents=2, value_width=8, hop_latency=6, with_lamlet=False)
+    grid = SyncGrid(2, 1, n_idents=2, value_width=8, hop_latency=9, with_lamlet=False)
     # participant 1 never triggers ident 0, so participant 0's second ident-0 trigger hits an ident in flight
     schedules = [[(0, 7, 1, "bad"), (2, MODE_MAX, 1, "bad"), (0, MODE_MAX, 5), (0, MODE_MAX, 6, "bad"),
                   (1, MODE_OR, 3)],
@@ -238,7 +238,7 @@ def test_bad_packet_dropped_and_counted():
         yield node.sink.mode.eq(MODE_MAX)
         yield node.sink.value.eq(3)
         yield node.source.ready.eq(1)
-        for _ in range(10):
+        for _ in range(14):
             yield
             drops += (yield node.ev_rx_drop)
             if (yield node.sink.ready):

@@ -160,7 +160,7 @@ def test_link_receiver_offers_packets_in_order_and_counts_overflow():
     rx.valid, rx.data = Signal(), Signal(LINK_WIDTH)
     flags = (Signal(n), Signal(n), Signal(n))
     busy = Signal()
-    rcv = SyncLinkReceiver(rx, flags, busy, n, vw)
+    rcv = SyncLinkReceiver(rx, flags, Signal(n), busy, n, vw)
     go = Signal()
     top.submodules += rcv
     top.sync += rcv.take.eq(rcv.valid & go)

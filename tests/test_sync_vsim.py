@@ -4,7 +4,7 @@ back-to-back ident reuse; mode mismatch; latency against the hop model. One buil
 benchmark's quick mode."""
 import random
 
-from cores.sync.common import DEFAULT_HOP_LATENCY, MAX_IDENTS, MODE_OR
+from cores.sync.common import DEFAULT_HOP_LATENCY, MAX_IDENTS, MODE_OR, min_hop_latency
 from sim.bench.bench_sync import QUICK_GRID, analytic, measure
 from software.sync.reference import LAMLET, random_schedules, check_completions
 from sim.verilated.sync import GridSim, Trigger
@@ -79,7 +79,7 @@ def test_latency_matches_the_hop_model(sim, last):
     assert measure(sim, last) == analytic(sim.width, sim.height, last, DEFAULT_HOP_LATENCY)
 
 
-@pytest.mark.parametrize("vw,hop", [(3, 6), (8, 6), (13, 8), (16, 7)])
+@pytest.mark.parametrize("vw,hop", [(3, 9), (8, 9), (13, 11), (16, 9)])
 def test_packet_lengths(vw, hop):
     """1-, 2- and 3-flit packets (value widths 3, 8/13, 16) through a small grid in Verilator. Regression: with
     2 flits the 10-bit flit shift registers were updated from a zero-width slice `sh[10:]`, which Migen's
@@ -110,8 +110,9 @@ def test_node_verilog_has_no_backward_part_selects(vw):
 def test_8x8_grid_random_and_latency():
     """The largest grid of the tests (64 nodes + lamlet, 2 idents, 8-bit values): random rounds with
     back-pressure against the model, and the latency from the last trigger equal to the hop model at the
-    lamlet and at the far corner (8x8: 7 hops of 8 cycles)."""
-    sim = GridSim(8, 8, n_idents=2, value_width=8, hop_latency=8)
+    lamlet and at the far corner (8x8: 7 hops of `min_hop_latency(8)` cycles)."""
+    hop = min_hop_latency(8)
+    sim = GridSim(8, 8, n_idents=2, value_width=8, hop_latency=hop)
     rng = random.Random(88)
     n = sim.n_participants
     schedules, contrib = random_schedules(rng, n, 2, 2, 8)
@@ -121,4 +122,4 @@ def test_8x8_grid_random_and_latency():
     assert sum(len(c) for c in completions.values()) == n * 2 * 2
     assert events == {"trigger_drop": 0, "rx_drop": 0, "mismatch": 0}
     for last in [LAMLET, (7, 7)]:
-        assert measure(sim, last) == analytic(8, 8, last, 8)
+        assert measure(sim, last) == analytic(8, 8, last, hop)

@@ -60,7 +60,7 @@ MAX_IDENTS = 8                    # sync idents a node can hold in flight (spec:
 IDENT_BITS = log2_int(MAX_IDENTS)
 LINK_WIDTH = 10                   # flit width (spec: "10 bits wide")
 DEFAULT_VALUE_WIDTH = 32
-DEFAULT_HOP_LATENCY = 8           # min_hop_latency of the 32-bit default (spec: "5 cycles for each hop is
+DEFAULT_HOP_LATENCY = 10          # min_hop_latency of the 32-bit default (spec: "5 cycles for each hop is
                                   # realistic" for 2-3 flit packets; see docs/sync.md)
 CPL_LATENCY = 2                   # cycles from a node taking the trigger that completes a round to presenting
                                   # the completion (its read and merge stages)
@@ -83,10 +83,11 @@ def n_flits(value_width, link_width=LINK_WIDTH):
 
 
 def min_hop_latency(value_width, link_width=LINK_WIDTH):
-    """Fewest cycles per hop: the flits of a packet, plus the receiver's select, read and merge cycles and the
-    cycle its link registers the next message's slot (a one-flit packet waits one more: the receiver decides a
-    packet's slot from its header a cycle before offering it)."""
-    return max(n_flits(value_width, link_width), 2) + 4
+    """Fewest cycles per hop: the flits of a packet, plus the sender's output register, the receiver's select,
+    read and merge cycles and the two cycles its link takes to register the pending messages and the next
+    one's slot (packets of one or two flits wait one or two more: the receiver decodes a packet's header two
+    cycles before offering it)."""
+    return max(n_flits(value_width, link_width), 3) + 6
 
 
 def packet_header(value_width):

@@ -15,31 +15,36 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from cores.lib.logic import first_set, index_bits, onehot_index, reduce_and, reduce_or, round_robin_pick_masked
-from cores.sync.common import (DIRS, DIR_NAMES, MAX_IDENTS, IDENT_BITS, MODE_BITS, MODES, MODE_MAX, MODE_UMAX,
+from cores.sync.common import (DIRS, DIR_NAMES, MAX_IDENTS, IDENT_BITS, MODE_BITS, MODES, MODE_MAX, MODE_UMIN,
                                MODE_MIN, MODE_OR, MODE_AND, LINK_WIDTH, DEFAULT_VALUE_WIDTH, PKT_HEADER_BITS, deps,
                                n_flits, packet_bits, packet_header, trigger_layout, completion_layout, link_layout)
 
 
-def combine(module, mode, act, a, b):
-    """A signal: a (op mode) b for the six modes, or b alone when not `act`. Both outcomes of the compare are
-    built from the mode first, so the compare (the carry chain, the slow part) only drives the last 2-to-1
-    multiplexer."""
+def reduction(mode):
+    """The reduction of `mode` decoded, to register a stage ahead of `combine`: [signed compare, keeps the
+    lower value, or, and]."""
+    return [(mode == MODE_MAX) | (mode == MODE_MIN), (mode == MODE_MIN) | (mode == MODE_UMIN),
+            mode == MODE_OR, mode == MODE_AND]
+
+
+def combine(module, op, act, a, b):
+    """A signal: a (op) b for the six modes, or b alone when not `act`. `op`: `reduction`'s flags, as
+    registers. Both outcomes of the compare are built first (kept as nets, so synthesis does not fold them
+    into the logic after the compare): the compare (the carry chain, the slow part) only drives the last
+    2-to-1 multiplexer."""
+    signed, lower, is_or, is_and = op
     width = len(a)
-    flip, gt = Signal(width), Signal()
-    if_gt, if_le, out = Signal(width), Signal(width), Signal(width)
+    flip, diff = Signal(width), Signal(width + 1)
+    if_gt, if_le = Signal(width, attr={"keep"}), Signal(width, attr={"keep"})
+    other = Mux(is_or, a | b, a & b)
     module.comb += [
-        flip.eq(Mux((mode == MODE_MAX) | (mode == MODE_MIN), 1 << (width - 1), 0)),
-        gt.eq((a ^ flip) > (b ^ flip)),
-        If(~act,
-            if_gt.eq(b), if_le.eq(b),
-        ).Else(Case(mode, {
-            MODE_MAX: [if_gt.eq(a), if_le.eq(b)], MODE_UMAX: [if_gt.eq(a), if_le.eq(b)],
-            "default": [if_gt.eq(b), if_le.eq(a)],          # min, umin
-            MODE_OR: [if_gt.eq(a | b), if_le.eq(a | b)], MODE_AND: [if_gt.eq(a & b), if_le.eq(a & b)],
-        })),
-        out.eq(Mux(gt, if_gt, if_le)),
+        flip.eq(signed << (width - 1)),
+        # a > b as the borrow of b - a alone (yosys builds `>` from the subtraction and an equality tree)
+        diff.eq((b ^ flip) - (a ^ flip)),
+        if_gt.eq(Mux(act, Mux(is_or | is_and, other, Mux(lower, b, a)), b)),
+        if_le.eq(Mux(act, Mux(is_or | is_and, other, Mux(lower, a, b)), b)),
     ]
-    return out
+    return Mux(diff[width], if_gt, if_le)
 
 
 def bad(ident, mode, n_idents):
@@ -177,19 +182,20 @@ class SyncSlots(LiteXModule):
 class SyncLinkReceiver(LiteXModule):
     """One incoming link: deserializes the flits of a packet (they come on consecutive cycles) into a FIFO
     of 2 n_idents packets (`overflow` pulses when one is lost) and offers its head (the FIFO's, else the
-    packet completing this cycle; with one-flit packets the FIFO's only): `valid` when it can be merged now
-    (not for a round after the current one while that is done). The selector chooses in that
+    packet completing this cycle; with packets of one or two flits the FIFO's only): `valid` when it can be
+    merged now (not for a round after the current one while that is done). The selector chooses in that
     cycle and takes the offer the cycle after (`take`), when it is the FIFO's head: `entry` = head | to_cur |
-    drop, with the decisions the offer was made with.
+    drop, with the decisions the offer was made with; to_cur also when the head's slot retires in the cycle it
+    is taken (from `retire_next`, the slots' vector, the cycle before: its next round becomes current).
 
     The decisions are registered: they are made a cycle ahead for the packet that will be the head, from
-    its header (the FIFO's head, else the first flit of the packet being received) and `flags`: this link's
-    (arrived in cur, arrived in nxt, done) slot vectors, from SyncSlots (each decision is built for every
-    slot, then the header's ident picks one). A slot retires only once done, so a next-round packet waiting
-    while the current round is done never meets a retiring slot before it is chosen.
-    `busy`: the selector chose this link's previous packet in one of the last four cycles (its merge is not
-    yet in the flags the decisions were made from)."""
-    def __init__(self, rx, flags, busy, n_idents, value_width):
+    its header decoded the cycle before that (the FIFO's head, else the first flit of the packet being
+    received) and `flags`: this link's (arrived in cur, arrived in nxt, done) slot vectors, from SyncSlots
+    (each decision is built for every slot, then the header's one-hot ident picks one). A slot retires only
+    once done, so a next-round packet waiting while the current round is done never meets a retiring slot
+    before it is chosen. `busy`: the selector chose this link's previous packet in one of the last four cycles
+    (its merge is not yet in the flags the decisions were made from)."""
+    def __init__(self, rx, flags, retire_next, busy, n_idents, value_width):
         nf, pb = n_flits(value_width), packet_bits(value_width)
         pkt_h = packet_header(value_width)
         self.take = Signal()
@@ -199,20 +205,26 @@ class SyncLinkReceiver(LiteXModule):
 
         # # #
 
-        bypass = nf > 1        # a one-flit packet's header is not known the cycle before it completes
+        bypass = nf > 2        # the header of a packet of fewer flits is not known two cycles before it completes
         cnt = Signal(max=max(nf, 2))
         sh = Signal(max((nf - 1) * LINK_WIDTH, 1))
         hdr = Signal(PKT_HEADER_BITS)         # the first flit's header bits (packets of several flits)
         new, pkt, head = Signal(), Signal(pb), Signal(pb)
-        self.fifo = fifo = SyncFIFO(pb, 2 * n_idents, fwft=True)
-        nonempty = Signal()         # fifo.readable, as a register of its own
-        self.sync += nonempty.eq((fifo.level + (fifo.we & fifo.writable) - (fifo.re & fifo.readable)) != 0)
+        # a FIFO entry is the packet and its header decoded (one-hot ident, bad), so the decisions below are
+        # AND-ORs of the FIFO's output
+        decode = lambda h: Cat((C(1, n_idents) << pkt_h.field(h, "ident"))[:n_idents],
+                               bad(pkt_h.field(h, "ident"), pkt_h.field(h, "mode"), n_idents))
+        self.fifo = fifo = SyncFIFO(pb + n_idents + 1, 2 * n_idents, fwft=True)
+        # fifo.readable as a register of its own: the next level is not 0 (no adder: a write, two entries or
+        # more, or one entry not read now)
+        nonempty = Signal()
+        self.sync += nonempty.eq(fifo.we | (fifo.level >= 2) | ((fifo.level == 1) & ~fifo.re))
         self.comb += [
             # the flits of a packet come on consecutive cycles: the last one is due when cnt says so
             *([] if nf > 1 else [new.eq(rx.valid)]),
             pkt.eq(Cat(sh, rx.data) if nf > 1 else rx.data),
-            head.eq(fifo.dout),
-            fifo.din.eq(pkt),
+            head.eq(fifo.dout[:pb]),
+            fifo.din.eq(Cat(pkt, decode(pkt))),
             fifo.we.eq(new),
             self.overflow.eq(fifo.we & ~fifo.writable),
             fifo.re.eq(self.take),
@@ -226,13 +238,19 @@ class SyncLinkReceiver(LiteXModule):
                 If(cnt == 0, hdr.eq(rx.data)),
                 If(cnt == nf - 1, cnt.eq(0)).Else(cnt.eq(cnt + 1),
                     sh.eq(Cat(sh[LINK_WIDTH:], rx.data) if nf > 2 else rx.data)))
-        # The header of next cycle's head: the FIFO's head, else the packet completing now (its first flit
-        # in hdr) or next cycle (its first flit in hdr, or on the wire now with two flits).
-        nxt_hdr = Signal(PKT_HEADER_BITS)
-        self.comb += nxt_hdr.eq(Mux(fifo.readable, fifo.dout, Mux(cnt == 0, rx.data, hdr) if nf > 1 else rx.data))
-        ident, mode = pkt_h.field(nxt_hdr, "ident"), pkt_h.field(nxt_hdr, "mode")
+        # The decoded header of the head two cycles ahead (registered in `nxt`, so that the decisions are made
+        # from registers): the FIFO's head (a link chosen is not offered again before the merge of its packet is
+        # in the flags, so the FIFO's head then stays), else the packet being received: its first flit in hdr, or
+        # on the wire now when it can complete within two cycles (three flits or fewer). A one-flit packet is
+        # not known two cycles ahead: `known` says the header is a real one.
+        incoming = rx.data if nf == 1 else hdr if nf > 3 else Mux(cnt == 0, rx.data, hdr)
+        nxt, known = Signal(n_idents + 1, name="nxt_hdr"), Signal(name="known")
+        self.sync += [
+            nxt.eq(Mux(nonempty, fifo.dout[pb:], decode(incoming))),
+            known.eq(nonempty | rx.valid if nf == 1 else 1),
+        ]
+        oh, is_bad = nxt[:n_idents], nxt[n_idents]
         a_cur, a_nxt, done = flags
-        is_bad = Signal()
         ok, to_cur, drop = Signal(name="dec_ok"), Signal(name="dec_to_cur"), Signal(name="dec_drop")
         to_cur_q, drop_q = Signal(), Signal()
         # per slot: wait while this link's packet is for a round after the current one and the current round
@@ -240,15 +258,17 @@ class SyncLinkReceiver(LiteXModule):
         # packets then go to the round that becomes current)
         wait_v, drop_v = Signal(n_idents), Signal(n_idents)
         self.comb += [
-            is_bad.eq(bad(ident, mode, n_idents)),
             wait_v.eq(a_cur & done),
             drop_v.eq(a_cur & a_nxt & ~done),
         ]
         self.sync += [
-            ok.eq(is_bad | ~SyncSlots.bit(wait_v, ident)),
-            to_cur.eq(~SyncSlots.bit(a_cur, ident)),
-            drop.eq(is_bad | SyncSlots.bit(drop_v, ident)),
-            to_cur_q.eq(to_cur), drop_q.eq(drop),
+            ok.eq(known & (is_bad | ((wait_v & oh) == 0))),
+            to_cur.eq((a_cur & oh) == 0),
+            drop.eq(is_bad | ((drop_v & oh) != 0)),
+            # a next-round packet for a slot that retires in the cycle it is taken becomes a current-round one
+            # (`retire_next` now: the slots retiring next cycle; a chosen link is not taken from now, so the
+            # head next cycle is the one `nxt` decodes)
+            to_cur_q.eq(to_cur | ((retire_next & oh) != 0)), drop_q.eq(drop),
         ]
         self.comb += [
             self.valid.eq((nonempty | (new if bypass else 0)) & ~busy & ok),
@@ -260,10 +280,8 @@ class SyncSelect(LiteXModule):
     """Stage 1: a round-robin choice among the links' offers (`choice`, one-hot), registered (`granted`); the
     cycle after, the chosen link's entry (its FIFO's head, taken then, with the slot decisions it was offered
     with) is registered: `valid`, `src` (link index), the packet fields, `to_cur` and `drop`. `suppress`: a
-    trigger waits (the node keeps every link from offering the cycle after). The decisions were made before
-    the choice: a next-round packet for a slot that retires in the pick cycle (`retire`, the slots' vector)
-    becomes a current-round one."""
-    def __init__(self, receivers, retire, value_width):
+    trigger waits (the node keeps every link from offering the cycle after)."""
+    def __init__(self, receivers, value_width):
         nl = len(receivers)
         pb = packet_bits(value_width)
         pkt_h = packet_header(value_width)
@@ -296,15 +314,16 @@ class SyncSelect(LiteXModule):
             self.valid.eq(g_valid), self.src.eq(onehot_index(self.granted, nl)),
             self.ident.eq(pkt_h.field(chosen, "ident")), self.mode.eq(pkt_h.field(chosen, "mode")),
             self.err.eq(pkt_h.field(chosen, "error")), self.value.eq(pkt_h.field(chosen, "value")),
-            self.to_cur.eq(chosen[pb] | (retire >> pkt_h.field(chosen, "ident"))[0]), self.drop.eq(chosen[pb + 1]),
+            self.to_cur.eq(chosen[pb]), self.drop.eq(chosen[pb + 1]),
         ]
 
 
 class SyncMerge(LiteXModule):
     """Stages 2 and 3. Read (R): the selected packet, else the local trigger (`sink`), reads its slot's
-    entries in both banks into registers, with the write pending now and whether the merge stage writes the
-    same entry now. Merge (M): picks the round's values (the newest write wins; `r_t*`), combines them with
-    the contribution and drives the merge port of SyncSlots.
+    entries in both banks into registers (each with the write pending now in its place), its mode decoded
+    (`reduction`) and whether the merge stage writes the same entry now. Merge (M): picks the round's values
+    (the newest write wins; `r_t*`), combines them with the contribution by the contribution's mode and
+    drives the merge port of SyncSlots.
 
     A trigger waits while a packet is selected, its slot retires or a trigger was taken the cycle before (its
     flags are not in yet); `suppress` then keeps every link from being chosen the cycle after, so it waits at
@@ -350,9 +369,10 @@ class SyncMerge(LiteXModule):
         # current round is complete).
         adr, fwd = Signal(slots.ib + 1), Signal()
         r_mode, r_err, r_val = Signal(MODE_BITS), Signal(), Signal(value_width)
-        r_act, r_bank, r_pend, r_fwd = Signal(), Signal(), Signal(), Signal()
+        r_op = [Signal() for _ in reduction(e_mode)]
+        r_act, r_bank, r_fwd = Signal(), Signal(), Signal()
         width = len(slots.w_dat)
-        r_banks, r_wdat = [Signal(width), Signal(width)], Signal(width)
+        r_banks = [Signal(width), Signal(width)]
         self.comb += [
             adr.eq(slots.entry(e_ident, ~e_cur)),
             fwd.eq(self.m_ok & (slots.adr == adr)),
@@ -360,24 +380,24 @@ class SyncMerge(LiteXModule):
         self.sync += [
             self.m_ok.eq(e_valid & ~e_drop), self.m_src.eq(e_src),
             self.m_ident.eq(e_ident), self.m_cur.eq(e_cur | bit(slots.retire, e_ident)), slots.adr.eq(adr),
-            r_mode.eq(e_mode), r_err.eq(e_err), r_val.eq(e_val),
+            r_mode.eq(e_mode), r_err.eq(e_err), r_val.eq(e_val), *[r.eq(v) for r, v in zip(r_op, reduction(e_mode))],
             r_act.eq(fwd | Mux(e_cur, bit(slots.act, e_ident), bit(slots.nact, e_ident))),
-            # the entry in both banks and the write pending now; stage M picks, or takes the write that M
-            # makes now (then in slots.w_dat)
-            *[r.eq(b) for r, b in zip(r_banks, slots.read_banks(e_ident))],
-            r_wdat.eq(slots.w_dat), r_bank.eq(adr[slots.ib]), r_pend.eq(slots.w_we & (slots.w_adr == adr)),
-            r_fwd.eq(fwd),
+            # the entry in both banks, each with the write pending now (by the index alone: no bank look-up on
+            # this path); stage M picks, or takes the write that M makes now (then in slots.w_dat)
+            *[r.eq(Mux(slots.w_we & (slots.w_adr == Cat(e_ident[:slots.ib], b)), slots.w_dat, data))
+              for b, (r, data) in enumerate(zip(r_banks, slots.read_banks(e_ident)))],
+            r_bank.eq(adr[slots.ib]), r_fwd.eq(fwd),
         ]
         # Stage M.
         mism = Signal()
         r_terr, r_tmode, r_tacc = Signal(), Signal(MODE_BITS), Signal(value_width)
         self.comb += [
-            Cat(r_terr, r_tmode, r_tacc).eq(
-                Mux(r_fwd, slots.w_dat, Mux(r_pend, r_wdat, Mux(r_bank, *r_banks[::-1])))),
+            Cat(r_terr, r_tmode, r_tacc).eq(Mux(r_fwd, slots.w_dat, Mux(r_bank, *r_banks[::-1]))),
             mism.eq(r_act & (r_tmode != r_mode)),
             self.m_mode.eq(Mux(r_act, r_tmode, r_mode)),
             self.m_err.eq(r_err | (r_act & (r_terr | mism))),
-            self.m_acc.eq(combine(self, r_tmode, r_act, r_tacc, r_val)),
+            # the contribution's reduction (with another mode stored the round is in error, its value undefined)
+            self.m_acc.eq(combine(self, r_op, r_act, r_tacc, r_val)),
             self.ev_mismatch.eq(self.m_ok & mism),
         ]
 
@@ -412,11 +432,12 @@ class SyncCompletion(LiteXModule):
 
 
 class SyncTransmitter(LiteXModule):
-    """The links' transmitters. Each cycle every link registers its choice: the lowest slot it has a message
-    pending for (own trigger in, the message's dependencies `common.deps` arrived, not sent yet). A link that
-    is idle with a choice starts it: the first flit straight from the slot state (through a RAM read port of
-    its own), the others from its snapshot register. A message stays pending until its link sends it, so a
-    choice a cycle old still holds."""
+    """The links' transmitters. Each cycle every link registers the slots it has a message pending for (own
+    trigger in, the message's dependencies `common.deps` arrived, not sent yet, not starting now), and the
+    cycle after its choice: the lowest of them. A link that is idle with a choice starts it: the first flit
+    from the slot state (through a RAM read port of its own), the others from its snapshot register, each
+    through the link's output register (on the wire the cycle after). A message stays pending until its link
+    sends it, so a choice two cycles old still holds."""
     def __init__(self, tx, slots, neighbours, n_idents, value_width):
         nf, pb = n_flits(value_width), packet_bits(value_width)
         pkt_h = packet_header(value_width)
@@ -428,26 +449,31 @@ class SyncTransmitter(LiteXModule):
             link = tx[d]
             # directions without a neighbour count as arrived
             need = [slots.arr[o] for o in deps(d) if o in neighbours]
-            pend, ch_v, ch_idx, ch_oh = Signal(n_idents), Signal(), Signal(IDENT_BITS), Signal(n_idents)
+            pend, pend_q = Signal(n_idents), Signal(n_idents)
+            ch_v, ch_idx, ch_oh = Signal(), Signal(IDENT_BITS), Signal(n_idents)
             idle, start = Signal(), slots.tx_start[d]
             sh = Signal(max((nf - 1) * LINK_WIDTH, 1))
             rem = Signal(max=max(nf, 2))
             b_err, b_mode, b_acc = Signal(), Signal(MODE_BITS), Signal(value_width)
             pkt = Signal(nf * LINK_WIDTH)
-            # (with one-flit packets a link starting now is idle next cycle: its slot is not pending then)
-            sending = [~Mux(start, ch_oh, 0)] if nf == 1 else []
+            # the message starting now is sent from next cycle on; with one-flit packets a link starting now is
+            # idle next cycle, and its choice then comes from the pending slots of the cycle before
+            sending = ~Mux(start, ch_oh, 0)
             self.comb += [
-                pend.eq(reduce_and([slots.self_eff, *need, ~slots.sent[d], *sending])),
+                pend.eq(reduce_and([slots.self_eff, *need, ~slots.sent[d]])),
                 idle.eq(rem == 0),
                 start.eq(idle & ch_v),
                 slots.tx_slot[d].eq(ch_oh),
                 Cat(b_err, b_mode, b_acc).eq(slots.read(slots.entry(ch_idx, onehot=ch_oh))),
                 pkt.eq(Cat(pkt_h.value(ident=ch_idx, mode=b_mode, error=b_err, value=b_acc)[:pb], *pad)),
+            ]
+            # every flit leaves from a register: the link's wire starts at a flip-flop, in the grid too
+            self.sync += [
                 link.valid.eq(~idle | start),
                 link.data.eq(Mux(idle, pkt[:LINK_WIDTH], sh[:LINK_WIDTH])),
             ]
-            v, idx, oh = first_set(self, pend, n_idents)
-            self.sync += [ch_v.eq(v), ch_idx.eq(idx), ch_oh.eq(oh)]
+            v, idx, oh = first_set(self, pend_q & sending if nf == 1 else pend_q, n_idents)
+            self.sync += [pend_q.eq(pend & sending), ch_v.eq(v), ch_idx.eq(idx), ch_oh.eq(oh)]
             if nf > 1:
                 shift = [sh.eq(sh[LINK_WIDTH:])] if nf > 2 else []     # (no zero-width slice, as above)
                 self.sync += If(~idle, *shift, rem.eq(rem - 1)).Elif(start,
@@ -473,10 +499,11 @@ class SyncNode(LiteXModule):
     Pipeline: a received packet is chosen (round-robin over the links) in the cycle its last flit arrives,
     taken into the select register with its slot decisions the cycle after, its slot round is read into
     registers the cycle after that (a local trigger: in the cycle it is taken), and it is merged into the slot
-    state the cycle after that. One merge a cycle. Each link registers the slot it sends next in the cycle the
-    message's condition holds; the first flit leaves the cycle after (the other flits from a snapshot
-    register). Hop latency n_flits + 4 cycles without contention; a completion is presented the cycle after
-    its last contribution is merged.
+    state the cycle after that. One merge a cycle. Each link registers its pending messages in the cycle a
+    message's condition holds, and the slot it sends next the cycle after; the first flit is read the cycle
+    after that into the link's output register and is on the wire the cycle after that (the other flits from a
+    snapshot register). Hop latency max(n_flits, 3) + 6 cycles without contention (`common.min_hop_latency`);
+    a completion is presented the cycle after its last contribution is merged.
     """
     def __init__(self, neighbours=DIRS, fold=None, n_idents=MAX_IDENTS, value_width=DEFAULT_VALUE_WIDTH):
         neighbours = tuple(d for d in DIRS if d in set(neighbours))
@@ -504,10 +531,10 @@ class SyncNode(LiteXModule):
         for i, d in enumerate(neighbours):
             flags = (slots.arr[d], slots.narr[d], slots.done)
             busy.append(Signal())
-            rcv = SyncLinkReceiver(self.rx[d], flags, busy[i], n_idents, value_width)
+            rcv = SyncLinkReceiver(self.rx[d], flags, slots.retire_next, busy[i], n_idents, value_width)
             setattr(self, f"rx_{DIR_NAMES[d]}_receiver", rcv)
             receivers.append(rcv)
-        self.select = sel = SyncSelect(receivers, slots.retire, value_width)
+        self.select = sel = SyncSelect(receivers, value_width)
         for i in range(len(neighbours)):
             # a register: chosen in one of the last four cycles, or a waiting trigger pauses the selector
             chosen = [sel.choice[i], sel.granted[i], Signal(), Signal()]

@@ -1,6 +1,7 @@
 """Synchronizer node: no completion of an ident before every participant (the node's own trigger and each
 neighbour's message) has contributed to that round, and at most one completion per round."""
-from cores.sync.common import DIR_NAMES, N, S, E, IDENT_BITS, PKT_IDENT_LSB
+from cores.sync.common import (DIR_NAMES, N, S, E, IDENT_BITS, MODE_BITS, MODES, PKT_IDENT_LSB, PKT_MODE_LSB,
+                               packet_bits)
 from cores.sync.node import SyncNode
 from sim.formal import Mutation, Property
 
@@ -32,13 +33,34 @@ def _trigger_check():
                          for i, d in enumerate(NEIGHBOURS))
     local = len(NEIGHBOURS)
     m_trig = f"(syncnode_syncslots_m_ok && syncnode_syncslots_m_src == {local} && syncnode_syncslots_m_ident == f_id)"
-    # Lemmas on each link receiver: its FIFO's level matches its pointers, and the decisions it registered
-    # the cycle before hold for the head it offers (the slot is not retiring; a current-round packet's link
-    # has not arrived in it).
+    # Lemmas on each link receiver: its FIFO's level matches its pointers and `nonempty` its `readable`, the
+    # header it decoded the cycle before is known and its FIFO's head's when that was not taken, every entry
+    # in use carries its header decoded, and the decisions it registered the cycle before hold for the head it
+    # offers (the slot is not retiring; a current-round packet's link has not arrived in
+    # it).
     rcv = lambda i, v: f"syncnode_synclinkreceiver{i}_{v}"
+    pb = packet_bits(VALUE_WIDTH)
+    taken = "\n".join(f"reg f_taken_{i} = 0;\nalways @(posedge clk) f_taken_{i} <= {rcv(i, 'take')};"
+                      for i in range(len(NEIGHBOURS)))
+    # every FIFO entry in use carries its header decoded (one-hot ident, bad)
+    depth = 2 * N_IDENTS
+    ident = lambda w: f"{w}[{PKT_IDENT_LSB + IDENT_BITS - 1}:{PKT_IDENT_LSB}]"
+    mode = lambda w: f"{w}[{PKT_MODE_LSB + MODE_BITS - 1}:{PKT_MODE_LSB}]"
+    decoded = lambda w: ("{" + f"({ident(w)} >= {N_IDENTS}) || ({mode(w)} > {max(MODES)}), " +
+                         ", ".join(f"{ident(w)} == {j}" for j in reversed(range(N_IDENTS))) + "}")
+    entries = "\n".join(
+        f"    if ((({k} - {rcv(i, 'consume')}) & {depth - 1}) < {rcv(i, 'level')}) "
+        f"assert({mem}[{k}][{pb + N_IDENTS}:{pb}] == {decoded(f'{mem}[{k}]')});"
+        for i, mem in enumerate("storage" if i == 0 else f"storage_{i}" for i in range(len(NEIGHBOURS)))
+        for k in range(depth))
     offers = "\n".join(
         f"    assert((({rcv(i, 'produce')} - {rcv(i, 'consume')}) & {2 * N_IDENTS - 1}) == "
         f"({rcv(i, 'level')} & {2 * N_IDENTS - 1}));\n"
+        f"    assert({rcv(i, 'level')} <= {2 * N_IDENTS});\n"
+        f"    assert({rcv(i, 'nonempty')} == {rcv(i, f'syncfifo{i}_readable')});\n"
+        f"    if ({rcv(i, 'nonempty')}) assert({rcv(i, 'known')});\n"
+        f"    if ({rcv(i, 'known')} && !f_taken_{i} && {rcv(i, f'syncfifo{i}_readable')}) "
+        f"assert({rcv(i, 'nxt_hdr')} == {rcv(i, f'syncfifo{i}_dout')}[{pb + N_IDENTS}:{pb}]);\n"
         f"    if ({rcv(i, 'valid')} && !{rcv(i, 'dec_drop')}) begin\n"
         f"        assert({rcv(i, 'head')}[{IDENT_BITS - 1}:0] < {N_IDENTS});\n"
         f"        assert(!syncnode_syncslots_retire[{rcv(i, 'head')}[{IDENT_BITS - 1}:0]]);\n"
@@ -51,6 +73,7 @@ def _trigger_check():
 (* anyconst *) wire [{IDENT_BITS - 1}:0] f_id;
 always @(*) assume(f_id < {N_IDENTS});
 reg [2:0] f_open = 0;
+{taken}
 wire f_trig_now = sink_valid && sink_ready && sink_ident == f_id && !ev_trigger_drop;
 wire f_cpl_now = source_valid && source_ready && source_ident == f_id;
 always @(posedge clk) f_open <= f_open + f_trig_now - f_cpl_now;
@@ -74,6 +97,7 @@ always @(*) if (!init) begin
         if (syncnode_syncslots_m_src == {local}) assert(!syncnode_syncslots_cur_self[syncnode_syncslots_m_ident]);
     end
 {offers}
+{entries}
     // A completion presented is one of a complete round not yet taken.
     if (syncnode_synccompletion_c_valid) assert(syncnode_synccompletion_cand[syncnode_synccompletion_c_ident]);
 end
