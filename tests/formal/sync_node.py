@@ -36,8 +36,7 @@ def _trigger_check():
     # Lemmas on each link receiver: its FIFO's level matches its pointers and `nonempty` its `readable`, the
     # header it decoded the cycle before is known and its FIFO's head's when that was not taken, every entry
     # in use carries its header decoded, and the decisions it registered the cycle before hold for the head it
-    # offers (the slot is not retiring; a current-round packet's link has not arrived in
-    # it).
+    # offers (the slot is not retiring; a current-round packet's link has not arrived in it).
     rcv = lambda i, v: f"syncnode_synclinkreceiver{i}_{v}"
     pb = packet_bits(VALUE_WIDTH)
     taken = "\n".join(f"reg f_taken_{i} = 0;\nalways @(posedge clk) f_taken_{i} <= {rcv(i, 'take')};"
