@@ -245,11 +245,10 @@ class SyncLinkReceiver(LiteXModule):
         # not known two cycles ahead: `known` says the header is a real one.
         incoming = rx.data if nf == 1 else hdr if nf > 3 else Mux(cnt == 0, rx.data, hdr)
         nxt, known = Signal(n_idents + 1, name="nxt_hdr"), Signal(name="known")
-        self.sync += nxt.eq(Mux(nonempty, fifo.dout[pb:], decode(incoming)))
-        if nf == 1:
-            self.sync += known.eq(nonempty | rx.valid)
-        else:
-            self.comb += known.eq(1)
+        self.sync += [
+            nxt.eq(Mux(nonempty, fifo.dout[pb:], decode(incoming))),
+            known.eq(nonempty | rx.valid if nf == 1 else 1),
+        ]
         oh, is_bad = nxt[:n_idents], nxt[n_idents]
         a_cur, a_nxt, done = flags
         ok, to_cur, drop = Signal(name="dec_ok"), Signal(name="dec_to_cur"), Signal(name="dec_drop")
