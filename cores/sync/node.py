@@ -135,8 +135,11 @@ class SyncSlots(LiteXModule):
         wr = self.mem.get_port(write_capable=True, async_read=True)
         self.specials += wr
         self.w_we, self.w_adr, self.w_dat = Signal(), Signal(ib + 1), Signal(len(wr.dat_w))
+        self.w_oh = [Signal(1 << ib, name=f"w_oh{b}") for b in range(2)]     # per bank: w_adr's slot, one-hot
         self.sync += [self.w_we.eq(self.ok), self.w_adr.eq(self.adr),
-                      self.w_dat.eq(Cat(self.m_err, self.m_mode, self.m_acc))]
+                      self.w_dat.eq(Cat(self.m_err, self.m_mode, self.m_acc)),
+                      *[w_oh.eq(Mux(self.ok & (self.adr[ib] == b), C(1, 1 << ib) << self.adr[:ib], 0))
+                        for b, w_oh in enumerate(self.w_oh)]]
         self.comb += [wr.adr.eq(self.w_adr), wr.dat_w.eq(self.w_dat), wr.we.eq(self.w_we)]
         # a copy per bank for `read_banks` (one RAM would let yosys merge its two read ports into one port
         # whose address has the bank bit again)
@@ -153,11 +156,9 @@ class SyncSlots(LiteXModule):
         """Flag `index` of a slot vector (0 for an index past the slots)."""
         return (vector >> index)[0]
 
-    def entry(self, index, nxt=0, onehot=None):
-        """The RAM entry of slot `index`'s current round (next round when `nxt`). `onehot`: the slot also as a
-        one-hot vector (the bank bit is then an AND-OR beside the index, not a look-up after it)."""
-        b = self.bit(self.bank, index) if onehot is None else (self.bank & onehot) != 0
-        return Cat(index[:self.ib], b ^ nxt)
+    def entry(self, index, nxt=0):
+        """The RAM entry of slot `index`'s current round (next round when `nxt`)."""
+        return Cat(index[:self.ib], self.bit(self.bank, index) ^ nxt)
 
     def read(self, adr, pending=False):
         """Cat(err, mode, acc) at RAM entry `adr`, through a read port of its own (the RAM is copied per port).
@@ -322,8 +323,9 @@ class SyncSelect(LiteXModule):
 
 class SyncMerge(LiteXModule):
     """Stages 2 and 3. Read (R): the selected packet, else the local trigger (`sink`), reads its slot's
-    entries in both banks into registers (each with the write pending now in its place), its mode decoded
-    (`reduction`) and whether the merge stage writes the same entry now. Merge (M): picks the round's values
+    entries in both banks into registers (each with the write pending now in its place: a one-hot register
+    per bank, looked up by each source's ident, the source picked after), its mode decoded (`reduction`) and
+    whether the merge stage writes the same entry now. Merge (M): picks the round's values
     (the newest write wins; `r_t*`), combines them with the contribution by the contribution's mode and
     drives the merge port of SyncSlots.
 
@@ -384,10 +386,11 @@ class SyncMerge(LiteXModule):
             self.m_ident.eq(e_ident), self.m_cur.eq(e_cur | bit(slots.retire, e_ident)), slots.adr.eq(adr),
             r_mode.eq(e_mode), r_err.eq(e_err), r_val.eq(e_val), *[r.eq(v) for r, v in zip(r_op, reduction(e_mode))],
             r_act.eq(fwd | Mux(e_cur, bit(slots.act, e_ident), bit(slots.nact, e_ident))),
-            # the entry in both banks, each with the write pending now (by the index alone: no bank look-up on
-            # this path); stage M picks, or takes the write that M makes now (then in slots.w_dat)
-            *[r.eq(Mux(slots.w_we & (slots.w_adr == Cat(e_ident[:slots.ib], b)), slots.w_dat, data))
-              for b, (r, data) in enumerate(zip(r_banks, slots.read_banks(e_ident)))],
+            # the entry in both banks, each with the write pending now in its place (`w_oh`, looked up by each
+            # source's ident: no compare on this path); stage M picks, or takes the write that M makes now
+            # (then in slots.w_dat)
+            *[r.eq(Mux(Mux(sel.valid, bit(w_oh, sel.ident), bit(w_oh, sink.ident)), slots.w_dat, data))
+              for r, w_oh, data in zip(r_banks, slots.w_oh, slots.read_banks(e_ident))],
             r_bank.eq(adr[slots.ib]), r_fwd.eq(fwd),
         ]
         # Stage M.
@@ -436,8 +439,9 @@ class SyncCompletion(LiteXModule):
 class SyncTransmitter(LiteXModule):
     """The links' transmitters. Each cycle every link registers the slots it has a message pending for (own
     trigger in, the message's dependencies `common.deps` arrived, not sent yet, not starting now), and the
-    cycle after its choice: the lowest of them. A link that is idle with a choice starts it: the first flit
-    from the slot state (through a RAM read port of its own), the others from its snapshot register, each
+    cycle after its choice: the lowest of them, with its RAM entry (the slot's bank bit as of the next cycle).
+    A link that is idle with a choice starts it: the first flit from the slot state (through a RAM read port
+    of its own, addressed by those registers), the others from its snapshot register, each
     through the link's output register (on the wire the cycle after). A message stays pending until its link
     sends it, so a choice two cycles old still holds."""
     def __init__(self, tx, slots, neighbours, n_idents, value_width):
@@ -452,7 +456,7 @@ class SyncTransmitter(LiteXModule):
             # directions without a neighbour count as arrived
             need = [slots.arr[o] for o in deps(d) if o in neighbours]
             pend, pend_q = Signal(n_idents), Signal(n_idents)
-            ch_v, ch_idx, ch_oh = Signal(), Signal(IDENT_BITS), Signal(n_idents)
+            ch_v, ch_idx, ch_oh, ch_bank = Signal(), Signal(IDENT_BITS), Signal(n_idents), Signal()
             idle, start = Signal(), slots.tx_start[d]
             sh = Signal(max((nf - 1) * LINK_WIDTH, 1))
             rem = Signal(max=max(nf, 2))
@@ -466,7 +470,7 @@ class SyncTransmitter(LiteXModule):
                 idle.eq(rem == 0),
                 start.eq(idle & ch_v),
                 slots.tx_slot[d].eq(ch_oh),
-                Cat(b_err, b_mode, b_acc).eq(slots.read(slots.entry(ch_idx, onehot=ch_oh))),
+                Cat(b_err, b_mode, b_acc).eq(slots.read(Cat(ch_idx[:slots.ib], ch_bank))),
                 pkt.eq(Cat(pkt_h.value(ident=ch_idx, mode=b_mode, error=b_err, value=b_acc)[:pb], *pad)),
             ]
             # every flit leaves from a register: the link's wire starts at a flip-flop, in the grid too
@@ -475,7 +479,9 @@ class SyncTransmitter(LiteXModule):
                 link.data.eq(Mux(idle, pkt[:LINK_WIDTH], sh[:LINK_WIDTH])),
             ]
             v, idx, oh = first_set(self, pend_q & sending if nf == 1 else pend_q, n_idents)
-            self.sync += [pend_q.eq(pend & sending), ch_v.eq(v), ch_idx.eq(idx), ch_oh.eq(oh)]
+            # the choice's RAM entry registered with it: its slot's bank bit as of next cycle
+            self.sync += [pend_q.eq(pend & sending), ch_v.eq(v), ch_idx.eq(idx), ch_oh.eq(oh),
+                          ch_bank.eq(((slots.bank ^ slots.retire) & oh) != 0)]
             if nf > 1:
                 shift = [sh.eq(sh[LINK_WIDTH:])] if nf > 2 else []     # (no zero-width slice, as above)
                 self.sync += If(~idle, *shift, rem.eq(rem - 1)).Elif(start,
