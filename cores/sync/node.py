@@ -69,7 +69,7 @@ class SyncSlots(LiteXModule):
 
     Per-slot conditions (vectors): `self_eff` (own trigger, with the folded lamlet, in), `complete`,
     `retire` (a register: the slot was done with every message sent in the previous cycle, so the next round
-    becomes current now; `retire_next`: it will next cycle). `bit(vector, index)` reads one slot's flag.
+    becomes current now; `retire_next`: it will next cycle), `bank_next` (`bank` next cycle). `bit(vector, index)` reads one slot's flag.
     """
     # the slot RAM is internal: LiteX would map a Memory attribute onto the CSR bus, and that second write port
     # turns its LUT RAM into flip-flops (2.3 times the grid's LUT4 in a board build)
@@ -95,6 +95,7 @@ class SyncSlots(LiteXModule):
         self.tx_start, self.tx_slot = {d: Signal() for d in neighbours}, {d: Signal(n) for d in neighbours}
         self.self_eff, self.complete, self.retire = vec("self_eff"), vec("complete"), vec("retire")
         self.retire_next = vec("retire_next")
+        self.bank_next = vec("bank_next")        # `bank` as of the next cycle
 
         # # #
 
@@ -149,7 +150,8 @@ class SyncSlots(LiteXModule):
             self.specials += mem, port
             self.comb += [port.adr.eq(self.w_adr[:ib]), port.dat_w.eq(self.w_dat),
                           port.we.eq(self.w_we & (self.w_adr[ib] == b))]
-        self.sync += self.bank.eq(self.bank ^ r)
+        self.comb += self.bank_next.eq(self.bank ^ r)
+        self.sync += self.bank.eq(self.bank_next)
 
     @staticmethod
     def bit(vector, index):
@@ -481,7 +483,7 @@ class SyncTransmitter(LiteXModule):
             v, idx, oh = first_set(self, pend_q & sending if nf == 1 else pend_q, n_idents)
             # the choice's RAM entry registered with it: its slot's bank bit as of next cycle
             self.sync += [pend_q.eq(pend & sending), ch_v.eq(v), ch_idx.eq(idx), ch_oh.eq(oh),
-                          ch_bank.eq(((slots.bank ^ slots.retire) & oh) != 0)]
+                          ch_bank.eq((slots.bank_next & oh) != 0)]
             if nf > 1:
                 shift = [sh.eq(sh[LINK_WIDTH:])] if nf > 2 else []     # (no zero-width slice, as above)
                 self.sync += If(~idle, *shift, rem.eq(rem - 1)).Elif(start,
