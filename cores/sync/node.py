@@ -69,7 +69,8 @@ class SyncSlots(LiteXModule):
 
     Per-slot conditions (vectors): `self_eff` (own trigger, with the folded lamlet, in), `complete`,
     `retire` (a register: the slot was done with every message sent in the previous cycle, so the next round
-    becomes current now; `retire_next`: it will next cycle), `bank_next` (`bank` next cycle). `bit(vector, index)` reads one slot's flag.
+    becomes current now; `retire_next`: it will next cycle), `bank_next` (`bank` next cycle). `bit(vector,
+    index)` reads one slot's flag.
     """
     # the slot RAM is internal: LiteX would map a Memory attribute onto the CSR bus, and that second write port
     # turns its LUT RAM into flip-flops (2.3 times the grid's LUT4 in a board build)
