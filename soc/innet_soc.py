@@ -180,7 +180,7 @@ class InnetSoC(SoCCore):
         """A RIFL network: hosts (L2 over L1) on a RIFL switch over lossy links, with on-chip generators and
         checkers and a BER CSR per link. Keyword arguments go to RIFLNetBlock (n, frame_bits, data_width,
         latency)."""
-        from cores.rifl.soc_block import RIFLNetBlock
+        from cores.rifl_net.soc_block import RIFLNetBlock
         return self._register_core(name, RIFLNetBlock(**kwargs))
 
     def add_switch(self, name=CORE_NAMES["switch"], **kwargs):

@@ -1,4 +1,4 @@
-"""The RIFL network SoC block (cores.rifl.soc_block.RIFLNetBlock: 4 hosts and a 4-port switch over lossy links,
+"""The RIFL network SoC block (cores.rifl_net.soc_block.RIFLNetBlock: 4 hosts and a 4-port switch over lossy links,
 on-chip generators and checkers) as a Verilated model: independent bit errors on every link, a forced
 undetectable error, every packet accounted for by the checkers."""
 import pytest

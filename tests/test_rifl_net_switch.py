@@ -6,7 +6,7 @@ import pytest
 
 from cores.rifl.common import CHANNEL_RANDOM
 from software.rifl.demo import random_thresholds
-from cores.rifl.topology import one_switch
+from cores.rifl_net.topology import one_switch
 from tests.harness.rifl_net import check_run, net_model, random_packets, seeded
 
 TOPO = one_switch(4)

@@ -1,10 +1,10 @@
-"""Two levels of RIFL switches (two 4-port leaves under a 4-port spine, cores.rifl.topology.leaf_spine) in
+"""Two levels of RIFL switches (two 4-port leaves under a 4-port spine, cores.rifl_net.topology.leaf_spine) in
 one Verilated network at F = 64 (6-byte frame payloads, 64-bit hosts and fabric: a small model): 3-hop routes
 across the spine and 1-hop ones inside a leaf, replies sent back on the reply route the receiving reassembler
 computed, errors on every link both ways."""
 import pytest
 
-from cores.rifl.topology import leaf_spine
+from cores.rifl_net.topology import leaf_spine
 from tests.harness.rifl_net import check_run, net_model, random_packets, seeded
 from tests.test_rifl_net_switch import ber_events
 

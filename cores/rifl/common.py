@@ -216,8 +216,8 @@ L2_PACKET_BYTES = L2_HEADER_BYTES + SEGMENT_BYTES  # 262 bytes on the L1 stream,
 # segment is recovered from it. Lengths 1..L2_MAX_PACKET_BYTES.
 L2_LENGTH_BYTES = 2
 L2_MAX_PACKET_BYTES = (1 << (8 * L2_LENGTH_BYTES)) - 1 - L2_LENGTH_BYTES
-# Largest upper-layer packet of a RIFL network by default (cores/rifl/network.py): sizes the hosts'
-# reassembly contexts and the switches' VOQ headroom (cores.switch.line_card.voq_sizing).
+# Largest upper-layer packet of a RIFL network by default (cores/rifl_net/network.py): sizes the hosts'
+# reassembly contexts and the switches' VOQ headroom (cores.rifl_net.line_card.voq_sizing).
 L2_NET_MAX_PACKET = 2048
 
 
@@ -477,33 +477,6 @@ LOOPBACK_COUNTERS = (
 PCAP_DLT_L1 = 147              # one Layer 1 frame a record, F / 8 bytes as on the line (scrambled, MSB first)
 PCAP_DLT_L2 = 148              # one Layer 1 packet a record: a Layer 2 packet (header and segment)
 WTAP_ENCAP_USER0, PCAP_DLT_USER0 = 45, 147
-
-# RIFLNetBlock (cores/rifl/soc_block.py): n hosts on one switch, a generator and a checker per host.
-NET_MIN_LENGTH = 8             # bytes: the packet's tag (source, flow sequence number) fits
-NET_LENGTH_BITS = 9            # packet lengths NET_MIN_LENGTH + 0..2^9 - 1 bytes (a hash of source and sequence)
-NET_CONTROL = Header.from_lsb_layout([("enable", 1), ("random", 1)])
-NET_SUMS = [
-    ("cells_in", "cells the switch's VOQs accepted"),
-    ("cells_out", "cells the switch's outputs delivered"),
-    ("drop_full", "cells dropped by a full VOQ (0: flow control held every sender)"),
-    ("fc_voq_frames", "per-VOQ flow-control frames the switch sent over its links"),
-    ("replays", "replay episodes of all endpoints (hosts and switch ports)"),
-    ("rx_errors", "receive errors of all endpoints"),
-    ("link_downs", "link up -> down transitions of all endpoints"),
-]
-
-
-def net_block_counters(n, channels):
-    """RIFLNetBlock's counters: per host h{h}_sent and the checker's CHK_COUNTERS, the NET_SUMS, per channel
-    c{c}_errors and c{c}_undetected."""
-    out = []
-    for h in range(n):
-        out += [(f"h{h}_{name}", f"host {h}: {desc}") for name, desc in GEN_COUNTERS + CHK_COUNTERS]
-    out += NET_SUMS
-    for c in range(channels):
-        out += [(f"c{c}_{name}", f"channel {c}: {dict(CHANNEL_COUNTERS)[name]}") for name in ("errors", "undetected")]
-    return out
-
 
 # RIFLLoopback's CSR words with fields (the others are plain numbers: err_ab, err_ba, limit, rx_ready, cycles).
 LOOPBACK_CONTROL = Header.from_bits({"enable": (0, 1), "down_ab": (1, 1), "down_ba": (2, 1), "burst": (8, 4)})

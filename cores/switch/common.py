@@ -71,9 +71,6 @@ SWITCH_COUNTERS = [         # of the RIFLSwitch itself
     ("fc_hold", "Cycles outputs held a cell whose downstream queue was paused."),
     ("fc_bad", "Downstream flow-control channels out of range (ignored)."),
 ]
-LINE_CARD_COUNTERS = [      # of each RIFLLineCard (besides its L1 endpoint's)
-    ("malformed", "Layer 1 packets received that were not one Layer 2 packet long (completed or truncated)."),
-]
 # RIFLSwitch(with_csr=True), in the CSR bank's order: the VOQ counters summed over the inputs, the switch's own
 # and the network's.
 _COUNTER_DOC = dict(VOQ_COUNTERS + SWITCH_COUNTERS +

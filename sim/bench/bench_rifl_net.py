@@ -37,15 +37,15 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from cores.rifl.common import CHANNEL_RANDOM, SEGMENT_BYTES
-from cores.rifl.network import net_contexts
+from cores.rifl_net.line_card import cell_frames
+from cores.rifl_net.network import net_contexts
 from cores.switch.common import CELL_BYTES
-from cores.switch.line_card import cell_frames
 from sim.bench.framework import BenchResult, Table, plot_path
 from sim.bench.sweep import sweep, sweep_stats, tasks
 from sim.verilated.rifl_net import NetModel, Packet
 from sim.verilated.switch import run_scheduler, scheduler
 from software.rifl.demo import random_thresholds
-from cores.rifl.topology import one_switch
+from cores.rifl_net.topology import one_switch
 from software.switch import reference, traffic
 
 FRAME_BITS = 256
@@ -311,7 +311,7 @@ def plots(points):
 def ecp5_line_card():
     """ECP5 factory (sim.bench.ecp5.synth_point): one switch line card (L1 endpoint, L2 deframer and framer,
     F = 256, 256-bit cells, rtt 16)."""
-    from cores.switch.line_card import RIFLLineCard
+    from cores.rifl_net.line_card import RIFLLineCard
     return line_card_ios(RIFLLineCard(256, 256, rtt=16))
 
 

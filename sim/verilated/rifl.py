@@ -111,8 +111,9 @@ int main(int argc, char **argv) {
 def net_block(n=4, frame_bits=64, data_width=64, latency=8, build=True, quick_build=False):
     """The Verilated model of RIFLNetBlock: run `net_point(model, cycles, drain, thresholds, force=(c, at))`
     (build=False: its digest only; quick_build: sim.verilated's cheaper C++ build, for runs of ~10^5 cycles)."""
-    from cores.rifl.common import CHANNEL_RANDOM_MAX_BITS, NET_CONTROL
-    from cores.rifl.soc_block import RIFLNetBlock
+    from cores.rifl.common import CHANNEL_RANDOM_MAX_BITS
+    from cores.rifl_net.common import NET_CONTROL
+    from cores.rifl_net.soc_block import RIFLNetBlock
     dut = RIFLNetBlock(n, frame_bits, data_width, latency)
     ports = {"control": (dut.control.storage, True), "limit": (dut.limit.storage, True),
              "down": (dut.down.storage, True), "force_bits": (dut.force.storage, True), "force_re": (dut.force.re, True),

@@ -1,4 +1,4 @@
-"""A RIFL network (cores.rifl.network.RIFLNetwork) as one Verilated model on sim.verilated, with a C++ harness
+"""A RIFL network (cores.rifl_net.network.RIFLNetwork) as one Verilated model on sim.verilated, with a C++ harness
 that plays hosts' packets in, takes what the hosts deliver, and drives the links' error and down controls.
 
     model = NetModel(one_switch(4), latency=8)                 # built once, cached by sim.verilated
@@ -30,8 +30,9 @@ from cores.lib.counters import COUNTER_BITS
 from cores.rifl.common import (CHANNEL_RANDOM_MAX_BITS, EP_COUNTERS, FC_GATE_COUNTERS, L2_RX_COUNTERS, L2_TX_COUNTERS,
                                PCAP_DLT_L1, PCAP_DLT_L2)
 from cores.rifl.endpoint import fc_gate_channel
-from cores.rifl.network import RIFLNetwork
-from cores.switch.common import LINE_CARD_COUNTERS, SWITCH_COUNTERS, VOQ_COUNTERS
+from cores.rifl_net.network import RIFLNetwork
+from cores.rifl_net.common import LINE_CARD_COUNTERS
+from cores.switch.common import SWITCH_COUNTERS, VOQ_COUNTERS
 from sim.verilated import Model, flat_ports
 
 Packet = namedtuple("Packet", "src t length dst echo", defaults=(False,))

@@ -1,1 +1,1 @@
-"""Host software of the RIFL network SoC block (cores.rifl.soc_block.RIFLNetBlock): its `make sim` demo."""
+"""Host software of the RIFL network SoC block (cores.rifl_net.soc_block.RIFLNetBlock): its `make sim` demo."""

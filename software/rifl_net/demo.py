@@ -1,6 +1,7 @@
 """RIFL network demo over a live SoC (make sim): 4 hosts and a 4-port RIFL switch on chip, traffic from every host
 to every other, independent bit errors on every link, one forced undetectable error; raises on any loss."""
-from cores.rifl.common import CHANNEL_RANDOM_MAX_BITS, CHK_COUNTERS, CHK_FAULTS, NET_CONTROL, net_block_counters
+from cores.rifl.common import CHANNEL_RANDOM_MAX_BITS, CHK_COUNTERS, CHK_FAULTS
+from cores.rifl_net.common import NET_CONTROL, net_block_counters
 from soc.common import CORE_NAMES
 from software.rifl.demo import random_thresholds, reg, wait_cycles
 

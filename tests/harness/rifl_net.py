@@ -1,5 +1,5 @@
 """Shared helpers of the RIFL network tests: the Verilated networks (built once per configuration), seeded
-traffic, and the check of a run against the topology's reference routing (cores.rifl.topology) and
+traffic, and the check of a run against the topology's reference routing (cores.rifl_net.topology) and
 the Layer 2 reference (cores.rifl.common.l2_forward, reply_route)."""
 import random
 from collections import Counter, defaultdict

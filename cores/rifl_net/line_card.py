@@ -11,7 +11,8 @@ from cores.rifl.common import (FC_LAYOUT, L2_LENGTH_BYTES, L2_NET_MAX_PACKET, L2
                                holdoff_cycles, payload_bytes)
 from cores.rifl.l2 import L2Deframer, L2Framer
 from cores.rifl.link import RIFLEndpoint
-from cores.switch.common import LINE_CARD_COUNTERS, cell_layout, check_ports
+from cores.rifl_net.common import LINE_CARD_COUNTERS
+from cores.switch.common import cell_layout, check_ports
 from cores.switch.switch import RIFLSwitch
 
 

@@ -5,7 +5,7 @@ from litex.gen import LiteXModule
 from cores.rifl.channel import RIFLChannel
 from cores.rifl.common import L2_NET_MAX_PACKET, L2_RX_CONTEXTS, L2_RX_CONTEXTS_MAX
 from cores.rifl.endpoint import RIFLHost
-from cores.switch.line_card import RIFLSwitchNode, cell_frames
+from cores.rifl_net.line_card import RIFLSwitchNode, cell_frames
 
 
 def net_contexts(hosts):
@@ -18,7 +18,7 @@ def net_contexts(hosts):
 
 
 class RIFLNetwork(LiteXModule):
-    """The hosts, switches and links of `topology` (cores.rifl.topology.Topology).
+    """The hosts, switches and links of `topology` (cores.rifl_net.topology.Topology).
 
     hosts[h]: RIFLHost(frame_bits, data_width, rtt = 2 latency, down_ports, n_sources, max_packet);
     switches[s]: RIFLSwitchNode(n, frame_bits, rtt, data_width, iterations, cell_cycles); the fabric's cell
