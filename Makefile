@@ -47,7 +47,7 @@ test: deps
 	$(PY) -m pytest -n 2 --timeout 2400 $(PYTEST_ARGS)
 
 allreduce: deps
-	$(PY) -m software.minisharp.allreduce --topology $(TOPOLOGY) --ranks $(RANKS) --elements $(ELEMENTS) $(ALLREDUCE_ARGS)
+	$(PY) -m sim.allreduce --topology $(TOPOLOGY) --ranks $(RANKS) --elements $(ELEMENTS) $(ALLREDUCE_ARGS)
 
 bench: deps
 	$(PY) -m sim.bench $(BENCH) $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(WORKERS),--workers $(WORKERS)) \

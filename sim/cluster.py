@@ -24,18 +24,10 @@ import sys
 import time
 
 from sim import ROOT, target, verilated
-from sim.runner import VSIM_COMMAND, NamespaceSession, SimulationFailed, _die_with_parent, _kill_group
-from software.minisharp.topology import MGMT_HOST_IP
+from sim.runner import VSIM_COMMAND, NamespaceSession, SimulationFailed, die_with_parent, kill_group
+from software.minisharp.topology import MGMT_HOST_IP, mgmt_tap, tap_name
 
 MGMT_BRIDGE = "br-mgmt"
-
-
-def tap_name(switch, port):
-    return f"{switch}-p{port}"
-
-
-def mgmt_tap(switch):
-    return f"{switch}-m"
 
 
 def soc_options(topology):
@@ -128,7 +120,7 @@ class SimCluster(NamespaceSession):
         log = open(os.path.join(run, "vsim.log"), "w")
         self.procs[sw] = subprocess.Popen(["ip", "netns", "exec", self.ns, *VSIM_COMMAND], cwd=run,
                                           stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                          start_new_session=True, preexec_fn=_die_with_parent)
+                                          start_new_session=True, preexec_fn=die_with_parent)
         log.close()
 
     def _links(self):
@@ -186,7 +178,7 @@ class SimCluster(NamespaceSession):
         """Kill every host process and simulator, delete the namespace (TAPs and bridges with it), remove
         the run folders."""
         for p in self.procs.values():
-            _kill_group(p)
+            kill_group(p)
         self.delete_namespace()
         shutil.rmtree(self.dir, ignore_errors=True)
 

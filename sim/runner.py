@@ -44,7 +44,7 @@ VSIM_COMMAND = ["stdbuf", "-oL", "-eL", "obj_dir/Vsim"]
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent():
+def die_with_parent():
     """preexec_fn: SIGKILL this process when the process that started it dies."""
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -80,7 +80,7 @@ def _delete_namespace(ns):
         time.sleep(0.1)
 
 
-def _kill_group(proc, grace=3.0):
+def kill_group(proc, grace=3.0):
     if proc is None or proc.poll() is not None:
         return
     try:
@@ -131,7 +131,7 @@ class NamespaceSession:
 
     def delete_namespace(self):
         for p in self.hosts:
-            _kill_group(p, grace=1.0)
+            kill_group(p, grace=1.0)
         self.hosts = []
         if self._ns_created:
             _delete_namespace(self.ns)
@@ -148,7 +148,7 @@ class NamespaceSession:
     def popen(self, cmd, **kwargs):
         """Start a host process inside the namespace (killed on exit if still running)."""
         p = subprocess.Popen(["ip", "netns", "exec", self.ns, *cmd], cwd=ROOT, env=self.env(),
-                             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent, **kwargs)
+                             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent, **kwargs)
         self.hosts.append(p)
         return p
 
@@ -159,10 +159,10 @@ class NamespaceSession:
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(p, grace=1.0)
+            kill_group(p, grace=1.0)
             raise SimulationFailed(f"`{' '.join(cmd)}` timed out after {timeout} s") from None
         except BaseException:
-            _kill_group(p, grace=1.0)
+            kill_group(p, grace=1.0)
             raise
         self.hosts.remove(p)
         if check:
@@ -199,7 +199,7 @@ class SimSession(NamespaceSession):
             log = open(self.log_path, "w")
             self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, *VSIM_COMMAND], cwd=self.gateware_dir,
                                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True, preexec_fn=_die_with_parent)
+                                         start_new_session=True, preexec_fn=die_with_parent)
             log.close()
             self.started_at = time.monotonic()
             self._wait_ready()
@@ -232,7 +232,7 @@ class SimSession(NamespaceSession):
 
     def stop(self):
         """Kill everything started (Vsim and any command still running in the namespace), delete the namespace."""
-        _kill_group(self.proc)
+        kill_group(self.proc)
         self.delete_namespace()
 
     def __exit__(self, exc_type, *exc):

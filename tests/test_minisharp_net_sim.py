@@ -76,7 +76,7 @@ def test_ctrl_c_during_an_allreduce_removes_everything(tmp_path):
     the driver exits non-zero (SIGTERM takes the same path: sim.runner turns it into KeyboardInterrupt). The
     driver's output goes to a file: a pipe nobody reads while the ranks run fills and blocks the driver."""
     log = open(str(tmp_path / "allreduce.log"), "w+")
-    p = subprocess.Popen([sys.executable, "-m", "software.minisharp.allreduce", "--elements", "400000"], cwd=ROOT,
+    p = subprocess.Popen([sys.executable, "-m", "sim.allreduce", "--elements", "400000"], cwd=ROOT,
                          stdout=log, stderr=subprocess.STDOUT, text=True, preexec_fn=_deaf_to_ctrl_c)
 
     def output():

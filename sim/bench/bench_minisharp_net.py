@@ -1,7 +1,7 @@
 """MiniSharp network benchmark: allreduce over simulated MiniSharp FPGAs, per-level latency, link traffic.
 
 * Wall time of a 1M-element FP32 allreduce of 4 ranks (separate host processes) through the 2-leaf + spine
-  network of litex_sim SoCs (software.minisharp.allreduce), against the same run on one switch and against a
+  network of litex_sim SoCs (sim.allreduce), against the same run on one switch and against a
   host-only reduction of the same vectors (the exact Fraction reference, and numpy's float32 sum), all in
   one run; with exact partials and with FP32 partials.
 * Per-level latency in cycles on the cycle-accurate model (the cluster's switch build, Verilated): from the
@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from cores.minisharp import common as ms
+from sim import allreduce
 from sim.bench.framework import BenchResult, Table
-from software.minisharp import allreduce
 from software.minisharp import packets as P
 from software.minisharp.reference import encode_partial, partial_of
 from software.minisharp.topology import TOPOLOGIES

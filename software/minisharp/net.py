@@ -22,12 +22,11 @@ import time
 import numpy as np
 
 from cores.minisharp import common as ms
-from sim.cluster import tap_name
 from soc.common import CORE_NAMES
 from software.client import InnetClient
 from software.minisharp import packets as P
 from software.minisharp.host import RawSocketTransport
-from software.minisharp.topology import TOPOLOGIES
+from software.minisharp.topology import TOPOLOGIES, tap_name
 
 PREFIX = CORE_NAMES["minisharp"]
 SLOT_TIMEOUT_TICKS = 8          # ticks of 2^16 cycles: a few seconds of simulation, beyond any rank's retry
@@ -36,7 +35,7 @@ SLOT_TIMEOUT_TICKS = 8          # ticks of 2^16 cycles: a few seconds of simulat
 def switches():
     env = os.environ.get("INNET_CLUSTER")
     if not env:
-        raise SystemExit("INNET_CLUSTER is not set: run inside sim.cluster (python -m software.minisharp.allreduce)")
+        raise SystemExit("INNET_CLUSTER is not set: run inside sim.cluster (python -m sim.allreduce)")
     return json.loads(env)
 
 

@@ -19,6 +19,16 @@ MGMT_NET = "192.168.1"
 MGMT_HOST_IP = f"{MGMT_NET}.100"        # the host tools' address on the management bridge
 
 
+def tap_name(switch, port):
+    """The network interface of data port `port` of switch `switch` in a simulated network (sim.cluster)."""
+    return f"{switch}-p{port}"
+
+
+def mgmt_tap(switch):
+    """The management port's network interface of switch `switch` in a simulated network."""
+    return f"{switch}-m"
+
+
 @dataclass
 class Topology:
     switches: dict                       # name -> number of data ports

@@ -1,6 +1,6 @@
 """`make allreduce`: an FP32 allreduce from separate host processes through a simulated MiniSharp network.
 
-    python -m software.minisharp.allreduce --topology spine-leaf --ranks 4 --elements 100000
+    python -m sim.allreduce --topology spine-leaf --ranks 4 --elements 100000
 
 Builds the switches' simulators if missing, starts the topology (sim.cluster: every SoC, TAP and bridge in
 one private namespace), configures every switch over Etherbone, installs the contexts from the AM, runs one
