@@ -11,12 +11,8 @@ from litex.gen import LiteXModule
 from litex.soc.cores.clock import ECP5PLL
 from litex_boards.platforms import colorlight_5a_75b
 
-from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
-
-from boards.ports import (BOARD_CORE_OPTIONS, DATA_PORT_SYS_CLK_FREQ, DRAM_CPU, MGMT_CLK_FREQ, add_minisharp_ports,
-                          sparsr_options)
-from soc.common import SOC_IP_ADDRESS
-from soc.innet_soc import InnetSoC
+from boards.ecp5_soc import ECP5Board, ECP5BoardSoC
+from boards.ports import MGMT_CLK_FREQ
 
 DEFAULT_SYS_CLK_FREQ = int(50e6)
 COLORLIGHT_MINISHARP = dict(dw=16, partials=False, max_ranks=16, n_slots=2, n_contexts=2, carry_limbs=2)   # fits the 25F: docs/minisharp.md, "Board builds"
@@ -56,40 +52,35 @@ class CRG(LiteXModule):
             self.specials += DDROutput(1, 0, platform.request("sdram_clock"), ClockSignal("sys_ps"))
 
 
-class BoardSoC(InnetSoC):
-    """sparsr: add_sparsr options over the board's (XMEM in SDRAM, XMEM_ROWS rows)."""
-    def __init__(self, revision="8.0", sys_clk_freq=None, eth_ip=SOC_IP_ADDRESS, cores=(), mgmt_ports=0b01,
-                 minisharp=None, sparsr=None, **kwargs):
-        if revision not in ("7.0", "8.0"):
-            raise ValueError(f"Colorlight 5A-75B revision must be 7.0 or 8.0, not {revision!r}")
-        sys_clk_freq = sys_clk_freq or (DATA_PORT_SYS_CLK_FREQ if "minisharp" in cores else DEFAULT_SYS_CLK_FREQ)
-        sparsr, with_dram = sparsr_options(XMEM_ROWS, dict(COLORLIGHT_SPARSR, **(sparsr or {})))
-        with_dram &= "sparsr" in cores
-        if with_dram:
-            kwargs = dict(DRAM_CPU, uart_name="stub", **kwargs)
-        platform = colorlight_5a_75b.Platform(revision=revision, toolchain="trellis")
-        self.crg = CRG(platform, sys_clk_freq, with_sdram=with_dram, with_mgmt="minisharp" in cores)
-        InnetSoC.__init__(self, platform, sys_clk_freq, ident=f"innet SoC on Colorlight 5A-75B v{revision}", **kwargs)
-        if with_dram:
-            from litedram.modules import M12L16161A
-            from litedram.phy import GENSDRPHY
-            self.sdrphy = GENSDRPHY(platform.request("sdram"), sys_clk_freq)
-            self.add_sdram("sdram", phy=self.sdrphy, module=M12L16161A(sys_clk_freq, "1:1"), l2_cache_size=0)
-        if "minisharp" in cores:
-            # The two RTL8211 PHYs share one MDIO bus. The management stack runs in mgmt: in sys its ready chain
-            # gave 40.7 MHz at 89 % of the LUTs (docs/minisharp.md, "Board builds"). No ICMP echo: fewer LUTs
-            # where the build is congested (Etherbone and ARP only).
-            add_minisharp_ports(self, platform, mgmt_ports, tx_delay=0e-9, shared_mdio=True, ip_address=eth_ip,
-                                mgmt_cd="mgmt", mgmt_clk_freq=MGMT_CLK_FREQ, mgmt_icmp=False,
-                                **dict(COLORLIGHT_MINISHARP, **(minisharp or {})))
-        else:
-            self.ethphy = LiteEthPHYRGMII(
-                clock_pads = platform.request("eth_clocks", 0),
-                pads       = platform.request("eth", 0),
-                tx_delay   = 0e-9)
-            self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
-        for core in cores:
-            if core == "sparsr":
-                self.add_sparsr(**sparsr)
-            elif core != "minisharp":
-                getattr(self, f"add_{core}")(**BOARD_CORE_OPTIONS.get(core, {}))
+def board(revision="8.0"):
+    """The Colorlight 5A-75B of `revision` as an ECP5Board. The two RTL8211 PHYs share one MDIO bus. MiniSharp's
+    management stack runs in mgmt: in sys its ready chain gave 40.7 MHz at 89 % of the LUTs (docs/minisharp.md,
+    "Board builds"). No ICMP echo: fewer LUTs where the build is congested (Etherbone and ARP only)."""
+    if revision not in ("7.0", "8.0"):
+        raise ValueError(f"Colorlight 5A-75B revision must be 7.0 or 8.0, not {revision!r}")
+    return ECP5Board(
+        ident           = f"innet SoC on Colorlight 5A-75B v{revision}",
+        platform        = lambda: colorlight_5a_75b.Platform(revision=revision, toolchain="trellis"),
+        crg             = lambda platform, sys_clk_freq, with_dram, with_minisharp: CRG(
+                              platform, sys_clk_freq, with_sdram=with_dram, with_mgmt=with_minisharp),
+        sys_clk_freq    = DEFAULT_SYS_CLK_FREQ,
+        xmem_rows       = XMEM_ROWS,
+        dram_cpu        = dict(uart_name="stub"),
+        rgmii           = dict(tx_delay=0e-9),
+        minisharp       = COLORLIGHT_MINISHARP,
+        minisharp_ports = dict(shared_mdio=True, mgmt_cd="mgmt", mgmt_clk_freq=MGMT_CLK_FREQ, mgmt_icmp=False),
+        sparsr          = COLORLIGHT_SPARSR)
+
+
+class BoardSoC(ECP5BoardSoC):
+    """ECP5BoardSoC on the Colorlight 5A-75B of `revision` (7.0 or 8.0); sparsr: add_sparsr options over the
+    board's (XMEM in SDRAM, XMEM_ROWS rows)."""
+    def __init__(self, revision="8.0", **kwargs):
+        ECP5BoardSoC.__init__(self, board(revision), **kwargs)
+
+    def add_dram(self, platform, sys_clk_freq):
+        """The SDR SDRAM on LiteDRAM's generic SDR PHY at 1:1."""
+        from litedram.modules import M12L16161A
+        from litedram.phy import GENSDRPHY
+        self.sdrphy = GENSDRPHY(platform.request("sdram"), sys_clk_freq)
+        self.add_sdram("sdram", phy=self.sdrphy, module=M12L16161A(sys_clk_freq, "1:1"), l2_cache_size=0)

@@ -10,11 +10,7 @@ from litex.gen import LiteXModule
 from litex.soc.cores.clock import ECP5PLL
 from litex_boards.platforms import lattice_versa_ecp5
 
-from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
-
-from boards.ports import BOARD_CORE_OPTIONS, DATA_PORT_SYS_CLK_FREQ, DRAM_CPU, add_minisharp_ports, sparsr_options
-from soc.common import SOC_IP_ADDRESS
-from soc.innet_soc import InnetSoC
+from boards.ecp5_soc import ECP5Board, ECP5BoardSoC
 
 DEFAULT_SYS_CLK_FREQ = int(60e6)
 XMEM_ROWS = 4096            # 4 MiB of the 128 MiB DDR3
@@ -60,36 +56,26 @@ class CRG(LiteXModule):
         ]
 
 
-class BoardSoC(InnetSoC):
-    """sparsr: add_sparsr options over the board's (XMEM in DDR3, XMEM_ROWS rows)."""
-    def __init__(self, sys_clk_freq=None, eth_ip=SOC_IP_ADDRESS, cores=(), mgmt_ports=0b01, minisharp=None,
-                 sparsr=None, **kwargs):
-        sys_clk_freq = sys_clk_freq or (DATA_PORT_SYS_CLK_FREQ if "minisharp" in cores else DEFAULT_SYS_CLK_FREQ)
-        sparsr, with_dram = sparsr_options(XMEM_ROWS, sparsr)
-        with_dram &= "sparsr" in cores
-        if with_dram:
-            kwargs = dict(DRAM_CPU, **kwargs)
-        platform = lattice_versa_ecp5.Platform(toolchain="trellis")
-        self.crg = CRG(platform, sys_clk_freq, with_ddr3=with_dram)
-        InnetSoC.__init__(self, platform, sys_clk_freq, ident="innet SoC on Lattice ECP5 Versa", **kwargs)
-        if with_dram:
-            from litedram.modules import MT41K64M16
-            from litedram.phy import ECP5DDRPHY
-            self.ddrphy = ECP5DDRPHY(platform.request("ddram"), sys_clk_freq=sys_clk_freq)
-            self.comb += [self.crg.stop.eq(self.ddrphy.init.stop), self.crg.reset.eq(self.ddrphy.init.reset)]
-            self.add_sdram("sdram", phy=self.ddrphy, module=MT41K64M16(sys_clk_freq, "1:2"), l2_cache_size=0)
-        if "minisharp" in cores:
-            add_minisharp_ports(self, platform, mgmt_ports, tx_delay=0e-9, rx_delay=0e-9, ip_address=eth_ip,
-                                **(minisharp or {}))
-        else:
-            self.ethphy = LiteEthPHYRGMII(
-                clock_pads = platform.request("eth_clocks", 0),
-                pads       = platform.request("eth", 0),
-                tx_delay   = 0e-9,
-                rx_delay   = 0e-9)
-            self.add_management_etherbone(self.ethphy, data_width=32, ip_address=eth_ip)
-        for core in cores:
-            if core == "sparsr":
-                self.add_sparsr(**sparsr)
-            elif core != "minisharp":
-                getattr(self, f"add_{core}")(**BOARD_CORE_OPTIONS.get(core, {}))
+BOARD = ECP5Board(
+    ident        = "innet SoC on Lattice ECP5 Versa",
+    platform     = lambda: lattice_versa_ecp5.Platform(toolchain="trellis"),
+    crg          = lambda platform, sys_clk_freq, with_dram, with_minisharp: CRG(platform, sys_clk_freq, with_ddr3=with_dram),
+    sys_clk_freq = DEFAULT_SYS_CLK_FREQ,
+    xmem_rows    = XMEM_ROWS,
+    rgmii        = dict(tx_delay=0e-9, rx_delay=0e-9))
+
+
+class BoardSoC(ECP5BoardSoC):
+    """ECP5BoardSoC on the Lattice ECP5 Versa; sparsr: add_sparsr options over the board's (XMEM in DDR3,
+    XMEM_ROWS rows)."""
+    def __init__(self, **kwargs):
+        ECP5BoardSoC.__init__(self, BOARD, **kwargs)
+
+    def add_dram(self, platform, sys_clk_freq):
+        """The DDR3 on LiteDRAM's ECP5 DDR3 PHY at 1:2; the PHY's init stops and resets the CRG's sys while it
+        aligns."""
+        from litedram.modules import MT41K64M16
+        from litedram.phy import ECP5DDRPHY
+        self.ddrphy = ECP5DDRPHY(platform.request("ddram"), sys_clk_freq=sys_clk_freq)
+        self.comb += [self.crg.stop.eq(self.ddrphy.init.stop), self.crg.reset.eq(self.ddrphy.init.reset)]
+        self.add_sdram("sdram", phy=self.ddrphy, module=MT41K64M16(sys_clk_freq, "1:2"), l2_cache_size=0)

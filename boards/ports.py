@@ -19,10 +19,6 @@ RGMII_CLK_FREQ = 125e6
 # The management stack's own clock on boards where its ready chain (about 25 ns on ECP5) misses sys: 8 bits at
 # 25 MHz (200 Mb/s) serve Etherbone (docs/minisharp.md, "Board builds").
 MGMT_CLK_FREQ = int(25e6)
-# The other cores' options in the ECP5 board builds (the SoC blocks' defaults otherwise): a RIFL network of 2
-# hosts and a 2 x 2 synchronizer grid (the 4-host network and the 4 x 4 grid take ~62k and ~57k LUT4 in a
-# board build, more than either device).
-BOARD_CORE_OPTIONS = {"rifl_net": dict(n=2), "sync": dict(width=2, height=2)}
 # Sparsr on a board keeps XMEM in the board's DRAM (docs/sparsr.md, "XMEM in DRAM"): LiteDRAM's controller on the
 # board's PHY, initialised (and, for DDR3, levelled) at boot by LiteX's BIOS on DRAM_CPU, which needs nothing
 # else: its console is the board's serial port (a stub where the board has none to spare), its program in a

@@ -24,12 +24,12 @@ import subprocess
 import sys
 import time
 
-from boards.ports import BOARD_CORE_OPTIONS
 from cores.sync.common import DEFAULT_HOP_LATENCY
 from sim import BUILD, ROOT
 from sim.bench.ecp5 import load, point_digest, synth_point
 from sim.bench.framework import BenchResult, Table
 from sim.bench.sweep import sweep, sweep_stats, tasks
+from soc.common import BOARD_CORE_OPTIONS
 
 SEEDS = (1, 2, 3)
 TARGET_MHZ = 125
@@ -37,7 +37,7 @@ CORE_TIMEOUT_S = 45 * 60
 BOARD_TIMEOUT_S = 60 * 60
 
 # The parts of the SoC blocks as the SoC and the board builds make them (block_part): the boards' rifl_net.
-_NET = dict(block="cores.rifl.soc_block:RIFLNetBlock", kwargs=BOARD_CORE_OPTIONS["rifl_net"])
+_NET = dict(block="cores.rifl_net.soc_block:RIFLNetBlock", kwargs=BOARD_CORE_OPTIONS["rifl_net"])
 _SWITCH = dict(block="cores.switch.soc_block:SwitchBlock", kwargs={})
 AS_BUILT, LARGER = "as the SoC and boards build it", "larger than the SoC and boards build it"
 # (label, factory, args, device, configuration): every core at TARGET_MHZ, in the configuration its SoC block
