@@ -33,6 +33,9 @@ from sim.runner import SimSession
 WORK = os.path.join(ROOT, "build", "bench", "sim")
 WAVE1_COMMIT = "2fe33a2"          # the last commit before the simulation layer
 SYSTEM_TOOLS = "/usr/bin"          # LiteX's default build takes Verilator from PATH: Debian's 5.006
+# LiteX's sim Makefile runs `make -j$(JOBS)`: with JOBS unset, one compiler per C++ file at once (182 for the
+# whole SoC), and the kernel's OOM killer ends the build. Its builds here run one job a core (or $JOBS).
+BUILD_ENV = {"JOBS": os.environ.get("JOBS") or str(os.cpu_count() or 1)}
 GOALS = {"speedup": 2.5, "reads_per_s": 400.0, "compile_ratio": 0.5}
 
 
@@ -67,7 +70,7 @@ def litex_default_build(gateware, dest):
         text = f.read().replace(gateware, dest)
     with open(script, "w") as f:
         f.write(text)
-    env = dict(os.environ, PATH=SYSTEM_TOOLS + os.pathsep + os.environ["PATH"])
+    env = dict(os.environ, PATH=SYSTEM_TOOLS + os.pathsep + os.environ["PATH"], **BUILD_ENV)
     env.pop("VERILATOR_ROOT", None)
     t0 = time.monotonic()
     r = subprocess.run(["bash", "build_sim.sh"], cwd=dest, env=env, capture_output=True, text=True)
@@ -88,7 +91,7 @@ def wave1_tree():
 
 def _in_tree(tree, args, timeout=7200):
     """Run `python args` in another source tree (its modules first on the path); returns (stdout, seconds)."""
-    env = dict(os.environ, PYTHONPATH=tree)
+    env = dict(os.environ, PYTHONPATH=tree, **BUILD_ENV)
     env.pop("VERILATOR_ROOT", None)
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, *args], cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
