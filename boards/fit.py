@@ -8,7 +8,12 @@ board configuration serves both devices. LUT4 counts every LUT nextpnr places: l
 utilisation before packing" counts them); RAM LUTs are limited on their own (one slice in four).
 
     python -m boards.fit --measure            # rerun yosys for every (board, core): ~2-4 min each
+    python -m boards.fit --update-digests     # only record the digests of the sources as they are now
     python -m boards.fit colorlight_5a_75b minisharp,sync
+
+Each figure carries the digest of the sources it was measured on (`digests` of each board: `digest(board,
+core)`, "base" for the base SoC); `check_current()` (tests/test_foundation_fit.py) refuses figures whose sources
+changed since. `--update-digests` is for a change that leaves the gateware as it was (a refactor).
 """
 import argparse
 import itertools
@@ -19,6 +24,8 @@ import re
 import subprocess
 import sys
 import tempfile
+
+from sim.bench import sources
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGURES = os.path.join(ROOT, "boards", "fit_figures.json")
@@ -42,9 +49,19 @@ class DoesNotFit(ValueError):
     """A build that the estimate says does not fit its device (the message gives the figures)."""
 
 
+class StaleFigures(ValueError):
+    """Figures measured on sources that changed since (the message names them and the command to measure)."""
+
+
 def load_figures(path=FIGURES):
     with open(path) as f:
         return json.load(f)
+
+
+def _write(figures, path):
+    with open(path, "w") as f:
+        json.dump(figures, f, indent=1, sort_keys=True)
+        f.write("\n")
 
 
 def estimate(board, cores, figures=None):
@@ -91,6 +108,57 @@ def fitting_combinations(board, figures=None):
     return fits, maximal
 
 
+# The sources the figures were measured on -------------------------------------------------------
+def digest(board, core=None):
+    """The digest of the sources of `board`'s build with `core` alone (None: the base SoC): the board's modules,
+    boards/ports.py and cores/lib/block_ram.py (what synth_counts builds with) and what they import within
+    cores/, soc/ and boards/ but the cores' packages (cores/lib is in), and the package cores/<core> with what it
+    imports within cores/ (sim.bench.sources: file contents)."""
+    if board not in BOARD_DEVICE:
+        raise ValueError(f"board {board!r}: expected one of {sorted(BOARD_DEVICE)}")
+    if core is not None and core not in BOARD_CORES:
+        raise ValueError(f"core {core!r}: expected one of {list(BOARD_CORES)} or None (the base SoC)")
+    found = sources.modules([f"boards.{board}", "boards.ports", "cores.lib.block_ram"], ("cores", "soc", "boards"),
+                            exclude=[f"cores.{c}" for c in BOARD_CORES])
+    if core is not None:
+        found.update(sources.modules(sources.package_modules(f"cores.{core}"), ("cores",)))
+    return sources.digest(found)
+
+
+def stale(figures=None):
+    """[(board, "base" or core)] of the figures whose recorded digest is not the digest of the sources now."""
+    figures = figures or load_figures()
+    out = []
+    for board, entry in sorted(figures["boards"].items()):
+        recorded = entry.get("digests", {})
+        for part in ["base", *sorted(entry["cores"])]:
+            if recorded.get(part) != digest(board, None if part == "base" else part):
+                out.append((board, part))
+    return out
+
+
+def check_current(figures=None):
+    """Raise StaleFigures naming every figure whose sources changed since it was measured."""
+    old = stale(figures)
+    if old:
+        lines = [f"{part} on {board}: python -m boards.fit --measure --boards {board}"
+                 + ("" if part == "base" else f" --only {part}") for board, part in old]
+        raise StaleFigures("boards/fit_figures.json: figures measured on sources that changed since (their "
+                           "digest differs); measure them again:\n  " + "\n  ".join(lines) + "\n(a change that "
+                           "leaves the gateware as it was: python -m boards.fit --update-digests)")
+
+
+def update_digests(path=FIGURES):
+    """Record the digests of the sources as they are now for every figure of `path`, measuring nothing; returns
+    the [(board, part)] whose digest changed."""
+    figures = load_figures(path)
+    changed = stale(figures)
+    for board, entry in figures["boards"].items():
+        entry["digests"] = {"base": digest(board), **{c: digest(board, c) for c in entry["cores"]}}
+    _write(figures, path)
+    return changed
+
+
 # Measurement ------------------------------------------------------------------------------------
 def _cell_counts(stat):
     def count(cell):
@@ -131,17 +199,23 @@ def synth_counts(board, cores):
 
 
 def measure(boards=tuple(BOARD_DEVICE), cores=BOARD_CORES, path=FIGURES):
+    """Measure the base SoC and each of `cores` alone on each of `boards`, with their digests, into `path`."""
     figures = load_figures(path) if os.path.exists(path) else {"boards": {}}
     for board in boards:
         entry = figures["boards"].setdefault(board, {"cores": {}})
+        digests = entry.setdefault("digests", {})
+        base_digest = digest(board)
         entry["base"] = base = synth_counts(board, ())
+        digests["base"] = base_digest
         print(board, "base", base, flush=True)
+        _write(figures, path)
         for core in cores:
+            core_digest = digest(board, core)
             alone = synth_counts(board, (core,))
             entry["cores"][core] = {r: alone[r] - base[r] for r in RESOURCES}
+            digests[core] = core_digest
             print(board, core, entry["cores"][core], flush=True)
-            with open(path, "w") as f:
-                json.dump(figures, f, indent=1, sort_keys=True)
+            _write(figures, path)
     return figures
 
 
@@ -150,14 +224,21 @@ def main(argv=None):
     parser.add_argument("board", nargs="?", choices=sorted(BOARD_DEVICE))
     parser.add_argument("cores", nargs="?", default="")
     parser.add_argument("--measure", action="store_true", help="rerun yosys for the figures")
+    parser.add_argument("--update-digests", action="store_true",
+                        help="only record the digests of the sources now for the figures (no measurement)")
     parser.add_argument("--boards", default=",".join(BOARD_DEVICE), help="with --measure: boards to measure")
     parser.add_argument("--only", default=",".join(BOARD_CORES), help="with --measure: cores to measure")
     args = parser.parse_args(argv)
     if args.measure:
         measure([b for b in args.boards.split(",") if b], [c for c in args.only.split(",") if c])
         return 0
+    if args.update_digests:
+        changed = update_digests()
+        print(f"{os.path.relpath(FIGURES, ROOT)}: digests recorded; changed: "
+              f"{', '.join(f'{part} on {board}' for board, part in changed) or 'none'}")
+        return 0
     if not args.board:
-        parser.error("give a board (and cores), or --measure")
+        parser.error("give a board (and cores), --measure or --update-digests")
     try:
         use, device = check(args.board, [c for c in args.cores.split(",") if c])
     except DoesNotFit as e:

@@ -24,12 +24,14 @@ cached result and a computed one are the same values). The bench builds its tabl
   at the end `sweep` raises SweepError listing every failed point (`strict=False`: the failed entries are
   Failure objects instead). A worker process that dies (killed, out of memory) has its points rerun on
   another worker, up to `retries` times (Ray: `max_retries`; the pool: a new pool for the points in flight).
-* Cache: each computed point is stored in build/bench/cache/<bench>/<key>.json, key = sha256 of the task's
-  module and name, its source text, the parameters and the gateware digest (`gateware(params)`: the digest of
-  the generated Verilog the point measures, e.g. sim.verilated.Model.digest, which also covers the harness,
-  the Verilator flags and version). A rerun computes only the points whose key changed; `fresh=True`
-  (`--fresh`) recomputes every point. Changes to the Python a task calls (reference models, traffic
-  generators) are not in the key: run those sweeps with --fresh.
+* Cache: each computed point is stored in build/bench/cache/<bench>/<key>.json, key = sha256 of the bench, the
+  task's module and name, `code_key(task's module)` (the digest of the sources of that module and of every
+  project module it imports, transitively: the RTL, the reference models, the traffic generators; and
+  Verilator's version), the parameters and the gateware digest
+  (`gateware(params)`: the digest of the generated Verilog the point measures, e.g. sim.verilated.Model.digest,
+  which also covers the harness). A rerun computes only the points whose key changed; `fresh=True` (`--fresh`)
+  recomputes every point. Inputs that are not imported Python (a module imported by a computed name, a C file
+  a task compiles without a gateware digest) are not in the key: run those sweeps with --fresh.
 * Progress: a bar with points done, points left and the estimated time (tqdm, only when stderr is a
   terminal). A task reports how far a long point is with `progress(done, total)` (shown beside the bar for
   the local executors; a no-op elsewhere).
@@ -40,7 +42,6 @@ cached result and a computed one are the same values). The bench builds its tabl
 import concurrent.futures
 import functools
 import hashlib
-import inspect
 import json
 import multiprocessing
 import os
@@ -52,6 +53,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from sim import BUILD, ROOT
+from sim.bench import sources
 from sim.progress import bar
 
 CACHE_DIR = os.path.join(BUILD, "bench", "cache")
@@ -156,18 +158,27 @@ def task_name(task):
     return f"{task.__module__}.{task.__qualname__}"
 
 
-@functools.lru_cache(maxsize=None)
-def _source(task):
+def _verilator_version():
+    from sim.verilated import VerilatorError, version
     try:
-        return inspect.getsource(task)
-    except (OSError, TypeError):
+        return version()
+    except VerilatorError:          # no Verilator: no model is built
         return ""
 
 
+@functools.lru_cache(maxsize=None)
+def code_key(module):
+    """What a task of `module` runs: the digest of its module and every project module it imports, transitively
+    (sim.bench.sources: the RTL, the reference models, the harnesses' Python, the Verilator flags), and
+    Verilator's version (for every task: simple, and the version is pinned). Computed once per process."""
+    return {"python": sources.code_digest(module, sources.PACKAGES), "verilator": _verilator_version()}
+
+
 def cache_key(bench, task, params, gateware=""):
-    """The key of one point: sha256 of the task's name and source, the parameters and the gateware digest."""
-    text = json.dumps({"bench": bench, "task": task_name(task), "source": _source(task), "params": params,
-                       "gateware": gateware}, sort_keys=True, default=_jsonable)
+    """The key of one point: sha256 of the bench, the task's name, code_key of its module, the parameters and
+    the gateware digest."""
+    text = json.dumps({"bench": bench, "task": task_name(task), "code": code_key(task.__module__),
+                       "params": params, "gateware": gateware}, sort_keys=True, default=_jsonable)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
