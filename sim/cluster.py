@@ -37,7 +37,8 @@ def soc_options(topology):
 
 # What a switch's simulator is made from: a build whose stamp matches is reused without generating its
 # gateware again (sim.target.build compares the generated Verilog, 10-20 s a configuration).
-_SOURCES = ["cores", "soc", "sim/target.py", "sim/models", "sim/litex_sim", "sim/verilated/__init__.py"]
+_SOURCES = ["cores", "soc", "sim/target.py", "sim/models", "sim/litex_sim", "sim/verilated/build.py",
+            "sim/verilated/litex_sim.py"]
 
 
 def _stamp(ports, options):

@@ -64,7 +64,6 @@ class VOQInput(LiteXModule):
         self.on_threshold, self.off_threshold = on, off
         w = index_bits(n)
         qw = index_bits(voq_cells)
-        bw = index_bits(beats)
         self.sink = stream.Endpoint(cell_layout(data_width))
         self.fc = stream.Endpoint(FC_LAYOUT)
         self.requests = Signal(n)
@@ -91,9 +90,25 @@ class VOQInput(LiteXModule):
         avail = [Signal(max=voq_cells + 1, name=f"avail{d}") for d in range(n)]
         wr_ptr = Array(Signal(qw, name=f"wr_ptr{d}") for d in range(n))
         rd_ptr = Array(Signal(qw, name=f"rd_ptr{d}") for d in range(n))
-        occ = Array(self.occupancy)
 
-        # Write side.
+        commit, cur_v = self.add_write_side(n, port, beats, voq_cells, down_ports, wr, hwr, wr_ptr, rd_ptr)
+        release, rv, grant_ok = self.add_read_side(n, beats, voq_cells, rd, hrd, rd_ptr, avail)
+        # A cell counts in its VOQ's occupancy from its commit to its last beat read, in avail until it is granted.
+        for d in range(n):
+            inc = commit & (cur_v == d)
+            self.sync += [
+                self.occupancy[d].eq(self.occupancy[d] + inc - (release & (rv == d))),
+                avail[d].eq(avail[d] + inc - (grant_ok & (self.grant_port == d))),
+            ]
+        self.comb += self.requests.eq(Cat(*[a != 0 for a in avail]))
+        self.add_flow_control(n, port, w, on, off)
+
+    def add_write_side(self, n, port, beats, voq_cells, down_ports, wr, hwr, wr_ptr, rd_ptr):
+        """Cells from `sink` into their VOQ's slot (dropped and counted when malformed, for Remain Hops 0, loop
+        back or a full VOQ), and the downstream channel of every stored cell. Returns (commit, cur_v): a cell
+        completes into VOQ cur_v in this cycle."""
+        w, qw, bw = index_bits(n), index_bits(voq_cells), index_bits(beats)
+        occ = Array(self.occupancy)
         wbeat = Signal(bw)
         discard = Signal()                                      # malformed cell: drop until `last`
         keep, reason = Signal(), Signal(2)                       # reason: 0 hops, 1 loop, 2 full
@@ -151,8 +166,12 @@ class VOQInput(LiteXModule):
             "drop_hops": dropped & (cur_reason == 0), "drop_loop": dropped & (cur_reason == 1),
             "drop_full": dropped & (cur_reason == 2),
         })
+        return commit, cur_v
 
-        # Reservation (grant) and read side.
+    def add_read_side(self, n, beats, voq_cells, rd, hrd, rd_ptr, avail):
+        """Reservation of a VOQ's head cell on `grant`, streamed on tx_* from the next `tx_start`. Returns
+        (release, rv, grant_ok): the last beat of VOQ rv is read in this cycle; a grant is taken."""
+        w, qw, bw = index_bits(n), index_bits(voq_cells), index_bits(beats)
         grant_ok = Signal()
         pend_v, pend_slot, pending = Signal(w), Signal(qw), Signal()
         rv, rslot, rbeat, reading = Signal(w), Signal(qw), Signal(bw), Signal()
@@ -180,15 +199,10 @@ class VOQInput(LiteXModule):
             self.tx_last.eq(release),
             self.tx_dst.eq(rv),
         ]
-        for d in range(n):
-            inc = commit & (cur_v == d)
-            self.sync += [
-                self.occupancy[d].eq(self.occupancy[d] + inc - (release & (rv == d))),
-                avail[d].eq(avail[d] + inc - (grant_ok & (self.grant_port == d))),
-            ]
-        self.comb += self.requests.eq(Cat(*[a != 0 for a in avail]))
+        return release, rv, grant_ok
 
-        # Per-VOQ flow control: hysteresis on occupancy, frames report the difference to what upstream knows.
+    def add_flow_control(self, n, port, w, on, off):
+        """Per-VOQ flow control: hysteresis on occupancy, frames report the difference to what upstream knows."""
         reported = Signal(n)
         for d in range(n):
             self.sync += If(self.occupancy[d] > on, self.paused[d].eq(1)).Elif(

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from cores.minisharp.common import DEFAULT_MAC, counters
 from cores.minisharp.core import MiniSharpCore
-from sim.verilated import Model, flat_ports
+from sim.verilated.build import Model
+from sim.verilated.verilog import flat_ports
 
 __all__ = ["VerilatedMiniSharp", "VRun", "core_ports", "CFG_DEFAULTS", "SMALL_CORE"]
 # The small core of the end-to-end tests and of the MiniSharp bench's quick mode (one Verilator build for both):

@@ -23,7 +23,8 @@ from cores.rifl.elastic import RIFLElasticBuffer
 from cores.rifl.link import RIFLEndpoint
 from cores.rifl.serdes import RIFLSerDesLink
 from cores.rifl.soc_block import RIFLLoopback, TrafficChecker, TrafficGenerator
-from sim.verilated import Model, convert, flat_ports
+from sim.verilated.build import Model
+from sim.verilated.verilog import convert, flat_ports
 
 INPUTS = ("control", "err_ab", "err_ba", "limit", "rx_ready")
 WARM_CYCLES = 2000

@@ -33,7 +33,8 @@ from cores.rifl.endpoint import fc_gate_channel
 from cores.rifl_net.network import RIFLNetwork
 from cores.rifl_net.common import LINE_CARD_COUNTERS
 from cores.switch.common import SWITCH_COUNTERS, VOQ_COUNTERS
-from sim.verilated import Model, flat_ports
+from sim.verilated.build import Model
+from sim.verilated.verilog import flat_ports
 
 Packet = namedtuple("Packet", "src t length dst echo", defaults=(False,))
 Delivery = namedtuple("Delivery", "host cycle src seq length header reply ok")

@@ -27,7 +27,8 @@ from litex.gen import LiteXModule
 
 from cores.sparsr.common import STATUS_COUNTERS, DRAM_COUNTERS, XMEM_DRAM
 from cores.sparsr.receiver import SparsrReceiver
-from sim.verilated import Model, VerilatorError, flat_ports
+from sim.verilated.build import Model, VerilatorError
+from sim.verilated.verilog import flat_ports
 
 TOP = "sparsr_rx"
 

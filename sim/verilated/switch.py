@@ -20,7 +20,9 @@ from litex.gen import LiteXModule
 from cores.lib.logic import index_bits
 from cores.switch.batcher_banyan import BatcherBanyan
 from cores.switch.islip import ISLIPScheduler
-from sim.verilated import Model, flat_ports, run_vectors
+from sim.verilated.build import Model
+from sim.verilated.stepping import run_vectors
+from sim.verilated.verilog import flat_ports
 
 # Stimulus: the trace as int32 triples (arrival cell time, src, dst) in arrival order; argv: horizon (cell
 # times), trace file, departures file (int64 a cell, -1 if not served); stdout: "<errors> <cycles>", errors =

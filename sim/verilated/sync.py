@@ -18,7 +18,8 @@ from cores.sync.common import (DEFAULT_HOP_LATENCY, DEFAULT_VALUE_WIDTH, DIR_NAM
                                min_hop_latency)
 from cores.sync.grid import grid_nodes, grid_links
 from cores.sync.node import SyncNode
-from sim.verilated import Model, convert
+from sim.verilated.build import Model
+from sim.verilated.verilog import convert
 
 Trigger = namedtuple("Trigger", "ident mode value gap not_before raw", defaults=(0, 0, False))
 
