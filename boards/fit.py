@@ -219,6 +219,15 @@ def measure(boards=tuple(BOARD_DEVICE), cores=BOARD_CORES, path=FIGURES):
     return figures
 
 
+def uncommitted():
+    """The files under cores/, soc/, boards/ and sim/bench/sources.py that differ from git's HEAD (untracked
+    ones too): digests recorded from them would not be those of any commit."""
+    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "cores", "soc", "boards",
+                          "sim/bench/sources.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [line[3:] for line in out.splitlines()
+            if line[3:] != os.path.relpath(FIGURES, ROOT) and "__pycache__" not in line]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("board", nargs="?", choices=sorted(BOARD_DEVICE))
@@ -229,6 +238,11 @@ def main(argv=None):
     parser.add_argument("--boards", default=",".join(BOARD_DEVICE), help="with --measure: boards to measure")
     parser.add_argument("--only", default=",".join(BOARD_CORES), help="with --measure: cores to measure")
     args = parser.parse_args(argv)
+    dirty = uncommitted() if args.measure or args.update_digests else []
+    if dirty:
+        print(f"error: commit first: the digests would be of uncommitted sources ({', '.join(dirty[:3])}"
+              f"{', ...' if len(dirty) > 3 else ''})", file=sys.stderr)
+        return 1
     if args.measure:
         measure([b for b in args.boards.split(",") if b], [c for c in args.only.split(",") if c])
         return 0

@@ -70,3 +70,15 @@ def test_digest_checks_its_arguments():
         fit.digest("nexys")
     with pytest.raises(ValueError, match="core 'lib'"):
         fit.digest("colorlight_5a_75b", "lib")
+
+
+def test_digests_are_not_recorded_from_uncommitted_sources(monkeypatch, capsys):
+    """Digests recorded in a work tree with uncommitted edits are those of no commit (CI failed so on f5aa5b6)."""
+    recorded = []
+    monkeypatch.setattr(fit, "uncommitted", lambda: ["cores/lib/block_ram.py"])
+    monkeypatch.setattr(fit, "update_digests", lambda *a: recorded.append(a) or [])
+    assert fit.main(["--update-digests"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cores/lib/block_ram.py" in err and not recorded
+    monkeypatch.setattr(fit, "uncommitted", lambda: [])
+    assert fit.main(["--update-digests"]) == 0 and recorded
