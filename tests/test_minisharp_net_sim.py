@@ -38,6 +38,8 @@ def test_spine_leaf_allreduce_from_four_host_processes():
     from sim.bench import bench_minisharp_net
     res = bench_minisharp_net.run(quick=True)
     assert len(res.tables) == 3 and all(t.rows for t in res.tables)
+    f32 = next(row for row in res.tables[0].rows if row[0] == "host only: numpy float32 sum")
+    assert f32[3].startswith("no (")                         # measured in the run: the traps round in float32
     r = res.data["spine-leaf exact"]
     assert r["ok"], r["mismatches"]
     assert len(r["ranks"]) == 4

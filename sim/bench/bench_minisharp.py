@@ -39,6 +39,17 @@ def float32_running_sum(vecs, order):
     return acc.view(np.uint32).tolist()
 
 
+def differs(values, reference):
+    """The share of elements where `values` and `reference` differ, as a percentage string, over the longer of
+    the two: an element missing from either (past its end, or None) differs; "-" when both are empty."""
+    n = max(len(values), len(reference))
+    if not n:
+        return "-"
+    def at(xs, i):
+        return xs[i] if i < len(xs) else None
+    return f"{sum(at(values, i) is None or at(values, i) != at(reference, i) for i in range(n)) / n:.2%}"
+
+
 def accuracy_table(vecs, rtl=None, rtl_reversed=None):
     """rtl / rtl_reversed: the core's results with the ranks' frames in rank order and in reverse order
     (None: the rows compare the reference model with itself in the two orders)."""
@@ -48,14 +59,13 @@ def accuracy_table(vecs, rtl=None, rtl_reversed=None):
     b = float32_running_sum(vecs, list(reversed(range(r))))
     n = len(exact)
     t = Table("Exactness: MiniSharp vs a float32 running sum (reference computed in the same run)",
-              ["summation", "elements", "ranks", "differs from exact sum", "differs between two rank orders"])
-    t.add("float32 running sum (rounding switch)", n, r, f"{sum(x != y for x, y in zip(a, exact)) / n:.2%}",
-          f"{sum(x != y for x, y in zip(a, b)) / n:.2%}")
+              ["summation", "elements", "ranks", "differs from exact sum", "differs between two rank orders"],
+              notes="A result the core did not deliver counts as differing.")
+    t.add("float32 running sum (rounding switch)", n, r, differs(a, exact), differs(a, b))
     name = "MiniSharp RTL (MS_ACC_EXACT_FP32_MAG277)"
     if rtl is None:
         name, rtl, rtl_reversed = "MiniSharp reference model (exact, rounded once)", exact, reduce_vectors(vecs[::-1])
-    t.add(name, n, r, f"{sum(x != y for x, y in zip(rtl, exact)) / n:.2%}",
-          f"{sum(x != y for x, y in zip(rtl, rtl_reversed)) / n:.2%}" if rtl_reversed is not None else "-")
+    t.add(name, n, r, differs(rtl, exact), differs(rtl, rtl_reversed) if rtl_reversed is not None else "-")
     return t, exact
 
 
@@ -76,7 +86,9 @@ def rank_orders(vm, vecs, chunk_elements):
     for f in run.outputs[0]:
         p = P.parse(f, n, chunk_elements)
         res[p["collective_id"]][p["chunk_index"]] = p["values"]
-    return [[v for c in sorted(res[cid]) for v in res[cid][c]] for cid in (1, 2)]
+    chunks = range(ms.num_chunks(n, chunk_elements))
+    width = [len(vecs[0][c * chunk_elements:(c + 1) * chunk_elements]) for c in chunks]
+    return [[v for c in chunks for v in res[cid].get(c, [None] * width[c])] for cid in (1, 2)]
 
 
 def throughput(vm, ranks, n_chunks, seed=1):
@@ -97,7 +109,7 @@ def throughput(vm, ranks, n_chunks, seed=1):
     for f in run.outputs[0]:
         p = P.parse(f, n)
         res[p["chunk_index"]] = p["values"]
-    vector = [v for c in range(n_chunks) for v in res.get(c, [0] * ce)]
+    vector = [v for c in range(n_chunks) for v in res.get(c, [None] * ce)]
     data_beats = sum(run.beats[i][0] for i in range(ports)) - -(-len(setup) // (vm.dw // 8))
     first = 200
     last = max(max(x) for x in run.in_last if x)
@@ -218,11 +230,11 @@ def ecp5_table(builds=ECP5_BUILDS):
             fmax = min(r["fmax_mhz"].values()) if r["fmax_mhz"] else "n/a"
             t.add(name, dev, target, r["lut4"], r["ff"], r["bram_dp16kd"], r["lutram"], fmax, round(wall))
         else:
-            t.add(name, dev, target, *_failed_report(r, target), round(wall))
+            t.add(name, dev, target, *failed_report(r, target), round(wall))
     return t
 
 
-def _failed_report(r, target=125):
+def failed_report(r, target=125):
     """LUT4/FF/DP16KD/LUTRAM/Fmax of a failed nextpnr run (synth_point's failure figures): from report.json
     when it placed and routed (125 MHz missed), else from the utilisation nextpnr logged before it gave up
     (used/available) and its post-placement Fmax estimate if it got that far."""

@@ -355,9 +355,10 @@ def run(quick=False):
     data = {}
     for (name, what, _), r, wall in zip(SOAKS, results, walls):
         data[name] = dict(r, wall_s=round(wall, 1))
-        t.add(name, what, r["cycles"], r["sent"], r["carried"], r["faults"], r.get("replays", "-"), r.get("lost", 0),
-              r.get("duplicated", 0), r.get("out_of_order", 0), r.get("corrupted", 0), r.get("crc_escapes", 0),
-              r.get("slips", 0), {True: "yes", False: "NO"}.get(r.get("counters_ok"), "-"), round(wall, 1),
+        counts = [r.get(k, "-") for k in ("replays", "lost", "duplicated", "out_of_order", "corrupted",
+                                          "crc_escapes", "slips")]
+        t.add(name, what, r["cycles"], r["sent"], r["carried"], r["faults"], *counts,
+              {True: "yes", False: "NO"}.get(r.get("counters_ok"), "-"), round(wall, 1),
               round(r["cycles"] / wall / 1e6, 2))
     t.notes = ("lost, duplicated, out of order: the traffic checkers' counts (every one must be 0); corrupted: "
                "packets delivered with wrong content (for the epoch soaks: outputs that differ from the first "
@@ -366,5 +367,6 @@ def run(quick=False):
                "injected: frames hit by channel errors (IDLEs inserted/removed for the two clocks; junk frames, "
                "lost contributions and refused triggers for the epoch soaks); counters add up: every counter equals "
                "the epochs times one epoch's; the wall time includes building the model when it is not cached; "
-               "the soaks run as sweep points, in parallel on the local cores.")
+               "the soaks run as sweep points, in parallel on the local cores; -: a count this soak does not "
+               "compute.")
     return BenchResult("soak", tables=[t], data=data)
