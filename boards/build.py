@@ -24,10 +24,12 @@ from boards import fit
 from boards.ports import builder_options
 from cores.lib.block_ram import ecp5_special_overrides
 from sim import progress
+from software.argtypes import names, positive_float
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ECP5_BOARDS = ("colorlight_5a_75b", "lattice_versa_ecp5")
 GATEWARE_ONLY_BOARDS = ("xilinx_ac701_pcie",)
+COLORLIGHT_REVISIONS = ("7.0", "8.0")
 # The stages of an ECP5 build as its output shows them (yosys's log, then nextpnr's and ecppack's output).
 BUILD_STAGES = [("generating", r"."), ("synthesis", r"^\d+\. Executing"), ("packing", r"^Info: Packing"),
                 ("placement", r"^Info: (Creating initial analytic|Running main analytical)"),
@@ -45,12 +47,19 @@ def report(build_dir, build_name):
     return used, fmax
 
 
+def mgmt_ports(text):
+    """argparse type of --mgmt-ports: comma-separated data ports among 0 and 1; their mask."""
+    return sum(1 << int(p) for p in set(names(("0", "1"), "data ports", empty=False)(text)))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("board", choices=ECP5_BOARDS + GATEWARE_ONLY_BOARDS)
-    parser.add_argument("--revision", default="8.0", help="board revision (Colorlight: 7.0 or 8.0)")
-    parser.add_argument("--sys-clk-freq", type=float, default=None, help="system clock in Hz")
-    parser.add_argument("--cores", default="", help="comma-separated cores to include")
+    parser.add_argument("--revision", default=None, choices=COLORLIGHT_REVISIONS,
+                        help="board revision (Colorlight only; default 8.0)")
+    parser.add_argument("--sys-clk-freq", type=positive_float, default=None, help="system clock in Hz")
+    parser.add_argument("--cores", type=names(fit.BOARD_CORES, "cores"), default=[],
+                        help=f"comma-separated cores to include, of {', '.join(fit.BOARD_CORES)}")
     parser.add_argument("--seed", type=int, default=None,
                         help="nextpnr placement seed (default: the board's for these cores, else 1)")
     parser.add_argument("--router", default=None, choices=["router1", "router2"],
@@ -62,28 +71,25 @@ def main(argv=None):
                         help="build even if the estimate (boards/fit.py) says the cores do not fit")
     parser.add_argument("--build-dir", default=None,
                         help="build folder (default build/boards/<board>; inside the tree: YoWASP cannot see /tmp)")
-    parser.add_argument("--mgmt-ports", default="0",
-                        help="with minisharp: the data ports (comma-separated) from which Etherbone answers")
+    parser.add_argument("--mgmt-ports", type=mgmt_ports, default="0",
+                        help="with minisharp: the data ports (comma-separated, of 0 and 1) from which Etherbone "
+                             "answers")
     args = parser.parse_args(argv)
     if args.cores and args.board not in ECP5_BOARDS:
         parser.error(f"{args.board} carries a fixed set of cores; --cores is for {', '.join(ECP5_BOARDS)}")
+    if args.revision and args.board != "colorlight_5a_75b":
+        parser.error(f"--revision is for the colorlight_5a_75b, not {args.board}")
 
     # The yosys/nextpnr-ecp5/ecppack wrappers (make deps) live beside this Python.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     module = importlib.import_module(f"boards.{args.board}")
-    kwargs = {"cores": [c for c in args.cores.split(",") if c]} if args.board in ECP5_BOARDS else {}
+    kwargs = {"cores": args.cores} if args.board in ECP5_BOARDS else {}
     if "minisharp" in kwargs.get("cores", ()):
-        ports = {int(p) for p in args.mgmt_ports.split(",") if p}
-        if not ports or not ports <= {0, 1}:
-            parser.error(f"--mgmt-ports takes data ports among 0 and 1, not {args.mgmt_ports!r}")
-        kwargs["mgmt_ports"] = sum(1 << p for p in ports)
+        kwargs["mgmt_ports"] = args.mgmt_ports
     if args.board in ECP5_BOARDS and not args.no_fit_check:
-        unknown = set(kwargs["cores"]) - set(fit.BOARD_CORES)
-        if unknown:
-            parser.error(f"unknown cores {sorted(unknown)}; the board cores are {', '.join(fit.BOARD_CORES)}")
         try:
             use, device = fit.check(args.board, kwargs["cores"])
-        except fit.DoesNotFit as e:
+        except ValueError as e:              # fit.DoesNotFit, or no figures for a core
             print(f"error: {e}", file=sys.stderr)
             return 2
         cap = fit.DEVICES[device]
@@ -92,7 +98,7 @@ def main(argv=None):
     if args.sys_clk_freq:
         kwargs["sys_clk_freq"] = int(args.sys_clk_freq)
     if args.board == "colorlight_5a_75b":
-        kwargs["revision"] = args.revision
+        kwargs["revision"] = args.revision or "8.0"
     # The board's nextpnr settings for these cores (PNR_DEFAULTS: core -> router and seed), the options' defaults.
     pnr = next((module.PNR_DEFAULTS[c] for c in kwargs.get("cores", ()) if c in getattr(module, "PNR_DEFAULTS", {})), {})
     args.router = args.router or pnr.get("router", "router2")

@@ -26,6 +26,7 @@ import sys
 import tempfile
 
 from sim.bench import sources
+from software.argtypes import names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGURES = os.path.join(ROOT, "boards", "fit_figures.json")
@@ -231,12 +232,15 @@ def uncommitted():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("board", nargs="?", choices=sorted(BOARD_DEVICE))
-    parser.add_argument("cores", nargs="?", default="")
+    parser.add_argument("cores", nargs="?", type=names(BOARD_CORES, "board cores"), default=[],
+                        help=f"comma-separated cores, of {', '.join(BOARD_CORES)}")
     parser.add_argument("--measure", action="store_true", help="rerun yosys for the figures")
     parser.add_argument("--update-digests", action="store_true",
                         help="only record the digests of the sources now for the figures (no measurement)")
-    parser.add_argument("--boards", default=",".join(BOARD_DEVICE), help="with --measure: boards to measure")
-    parser.add_argument("--only", default=",".join(BOARD_CORES), help="with --measure: cores to measure")
+    parser.add_argument("--boards", type=names(BOARD_DEVICE, "boards", empty=False), default=list(BOARD_DEVICE),
+                        help="with --measure: boards to measure")
+    parser.add_argument("--only", type=names(BOARD_CORES, "board cores", empty=False), default=list(BOARD_CORES),
+                        help="with --measure: cores to measure")
     args = parser.parse_args(argv)
     dirty = uncommitted() if args.measure or args.update_digests else []
     if dirty:
@@ -244,7 +248,7 @@ def main(argv=None):
               f"{', ...' if len(dirty) > 3 else ''})", file=sys.stderr)
         return 1
     if args.measure:
-        measure([b for b in args.boards.split(",") if b], [c for c in args.only.split(",") if c])
+        measure(args.boards, args.only)
         return 0
     if args.update_digests:
         changed = update_digests()
@@ -254,8 +258,8 @@ def main(argv=None):
     if not args.board:
         parser.error("give a board (and cores), --measure or --update-digests")
     try:
-        use, device = check(args.board, [c for c in args.cores.split(",") if c])
-    except DoesNotFit as e:
+        use, device = check(args.board, args.cores)
+    except ValueError as e:                  # DoesNotFit, or no figures for a core
         print(f"error: {e}", file=sys.stderr)
         return 1
     cap = DEVICES[device]

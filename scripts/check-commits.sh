@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SINCE=${1:-7548732}
 MAX=72
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+    echo "usage: scripts/check-commits.sh [SINCE]   # commit subjects after SINCE (default 7548732) <= $MAX characters"
+    exit 0
+fi
 if ! git cat-file -e "$SINCE^{commit}" 2>/dev/null; then
     echo "check-commits: $SINCE is not in this clone's history; checking HEAD only"
     range=(-1 HEAD)

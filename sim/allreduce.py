@@ -21,9 +21,11 @@ import time
 
 import numpy as np
 
+from cores.minisharp import common as ms
 from sim import ROOT
 from sim.cluster import SimCluster
 from sim.runner import SimulationFailed, handle_interrupts
+from software.argtypes import int_in, positive_float, positive_int
 from software.minisharp.reference import TRAPS, reduce_vectors
 from software.minisharp.topology import TOPOLOGIES
 
@@ -90,16 +92,28 @@ def run(topology="spine-leaf", ranks=4, elements=100_000, exact=True, seed=1, ti
         shutil.rmtree(work, ignore_errors=True)
 
 
+def max_elements(topo):
+    """The longest vector a collective of `topo`'s switches carries: 2^16 chunks (the v0.2 chunk index)."""
+    return (1 << 16) * ms.v02_chunk_elements(topo.chunk_elements)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="FP32 allreduce through a simulated MiniSharp network.")
     ap.add_argument("--topology", default="spine-leaf", choices=sorted(TOPOLOGIES))
-    ap.add_argument("--ranks", type=int, default=4)
-    ap.add_argument("--elements", type=int, default=100_000)
+    ap.add_argument("--ranks", type=positive_int, default=4, help="rank processes (at most the topology's hosts)")
+    ap.add_argument("--elements", type=positive_int, default=100_000,
+                    help="FP32 elements of each rank's vector (at most 2^16 chunks)")
     ap.add_argument("--fp32-partials", action="store_true", help="partials rounded to FP32 at each level")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=3600.0)
+    ap.add_argument("--seed", type=int_in(0), default=1)
+    ap.add_argument("--timeout", type=positive_float, default=3600.0, help="seconds a rank may take")
     a = ap.parse_args(argv)
-    import signal
+    topo = TOPOLOGIES[a.topology]
+    if a.ranks > len(topo.hosts):
+        ap.error(f"argument --ranks: {a.topology} has {len(topo.hosts)} hosts, {a.ranks} ranks asked for")
+    most = max_elements(topo)
+    if a.elements > most:
+        ap.error(f"argument --elements: at most {most} (2^16 chunks of {ms.v02_chunk_elements(topo.chunk_elements)}), "
+                 f"{a.elements} asked for")
     handle_interrupts()
     try:
         r = run(a.topology, a.ranks, a.elements, exact=not a.fp32_partials, seed=a.seed, timeout=a.timeout)

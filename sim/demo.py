@@ -9,6 +9,7 @@ from sim.runner import SimSession, SimulationFailed, handle_interrupts
 from cores.sparsr.common import XMEM_KINDS
 from soc.common import CORE_NAMES
 from soc.innet_soc import InnetSoC
+from software.argtypes import names, positive_int
 
 
 def available_cores():
@@ -20,15 +21,16 @@ def available_cores():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cores", default=None, help="comma-separated cores (default: all integrated ones)")
+    parser.add_argument("--cores", type=names(available_cores(), "cores"), default=None,
+                        help=f"comma-separated cores (default: all integrated ones, {', '.join(available_cores())})")
     parser.add_argument("--cpu-type", default=None, choices=["vexriscv"], help="add a CPU (default: none)")
-    parser.add_argument("--threads", type=int, default=target.SIM_THREADS,
+    parser.add_argument("--threads", type=positive_int, default=target.SIM_THREADS,
                         help="Verilator threads of the model (2 pays only while the host is mostly idle)")
     parser.add_argument("--sparsr-xmem", default=target.SPARSR["xmem"], choices=XMEM_KINDS,
                         help="where Sparsr keeps XMEM: in the SDRAM model (dram, 4096 rows) or block RAM (bram, 8 "
                              "rows)")
     args = parser.parse_args(argv)
-    cores = available_cores() if args.cores is None else [c for c in args.cores.split(",") if c]
+    cores = available_cores() if args.cores is None else args.cores
     handle_interrupts()
     t0 = time.monotonic()
     print(f"Building the simulated SoC (cores: {', '.join(cores) or 'none'})...", flush=True)

@@ -32,6 +32,7 @@ import time
 
 from sim import ROOT, venv_tool
 from sim.verilated import flat_ports
+from software.argtypes import positive_int
 
 PROPERTY_DIR = os.path.join(ROOT, "tests", "formal")
 BUILD_DIR = os.path.join(ROOT, "build", "formal")
@@ -217,9 +218,13 @@ def main(argv=None):
     parser.add_argument("names", nargs="*", help="property name prefixes (default: all)")
     parser.add_argument("--broken", action="store_true", help="also run each property's broken variant "
                         "(expected: FAIL)")
-    parser.add_argument("--timeout", type=int, default=1800, help="seconds per sby run")
+    parser.add_argument("--timeout", type=positive_int, default=1800, help="seconds per sby run")
     args = parser.parse_args(argv)
     props = load_properties(args.names)
+    unknown = [n for n in args.names if not any(p.name.startswith(n) for p in props)]
+    if unknown:
+        parser.error(f"no formal property starts with {', '.join(map(repr, unknown))}; the properties: "
+                     f"{', '.join(p.name for p in load_properties())}")
     results = []
     for p in props:
         for broken in ((False, True) if args.broken else (False,)):

@@ -24,7 +24,8 @@ import sys
 import time
 
 from sim import ROOT, target
-from soc.common import SOC_IP_ADDRESS
+from soc.common import CORE_NAMES, SOC_IP_ADDRESS
+from software.argtypes import names, positive_float
 
 
 class SimulationFailed(RuntimeError):
@@ -264,16 +265,17 @@ def handle_interrupts():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Run the simulated SoC in a private network namespace.")
-    parser.add_argument("--cores", default="", help="comma-separated cores to include")
+    parser.add_argument("--cores", type=names(CORE_NAMES, "cores"), default=[],
+                        help=f"comma-separated cores to include, of {', '.join(CORE_NAMES)}")
     parser.add_argument("--cpu-type", default=None, choices=["vexriscv"], help="add a CPU (default: none)")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds the command may run")
+    parser.add_argument("--timeout", type=positive_float, default=600, help="seconds the command may run")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="command to run inside the namespace")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give a command to run, e.g. -- python -m software.cli ident")
     handle_interrupts()
-    gateware = target.build([c for c in args.cores.split(",") if c], cpu_type=args.cpu_type)
+    gateware = target.build(args.cores, cpu_type=args.cpu_type)
     try:
         with SimSession(gateware) as sim:
             return sim.run(command, timeout=args.timeout).returncode

@@ -21,8 +21,9 @@ from migen.genlib.io import CRG as SimCRG
 from cores.sparsr.common import XMEM_DRAM, XMEM_KINDS
 from sim import ROOT, verilated
 from sim.models.tap import GMIIDataPort, TapPHY, TAP_POLL_CYCLES, gmii_pads, tap_pads
-from soc.common import SOC_IP_ADDRESS, SOC_MAC_ADDRESS
+from soc.common import CORE_NAMES, SOC_IP_ADDRESS, SOC_MAC_ADDRESS
 from soc.innet_soc import InnetSoC
+from software.argtypes import names, positive_int
 
 SIM_CLK_FREQ = int(1e6)        # nominal; Verilator runs as fast as it can
 TAP_INTERFACE = "tap0"         # lives in the runner's namespace only
@@ -202,18 +203,18 @@ def build(cores=(), cpu_type=None, build_root=None, force=False, quiet=True, thr
     return gateware_dir
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description="Build the simulated innet SoC (litex_sim + Verilator).")
-    parser.add_argument("--cores", default="", help="comma-separated cores to include")
+    parser.add_argument("--cores", type=names(CORE_NAMES, "cores"), default=[],
+                        help=f"comma-separated cores to include, of {', '.join(CORE_NAMES)}")
     parser.add_argument("--cpu-type", default=None, choices=["vexriscv"], help="add a CPU (default: none)")
     parser.add_argument("--force", action="store_true", help="recompile even if the gateware did not change")
-    parser.add_argument("--threads", type=int, default=SIM_THREADS, help="Verilator threads of the model")
+    parser.add_argument("--threads", type=positive_int, default=SIM_THREADS, help="Verilator threads of the model")
     parser.add_argument("--trace", action="store_true", help="dump sim.vcd (a separate, slower build)")
     parser.add_argument("--sparsr-xmem", default=SPARSR["xmem"], choices=XMEM_KINDS,
                         help="Sparsr's XMEM in the SDRAM model (4096 rows) or in block RAM (8 rows)")
-    args = parser.parse_args()
-    cores = [c for c in args.cores.split(",") if c]
-    print(build(cores, cpu_type=args.cpu_type, force=args.force, quiet=False, threads=args.threads,
+    args = parser.parse_args(argv)
+    print(build(args.cores, cpu_type=args.cpu_type, force=args.force, quiet=False, threads=args.threads,
                 trace=args.trace, sparsr=sparsr_options(args.sparsr_xmem)))
 
 

@@ -2,7 +2,10 @@
 speed, Etherbone read rate, then the demo of every core present in the SoC (software/<core>.demo(bus)).
 
 Prints a report and a JSON line (prefixed "RESULT ") for the caller; exits non-zero on any mismatch.
+Environment: INNET_CSR_CSV (the SoC's csr.csv, required), INNET_SOC_IP (default the SoC's address),
+INNET_SPARSR_ROWS and INNET_MS_ELEMENTS (the Sparsr and MiniSharp demos' sizes).
 """
+import argparse
 import importlib
 import json
 import os
@@ -11,7 +14,7 @@ import sys
 import time
 
 from soc.common import CORE_NAMES, SOC_IP_ADDRESS
-from software.client import InnetClient
+from software.client import InnetClient, TargetUnreachable
 from software.minisharp import tap_demo
 
 
@@ -41,9 +44,18 @@ def cycles_per_second(bus, seconds=2.0):
     return (c1 - c0) / (t1 - t0)
 
 
-def main():
-    bus = InnetClient(os.environ.get("INNET_SOC_IP", SOC_IP_ADDRESS), csr_csv=os.environ["INNET_CSR_CSV"],
-                      timeout=5.0).open()
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    if "INNET_CSR_CSV" not in os.environ:
+        print("error: INNET_CSR_CSV is not set: this runs inside the simulation (`make sim`, sim.runner)",
+              file=sys.stderr)
+        return 2
+    try:
+        bus = InnetClient(os.environ.get("INNET_SOC_IP", SOC_IP_ADDRESS), csr_csv=os.environ["INNET_CSR_CSV"],
+                          timeout=5.0).open()
+    except (TargetUnreachable, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     result = {}
     result["ident"] = bus.ident()
     print(f"identifier            : {result['ident']}")

@@ -14,6 +14,7 @@ import traceback
 
 from sim.bench import sweep
 from sim.bench.framework import BENCH_DIR, write_index
+from software.argtypes import positive_float, positive_int
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -22,32 +23,40 @@ def discover():
     return sorted(f[len("bench_"):-3] for f in os.listdir(HERE) if f.startswith("bench_") and f.endswith(".py"))
 
 
+def cluster_address(text):
+    """argparse type of --cluster: `local`, ray://HOST:PORT or HOST:PORT."""
+    if text != "local":
+        try:
+            sweep.ray_address(text)
+        except sweep.ClusterUnreachable as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {discover()})")
     parser.add_argument("--quick", action="store_true", help="smoke-test sizes (seconds, not minutes)")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=positive_int, default=None,
                         help=f"local worker processes for the sweep points (default: every core, {os.cpu_count()}; "
                              "1: in this process)")
-    parser.add_argument("--cluster", default=None,
+    parser.add_argument("--cluster", type=cluster_address, default=None,
                         help="run the sweep points on the Ray cluster at this address (ray://HOST:PORT, HOST:PORT, "
                              "or `local`); default $RAY_ADDRESS, else the local processes")
     parser.add_argument("--fresh", action="store_true", help="recompute every point (ignore build/bench/cache/)")
     parser.add_argument("--no-ecp5", action="store_true",
                         help="skip the ECP5 place-and-route runs of the benchmarks that have them (hours; "
                              "`make bench BENCH=ecp5` has every core's)")
-    parser.add_argument("--connect-timeout", type=float, default=sweep.SETTINGS.connect_timeout,
+    parser.add_argument("--connect-timeout", type=positive_float, default=sweep.SETTINGS.connect_timeout,
                         help="seconds to wait for the Ray cluster to answer")
     args = parser.parse_args(argv)
-    if args.workers is not None and args.workers < 1:
-        parser.error("--workers takes a positive number")
-    sweep.configure(fresh=args.fresh, connect_timeout=args.connect_timeout,
-                    **({"workers": args.workers} if args.workers else {}),
-                    **({"cluster": args.cluster} if args.cluster else {}))
     names = args.names or discover()
     unknown = set(names) - set(discover())
     if unknown:
         parser.error(f"unknown benchmarks {sorted(unknown)}; known: {discover()}")
+    sweep.configure(fresh=args.fresh, connect_timeout=args.connect_timeout,
+                    **({"workers": args.workers} if args.workers else {}),
+                    **({"cluster": args.cluster} if args.cluster else {}))
     failed = []
     try:
         for name in names:

@@ -244,3 +244,8 @@ def run(quick=False, boards=True):
                           for (label, device, config), pt, r in zip(core_points_meta(cores, seeds), points, results)],
                 "boards": results[n_cores:], "walls_s": sweep_stats().walls}
     return res
+
+
+if __name__ == "__main__":
+    from sim.bench.framework import bench_main
+    raise SystemExit(bench_main(run, __doc__))

@@ -262,7 +262,5 @@ def failed_report(r, target=125):
 
 
 if __name__ == "__main__":
-    import sys
-    r = run(quick="--quick" in sys.argv, ecp5="--no-ecp5" not in sys.argv)
-    print(r.markdown())
-    print(r.write())
+    from sim.bench.framework import bench_main
+    raise SystemExit(bench_main(run, __doc__))

@@ -163,7 +163,5 @@ def run(quick=False):
 
 
 if __name__ == "__main__":
-    import sys
-    r = run(quick="--quick" in sys.argv)
-    print(r.markdown())
-    print(r.write())
+    from sim.bench.framework import bench_main
+    raise SystemExit(bench_main(run, __doc__))

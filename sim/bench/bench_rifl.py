@@ -15,17 +15,18 @@ import time
 
 from migen.sim import run_simulation
 
-from cores.rifl.common import (CHK_FAULTS, LOOPBACK_CONTROL, LOOPBACK_DIRECTIONS, efficiency, holdoff_cycles,
-                               payload_bytes, replay_log2, rx_depth_for)
+from cores.rifl.common import (CHK_FAULTS, LOOPBACK_CONTROL, LOOPBACK_DIRECTIONS, check_frame_bits, efficiency,
+                               holdoff_cycles, payload_bytes, replay_log2, rx_depth_for)
 from cores.rifl.link import RIFLEndpoint
 from cores.rifl.link_bench import RIFLLinkBench
 from cores.rifl.soc_block import RIFLLoopback
 from sim import ROOT
 from sim.bench.ecp5 import point_digest, synth_point
-from sim.bench.framework import BenchResult, Table, plot_path
+from sim.bench.framework import BenchResult, Table, bench_parser, plot_path, report, run_with
 from sim.bench.sweep import progress, sweep, sweep_stats, tasks
 from sim.verilated import rifl as verilated
 from sim.verilated import verilog_digest
+from software.argtypes import checked, fraction, int_in, integer, names, positive_int
 from software.rifl.demo import frame_error_threshold
 
 LINE_RATE = 100e9
@@ -349,29 +350,35 @@ def versa_serdes_build(frame_bits=64, linerate=2.5e9, seed=1, two_boards=False):
     return table
 
 
-if __name__ == "__main__":
-    import argparse
-    parser = argparse.ArgumentParser(description="RIFL benchmark (make bench BENCH=rifl runs the full sweep)")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--frame-bits", type=int, action="append", help="frame size(s) to run (default 256, 1024)")
-    parser.add_argument("--ber", type=float, action="append", help="bit error rate(s) to run")
-    parser.add_argument("--no-ecp5", action="store_true", help="skip the ECP5 synthesis")
-    parser.add_argument("--max-cycles", type=int, default=MAX_CYCLES, help="cycle cap per point")
-    parser.add_argument("--ecp5-only", metavar="PARTS",
+def main(argv=None):
+    """`python -m sim.bench.bench_rifl`: the sweep or a subset of it, the ECP5 tables alone (--ecp5-only) or the
+    Versa DCU build (--versa)."""
+    frame_bits = checked(integer, check_frame_bits)
+    parser = bench_parser(run, __doc__)
+    parser.add_argument("--frame-bits", dest="frame_sizes", metavar="F", type=frame_bits, action="append",
+                        help="frame size(s) to run (default 256, 1024)")
+    parser.add_argument("--ber", dest="bers", metavar="BER", type=fraction, action="append",
+                        help="bit error rate(s) to run")
+    parser.add_argument("--max-cycles", type=positive_int, default=MAX_CYCLES, help="cycle cap per point")
+    parser.add_argument("--ecp5-only", metavar="PARTS", type=names([*ECP5_PARTS, "l2"], "ECP5 parts", empty=False),
                         help="only the ECP5 tables of endpoint,l2,segmenter,reassembler,aligner")
-    parser.add_argument("--ecp5-seed", type=int, default=1, help="nextpnr seed of the ECP5 runs (with --ecp5-only)")
-    parser.add_argument("--versa", type=int, metavar="F", help="only build the Versa DCU target for frame size F")
+    parser.add_argument("--ecp5-seed", type=int_in(0), default=1,
+                        help="nextpnr seed of the ECP5 runs (with --ecp5-only)")
+    parser.add_argument("--versa", type=frame_bits, metavar="F",
+                        help="only build the Versa DCU target for frame size F")
     parser.add_argument("--two-boards", action="store_true", help="with --versa: the two-board target")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.two_boards and not args.versa:
+        parser.error("--two-boards goes with --versa F")
     if args.versa:
         print(versa_serdes_build(args.versa, two_boards=args.two_boards).markdown())
-        raise SystemExit(0)
+        return 0
     if args.ecp5_only:
-        parts = args.ecp5_only.split(",")
-        for t in ecp5_tables(sweep("rifl", ecp5_points(parts, args.ecp5_seed)), parts):
+        for t in ecp5_tables(sweep("rifl", ecp5_points(args.ecp5_only, args.ecp5_seed)), args.ecp5_only):
             print(t.markdown())
-        raise SystemExit(0)
-    res = run(quick=args.quick, frame_sizes=args.frame_bits, bers=args.ber, ecp5=not args.no_ecp5,
-              max_cycles=args.max_cycles)
-    print(res.markdown())
-    print(res.write())
+        return 0
+    return report(run_with(run, args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

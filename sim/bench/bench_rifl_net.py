@@ -31,6 +31,8 @@ Every point is a task of sim.bench.sweep (`measure`: every core or a Ray cluster
 by its parameters and the digests of the two models it runs, so an interrupted sweep resumes).
 """
 import functools
+import json
+import os
 import time
 from collections import Counter, defaultdict
 
@@ -40,10 +42,11 @@ from cores.rifl.common import CHANNEL_RANDOM, SEGMENT_BYTES
 from cores.rifl_net.line_card import cell_frames
 from cores.rifl_net.network import net_contexts
 from cores.switch.common import CELL_BYTES
-from sim.bench.framework import BenchResult, Table, plot_path
+from sim.bench.framework import BENCH_DIR, BenchResult, Table, bench_parser, plot_path, report, run_with
 from sim.bench.sweep import sweep, sweep_stats, tasks
 from sim.verilated.rifl_net import NetModel, Packet
 from sim.verilated.switch import run_scheduler, scheduler
+from software.argtypes import names
 from software.rifl.demo import random_thresholds
 from cores.rifl_net.topology import one_switch
 from software.switch import reference, traffic
@@ -56,6 +59,7 @@ MIN_LOAD_VOLUME = 0.5           # loads under this keep the cycles of this load'
 LOADS = [0.1, 0.3, 0.5, 0.7, 0.9, 0.99]
 BERS = [1e-7, 1e-6]
 MAX_PACKET = 2048
+RESULTS = os.path.join(BENCH_DIR, "rifl_net.json")   # the full run's points (--rerun updates them)
 
 
 def net_kwargs(n, k):
@@ -213,11 +217,8 @@ def rerun(traffics):
     """Measure again the points of the full plan whose traffic is in `traffics` (e.g. after a change that
     only they see, which the cache key does not cover) and put them into build/bench/rifl_net.json in place
     of the old ones."""
-    import json
-    import os
-    from sim.bench.framework import BENCH_DIR
     t0 = time.time()
-    with open(os.path.join(BENCH_DIR, "rifl_net.json")) as f:
+    with open(RESULTS) as f:
         old = json.load(f)["points"]
     pts = [p for p in plan(False) if f"{p['pattern']}/{p['size']}" in traffics]
     new = _with_walls(sweep("rifl_net", tasks(measure, pts, _gateware), fresh=True))
@@ -347,17 +348,25 @@ def ecp5_table():
     return t
 
 
+def main(argv=None):
+    """`python -m sim.bench.bench_rifl_net`: the sweep, a new measurement of some traffics' points (--rerun) or
+    the ECP5 table alone (--ecp5)."""
+    traffics = sorted({f"{p['pattern']}/{p['size']}" for p in plan(False)})
+    parser = bench_parser(run, __doc__)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--rerun", metavar="TRAFFICS", type=names(traffics, "traffics", empty=False),
+                      help="measure again the full plan's points of these traffics (comma-separated) and put them "
+                           "into build/bench/rifl_net.json")
+    mode.add_argument("--ecp5", action="store_true", help="only the ECP5 table (build/bench/rifl_net_ecp5.md)")
+    args = parser.parse_args(argv)
+    if args.rerun:
+        if not os.path.exists(RESULTS):
+            parser.error(f"--rerun updates {os.path.relpath(RESULTS)}, which is not there: run the full bench first")
+        return report(rerun(args.rerun))
+    if args.ecp5:
+        return report(BenchResult("rifl_net_ecp5", tables=[ecp5_table()]))
+    return report(run_with(run, args))
+
+
 if __name__ == "__main__":
-    import sys
-    if "--rerun" in sys.argv:
-        res = rerun(sys.argv[sys.argv.index("--rerun") + 1].split(","))
-        print(res.markdown())
-        print(res.write())
-    elif "--ecp5" in sys.argv:
-        res = BenchResult("rifl_net_ecp5", tables=[ecp5_table()])
-        print(res.markdown())
-        print(res.write())
-    else:
-        res = run(quick="--quick" in sys.argv)
-        print(res.markdown())
-        print(res.write())
+    raise SystemExit(main())

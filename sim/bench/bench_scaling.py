@@ -146,3 +146,8 @@ def run(quick=False, cluster=None):
     if not all(rows_same):
         raise RuntimeError("a sweep gave different results on the executors")
     return res
+
+
+if __name__ == "__main__":
+    from sim.bench.framework import bench_main
+    raise SystemExit(bench_main(run, __doc__))

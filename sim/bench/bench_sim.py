@@ -207,6 +207,5 @@ def _goal_table(data):
 
 
 if __name__ == "__main__":
-    r = run(quick="--quick" in sys.argv, wave1="--no-wave1" not in sys.argv)
-    print(r.markdown())
-    print(r.write())
+    from sim.bench.framework import bench_main
+    raise SystemExit(bench_main(run, __doc__))

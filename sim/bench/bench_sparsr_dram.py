@@ -10,7 +10,7 @@ import random
 
 from cores.sparsr.common import FRAME_WORDS, ROW_LANES, ROW_BYTES, CMD_WRITE_XMEM
 from sim.bench.framework import BenchResult, Table
-from software.sparsr.demo import random_row
+from software.sparsr.rows import random_row
 from software.sparsr.frames import encode_rows, dma_frame, status_frame
 from software.sparsr.reference import CardModel
 
@@ -82,4 +82,5 @@ def run(quick=False):
 
 
 if __name__ == "__main__":
-    run()
+    from sim.bench.framework import bench_main
+    raise SystemExit(bench_main(run, __doc__))

@@ -11,7 +11,6 @@ Every point is a task of sim.bench.sweep (run on every core or a Ray cluster, ca
 `crosscheck` (the RTL against the Python iSLIP, cell for cell) and the ECP5 runs (sim.bench.ecp5.synth_point).
 """
 import functools
-import sys
 import time
 
 import numpy as np
@@ -368,7 +367,7 @@ def ecp5_table(results):
                "figure (--timing-allow-fail).")
     return t
 
+
 if __name__ == "__main__":
-    r = run(quick="--quick" in sys.argv, ecp5="--no-ecp5" not in sys.argv)
-    print(r.markdown())
-    print(r.write())
+    from sim.bench.framework import bench_main
+    raise SystemExit(bench_main(run, __doc__))

@@ -16,9 +16,7 @@ Random run: every participant works through 2 rounds of all 8 idents in its own 
 gaps, random modes and values (and corner values) and completion back-pressure (ready 70% of cycles);
 `software.sync.reference.check_completions` checks every completion against the reference model.
 """
-import argparse
 import random
-import sys
 import time
 
 from cores.sync.common import CPL_LATENCY, DEFAULT_HOP_LATENCY, MODE_UMAX, DIRS, MAX_IDENTS
@@ -213,8 +211,5 @@ def ecp5_table(hop):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    print(run(quick=args.quick).markdown())
-    sys.exit(0)
+    from sim.bench.framework import bench_main
+    raise SystemExit(bench_main(run, __doc__))

@@ -1,8 +1,11 @@
 """Benchmark results: Markdown tables and JSON under build/bench/, plots beside them, and build/bench/index.html
 linking every bench's files with its tables and plots inline (opens from file://, no server).
 
-Sweeps (every point a task, run on the local cores or a Ray cluster, cached): sim/bench/sweep.py."""
+Sweeps (every point a task, run on the local cores or a Ray cluster, cached): sim/bench/sweep.py.
+`bench_main(run, __doc__)` is the command line of a bench module (`python -m sim.bench.bench_<name>`)."""
+import argparse
 import html
+import inspect
 import json
 import os
 import time
@@ -126,3 +129,34 @@ def write_index(outdir=BENCH_DIR):
         f.write("\n".join(out) + "\n")
     os.replace(tmp, path)
     return path
+
+
+def bench_parser(run, doc):
+    """The argparse parser of a bench module whose entry is `run`: --quick, and --no-<flag> for each keyword of
+    `run` that defaults to True (ecp5, wave1, boards: the long parts); add the module's own options to it."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smoke-test sizes (seconds, not minutes)")
+    for name, p in inspect.signature(run).parameters.items():
+        if p.default is True:
+            parser.add_argument(f"--no-{name.replace('_', '-')}", dest=name, action="store_false",
+                                help=f"skip the {name} part")
+    return parser
+
+
+def run_with(run, args):
+    """`run` called with the parsed `args` that are its keywords."""
+    keywords = inspect.signature(run).parameters
+    return run(**{k: v for k, v in vars(args).items() if k in keywords})
+
+
+def report(result):
+    """Print a bench's result (Markdown) and write it under build/bench/ (as `make bench` does)."""
+    print(result.markdown())
+    print(result.write())
+    return 0
+
+
+def bench_main(run, doc, argv=None):
+    """`python -m sim.bench.bench_<name> [--quick] [--no-...]`: parse argv (--help and bad options end here, before
+    anything runs), then run the bench and report its result."""
+    return report(run_with(run, bench_parser(run, doc).parse_args(argv)))

@@ -339,18 +339,23 @@ class Pool:
         pass
 
 
-def _ray_address(address):
-    """(host, port) the address names: ray://HOST[:10001] (Ray Client) or HOST[:6379] (the GCS)."""
+def ray_address(address):
+    """(host, port) the address names: ray://HOST[:10001] (Ray Client) or HOST[:6379] (the GCS); raises
+    ClusterUnreachable for anything else."""
     url = urlsplit(address if "://" in address else f"gcs://{address}")
     default = 10001 if url.scheme == "ray" else 6379
-    if not url.hostname:
+    try:
+        host, port = url.hostname, url.port
+    except ValueError:                                  # a port that is not a number in 0..65535
+        host = None
+    if not host:
         raise ClusterUnreachable(f"Ray cluster address {address!r}: expected ray://HOST:PORT or HOST:PORT")
-    return url.hostname, url.port or default
+    return host, port or default
 
 
 def check_reachable(address, timeout):
     """Raise ClusterUnreachable unless something accepts a TCP connection at `address` within `timeout` s."""
-    host, port = _ray_address(address)
+    host, port = ray_address(address)
     deadline, error = time.monotonic() + timeout, None
     while True:
         left = deadline - time.monotonic()

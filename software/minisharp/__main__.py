@@ -12,9 +12,12 @@ import random
 import sys
 
 from cores.minisharp import common as ms
+from software.argtypes import int_in, mac, positive_float, positive_int
 from software.minisharp.demo import random_vector
 from software.minisharp.dissector import write_dissector
 from software.minisharp.host import RawSocketTransport, SplitTransport, reduce
+
+PORT = int_in(0, 255)
 
 
 def main(argv=None):
@@ -23,25 +26,40 @@ def main(argv=None):
     r = sub.add_parser("reduce", help="run one exact FP32 reduction through the switch")
     r.add_argument("--iface", required=True, help="interface towards a switch port")
     r.add_argument("--rx-iface", help="interface receiving the results (default: --iface)")
-    r.add_argument("--ranks", type=int, default=4)
-    r.add_argument("--elements", type=int, default=100000)
-    r.add_argument("--collective-id", type=lambda s: int(s, 0), default=1)
-    r.add_argument("--egress-first", type=int, default=0)
-    r.add_argument("--egress-last", type=int, default=0)
+    r.add_argument("--ranks", type=int_in(1, 256), default=4)
+    r.add_argument("--elements", type=positive_int, default=100000,
+                   help="FP32 elements per rank (at most 2^16 chunks)")
+    r.add_argument("--collective-id", type=int_in(0, 2**32 - 1), default=1)
+    r.add_argument("--egress-first", type=PORT, default=0)
+    r.add_argument("--egress-last", type=PORT, default=0)
     r.add_argument("--shuffle", action="store_true", help="send chunks and ranks in random order")
-    r.add_argument("--window", type=int, default=2, help="chunks in flight (<= the switch's chunk slots)")
-    r.add_argument("--retry", type=float, default=1.0, help="seconds before a chunk is resent")
-    r.add_argument("--chunk-elements", type=int, default=ms.MS_CHUNK_ELEMENTS)
-    r.add_argument("--switch-mac", default=ms.BROADCAST_MAC, help="default: broadcast")
-    r.add_argument("--timeout", type=float, default=3600.0)
+    r.add_argument("--window", type=positive_int, default=2, help="chunks in flight (<= the switch's chunk slots)")
+    r.add_argument("--retry", type=positive_float, default=1.0, help="seconds before a chunk is resent")
+    r.add_argument("--chunk-elements", type=int_in(1, ms.MS_CHUNK_ELEMENTS), default=ms.MS_CHUNK_ELEMENTS)
+    r.add_argument("--switch-mac", type=mac, default=ms.BROADCAST_MAC, help="default: broadcast")
+    r.add_argument("--timeout", type=positive_float, default=3600.0)
     r.add_argument("--seed", type=int, default=1)
     d = sub.add_parser("dissector", help="write the Wireshark Lua dissector")
     d.add_argument("-o", "--output", default="minisharp.lua")
     args = ap.parse_args(argv)
 
-    if args.cmd == "dissector":
-        print(write_dissector(args.output))
-        return 0
+    try:
+        if args.cmd == "dissector":
+            print(write_dissector(args.output))
+            return 0
+        if args.egress_first > args.egress_last:
+            r.error(f"--egress-first {args.egress_first} is past --egress-last {args.egress_last}")
+        if args.elements > (1 << 16) * args.chunk_elements:
+            r.error(f"argument --elements: at most {(1 << 16) * args.chunk_elements} (2^16 chunks of "
+                    f"{args.chunk_elements})")
+        return run_reduce(args)
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def run_reduce(args):
+    """The `reduce` command: 0 when every result is exact, else 1."""
     rng = random.Random(args.seed)
     vectors = [random_vector(rng, args.elements) for _ in range(args.ranks)]
     tx = RawSocketTransport(args.iface)
@@ -55,7 +73,6 @@ def main(argv=None):
           f"{res['seconds']:.2f} s, {res['retries']} chunk resends, {col.duplicates} duplicate results, "
           f"{len(bad)} mismatches vs exact reference")
     return 1 if bad else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,8 +19,15 @@ class RawSocketTransport:
     """AF_PACKET socket on one interface, receiving only MiniSharp frames (needs CAP_NET_RAW)."""
     def __init__(self, iface):
         self.iface = iface
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ms.ETHERTYPE))
-        self.sock.bind((iface, ms.ETHERTYPE))
+        try:
+            self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ms.ETHERTYPE))
+        except OSError as e:
+            raise OSError(e.errno, f"raw socket for {iface}: {e.strerror} (needs root or CAP_NET_RAW)") from None
+        try:
+            self.sock.bind((iface, ms.ETHERTYPE))
+        except OSError as e:
+            self.sock.close()
+            raise OSError(e.errno, f"interface {iface!r}: {e.strerror}") from None
         self.mac = self.sock.getsockname()[4][:6]
 
     def send(self, frame):

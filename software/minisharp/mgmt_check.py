@@ -23,7 +23,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from cores.minisharp import common as ms
-from software.client import InnetClient
+from software.argtypes import int_in, positive_float
+from software.client import InnetClient, TargetUnreachable
 from software.minisharp.host import RawSocketTransport, reduce
 from soc.common import ETHERBONE_UDP_PORT, SOC_IP_ADDRESS, SOC_MAC_ADDRESS
 
@@ -121,10 +122,20 @@ def main(argv=None):
     parser.add_argument("--csr-csv", required=True)
     parser.add_argument("--admin", required=True, help="interface on the management port")
     parser.add_argument("--probe", required=True, help="interface on another data port")
-    parser.add_argument("--elements", type=int, default=600, help="FP32 elements of the concurrent reduction")
-    parser.add_argument("--wait", type=float, default=3.0, help="seconds to wait for answers that must not come")
+    parser.add_argument("--elements", type=int_in(1, (1 << 16) * ms.MS_CHUNK_ELEMENTS), default=600,
+                        help="FP32 elements of the concurrent reduction")
+    parser.add_argument("--wait", type=positive_float, default=3.0,
+                        help="seconds to wait for answers that must not come")
     args = parser.parse_args(argv)
+    try:
+        return check(args)
+    except (TargetUnreachable, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
+
+def check(args):
+    """The checks (main's parsed `args`): prints the RESULT line; 0 when all pass, else 1."""
     bus = InnetClient(SOC_IP_ADDRESS, csr_csv=args.csr_csv, timeout=10.0).open()
     reg = lambda name: getattr(bus.regs, f"{PREFIX}_{name}")
     rng = random.Random(7)

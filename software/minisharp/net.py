@@ -23,7 +23,8 @@ import numpy as np
 
 from cores.minisharp import common as ms
 from soc.common import CORE_NAMES
-from software.client import InnetClient
+from software.argtypes import int_in, positive_float, positive_int
+from software.client import InnetClient, TargetUnreachable
 from software.minisharp import packets as P
 from software.minisharp.host import RawSocketTransport
 from software.minisharp.topology import TOPOLOGIES, tap_name
@@ -35,7 +36,7 @@ SLOT_TIMEOUT_TICKS = 8          # ticks of 2^16 cycles: a few seconds of simulat
 def switches():
     env = os.environ.get("INNET_CLUSTER")
     if not env:
-        raise SystemExit("INNET_CLUSTER is not set: run inside sim.cluster (python -m sim.allreduce)")
+        raise SystemExit("error: INNET_CLUSTER is not set: run inside sim.cluster (python -m sim.allreduce)")
     return json.loads(env)
 
 
@@ -146,18 +147,35 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=["configure", "setup", "rank", "teardown", "counters", "rogue"])
     ap.add_argument("--topology", default="spine-leaf", choices=sorted(TOPOLOGIES))
-    ap.add_argument("--ranks", type=int, default=4)
-    ap.add_argument("--elements", type=int, default=0)
-    ap.add_argument("--collective", type=lambda s: int(s, 0), default=1)
+    ap.add_argument("--ranks", type=positive_int, default=4, help="ranks (at most the topology's hosts)")
+    ap.add_argument("--elements", type=int_in(1, ms.MS_V02_MAX_ELEMENTS), help="FP32 elements (setup, rogue)")
+    ap.add_argument("--collective", type=int_in(0, 2**32 - 1), default=1)
     ap.add_argument("--fp32-partials", action="store_true", help="FP32 partials (rounded at each level)")
-    ap.add_argument("--host")
-    ap.add_argument("--vector")
-    ap.add_argument("--out")
-    ap.add_argument("--window", type=int, default=8)
-    ap.add_argument("--retry", type=float, default=1.0)
-    ap.add_argument("--timeout", type=float, default=1800.0)
+    ap.add_argument("--host", help="the host of a rank process (rank, rogue)")
+    ap.add_argument("--vector", help="the rank's vector (.npy of uint32 FP32 bits)")
+    ap.add_argument("--out", help="where the rank writes the result (.npy)")
+    ap.add_argument("--window", type=positive_int, default=8)
+    ap.add_argument("--retry", type=positive_float, default=1.0)
+    ap.add_argument("--timeout", type=positive_float, default=1800.0)
     a = ap.parse_args(argv)
     topo = TOPOLOGIES[a.topology]
+    if a.ranks > len(topo.hosts):
+        ap.error(f"argument --ranks: {a.topology} has {len(topo.hosts)} hosts, {a.ranks} ranks asked for")
+    needs = {"setup": ["elements"], "rogue": ["host", "elements"], "rank": ["host", "vector", "out"]}
+    missing = [f"--{k}" for k in needs.get(a.command, []) if getattr(a, k) is None]
+    if missing:
+        ap.error(f"{a.command} needs {', '.join(missing)}")
+    if a.host is not None and a.host not in topo.hosts:
+        ap.error(f"argument --host: {a.host!r} is not a host of {a.topology} ({', '.join(topo.hosts)})")
+    try:
+        return run(topo, a)
+    except (TargetUnreachable, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def run(topo, a):
+    """One command of main's parsed arguments `a` on `topo`."""
     if a.command == "configure":
         configure(topo)
     elif a.command == "setup":

@@ -14,7 +14,11 @@ def main(argv=None):
     d = sub.add_parser("dissector", help="write the Wireshark Lua dissector")
     d.add_argument("-o", "--output", default="rifl.lua")
     args = ap.parse_args(argv)
-    print(write_dissector(args.output))
+    try:
+        print(write_dissector(args.output))
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
