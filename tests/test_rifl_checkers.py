@@ -41,8 +41,6 @@ L2_EXPECTED = dict(EXPECTED,
                    reply=dict(delivered=-1, corrupted=1),
                    unknown_source=dict(delivered=-1, lost=1, corrupted=1),   # its own flow then misses it
                    header=dict(delivered=-1, corrupted=1))
-UNSEEN_HEADER = ("L2TrafficChecker compares the reply route, not the delivered header: a header with Remain Hops "
-                 "left (a switch that did not count its hop) gives the same reply_route and counts as delivered")
 
 
 def expected_counters(sent, fault, table):
@@ -177,7 +175,7 @@ def test_traffic_checker_faults(fault):
 
 TOPO = one_switch(L2_HOSTS)
 L2_SOURCES = [s for s in range(L2_HOSTS) if s != L2_RX]
-REPLIES = [reply_route(l2_deliver(TOPO.route(s, L2_RX))) if s != L2_RX else 0 for s in range(L2_HOSTS)]
+HEADERS = [l2_deliver(TOPO.route(s, L2_RX)) if s != L2_RX else 0 for s in range(L2_HOSTS)]
 
 
 def l2_valid_bits(p, b):
@@ -212,8 +210,7 @@ def interleave(rng, flows):
     return out
 
 
-@pytest.mark.parametrize("fault", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=UNSEEN_HEADER))
-                                   if f == "header" else f for f in sorted(L2_EXPECTED)])
+@pytest.mark.parametrize("fault", sorted(L2_EXPECTED))
 def test_l2_traffic_checker_faults(fault):
     """The generators of the other hosts of a 4-host switch, their packets to host 0 interleaved as the switch
     would (each source's in order), one fault injected: host 0's checker counts exactly as L2_EXPECTED."""
@@ -221,7 +218,7 @@ def test_l2_traffic_checker_faults(fault):
         pkts = interleave(rng, [l2_delivered(p) for p in per_gen])
         return [b for p in inject(fault, pkts, rng, L2_KIT) for b in p]
     gens = [L2TrafficGenerator(s, [TOPO.route(s, L2_RX)], L2_DW) for s in L2_SOURCES]
-    chk = L2TrafficChecker(L2_HOSTS, REPLIES, L2_DW)
+    chk = L2TrafficChecker(L2_HOSTS, HEADERS, L2_DW)
     seed = 100 + sorted(L2_EXPECTED).index(fault)
     got = run_checker(gens, chk, ("data", "last", "length", "route"), L2_PACKETS, stage, seed)
     assert got == expected_counters(len(gens) * L2_PACKETS, fault, L2_EXPECTED)

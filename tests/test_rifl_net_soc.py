@@ -28,7 +28,7 @@ def test_net_block_errors_and_forced_codeword():
     assert r[f"c{forced}_undetected"] == 1
     assert sum(r[f"c{ch}_undetected"] for ch in range(2 * N)) == 1
     # The forced codeword passed every check: it is one corrupted packet if it hit bytes a checker reads
-    # (packet data, length), none if it hit padding or an unused Dst Port; every other packet arrives once,
+    # (packet data, length, header), none if it hit padding; every other packet arrives once,
     # in order, intact.
     assert t["corrupted"] <= 1 and sum(t[k] for k in c.CHK_FAULTS) == t["corrupted"]
     assert t["delivered"] + t["corrupted"] == t["sent"]

@@ -2,7 +2,8 @@
 block's own generators' cells (SwitchGenerator, uniform destinations) through a stand-in for the switch (the
 reference forwarding: output (input + Dst Port 1) mod N, header cores.rifl.common.l2_forward) with one fault
 injected. The block passes a run when errors = 0 and rx_cells = tx_cells (software.switch.demo; status.done
-waits for tx = rx + drops), so a lost or duplicated cell must show in `cells`, a misrouted one in `errors`."""
+waits for tx = rx + drops), so a lost cell must show in `cells`, a duplicated one in `cells` and `errors`, a
+misrouted, reordered, corrupted or truncated one in `errors`."""
 import random
 from types import SimpleNamespace
 
@@ -12,23 +13,16 @@ from migen.sim import run_simulation
 
 from litex.soc.interconnect import stream
 
-from cores.rifl.common import FC_LAYOUT, l2_forward, l2_header_pack, l2_header_unpack
+from cores.rifl.common import FC_LAYOUT, L2_HEADER_BITS, l2_forward, l2_header_pack, l2_header_unpack
 from cores.switch.common import LOAD_ONE, cell_beats, cell_layout
-from cores.switch.soc_block import TS_BITS, SwitchChecker, SwitchGenerator, generator_seed
+from cores.switch.soc_block import SEQ_BITS, TS_BITS, SwitchBlock, SwitchChecker, SwitchGenerator, generator_seed
 from tests.harness import streams
 
 N, DW, CELLS = 4, 512, 6            # ports, data width (4 beats a cell), cells each generator sends at least
-SRC_BIT = TS_BITS                   # beat 0: timestamp, then the source port
-
-UNCHECKED = {
-    "reordered": "SwitchChecker ignores the sequence number SwitchGenerator puts in every cell: two cells of "
-                 "one flow swapped count as two good cells (cells unchanged, errors 0)",
-    "payload": "SwitchChecker checks the first beat's header and source port only: a bit flipped in a later "
-               "beat counts as a good cell (errors 0)",
-    "truncated": "SwitchChecker counts a cell at any `last`: a cell cut to 2 of its 4 beats counts as a good "
-                 "cell (errors 0)",
-}
-FAULTS = ["none", "lost", "duplicated", "unlast", "header", "port", "source"] + sorted(UNCHECKED)
+SRC_BIT = TS_BITS                   # beat 0: timestamp, then the source port, then the sequence number
+SEQ_BIT = TS_BITS + 8
+FAULTS = ["none", "lost", "duplicated", "unlast", "header", "later_header", "port", "source", "sequence",
+          "reordered", "payload", "truncated"]
 
 
 def fabric(cells):
@@ -47,22 +41,28 @@ def inject(fault, delivered, rng):
     cells, errors = [0] * N, [0] * N
     for j, _ in delivered:
         cells[j] += 1
-    later = lambda x: any(j == delivered[x][0] for j, _ in delivered[x + 1:])
-    x = rng.choice([x for x in range(len(delivered)) if later(x)])
+    flow = lambda x: (delivered[x][0], (delivered[x][1][0]["data"] >> SRC_BIT) & 0xFF)    # (output, source)
+    later = [[y for y in range(x + 1, len(delivered)) if flow(y) == flow(x)] for x in range(len(delivered))]
+    x = rng.choice([x for x in range(len(delivered)) if later[x]])
     j, cell = delivered[x]
     if fault == "lost":
         del delivered[x]
         cells[j] -= 1
-    elif fault == "duplicated":
+    elif fault == "duplicated":             # the second copy repeats its sequence number
         delivered.insert(x, (j, [dict(b) for b in cell]))
         cells[j] += 1
-    elif fault == "unlast":                 # runs into the output's next cell: one cell fewer
+        errors[j] = 1
+    elif fault == "unlast":                 # runs into the output's next cell: one (bad) cell fewer
         cell[-1]["last"] = 0
         cells[j] -= 1
+        errors[j] = 1
     elif fault == "header":                 # not forwarded: Remain Hops 1 left
         total, _, ports = l2_header_unpack(cell[0]["header"])
         for b in cell:
             b["header"] = l2_header_pack(total, 1, ports)
+        errors[j] = 1
+    elif fault == "later_header":
+        cell[rng.randrange(1, len(cell))]["header"] ^= 1 << rng.randrange(L2_HEADER_BITS)
         errors[j] = 1
     elif fault == "port":
         k = (j + rng.randrange(1, N)) % N
@@ -73,8 +73,11 @@ def inject(fault, delivered, rng):
     elif fault == "source":
         cell[0]["data"] ^= 1 << SRC_BIT
         errors[j] = 1
-    elif fault == "reordered":
-        y = next(y for y in range(x + 1, len(delivered)) if delivered[y][0] == j)
+    elif fault == "sequence":               # the tag's sequence number, not the payload's
+        cell[0]["data"] ^= 1 << (SEQ_BIT + rng.randrange(SEQ_BITS))
+        errors[j] = 1
+    elif fault == "reordered":              # two cells of one flow swapped: the second is behind the first
+        y = later[x][0]
         delivered[x], delivered[y] = delivered[y], delivered[x]
         errors[j] = 1
     elif fault == "payload":
@@ -135,11 +138,16 @@ def run_block(fault, seed):
     return result, plan[0][1]
 
 
-@pytest.mark.parametrize("fault", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=UNCHECKED[f]))
-                                   if f in UNCHECKED else f for f in FAULTS])
+@pytest.mark.parametrize("fault", FAULTS)
 def test_switch_checker_faults(fault):
-    """Every output's cells and errors exactly as inject() expects: a lost or duplicated cell (or one that
-    runs into the next) one cell fewer or more at its output, a wrong header, output or source port one error
-    there; the faults the checker leaves out are expected as one error too (xfail)."""
+    """Every output's cells and errors exactly as inject() expects: a lost cell one cell fewer at its output;
+    a duplicated one a cell more and an error; one that runs into the next a cell fewer and an error; a wrong
+    header (on the first or a later beat), output, source port or sequence number, a reordered pair, a bit
+    flipped in a later beat or a truncated cell one error there."""
     got, expected = run_block(fault, 1 + FAULTS.index(fault))
     assert got == expected
+
+
+def test_block_needs_room_for_the_tag():
+    with pytest.raises(ValueError, match="64-bit cell tag"):
+        SwitchBlock(data_width=32)

@@ -7,7 +7,7 @@ from litex.soc.interconnect.csr import CSRStorage, CSRStatus
 
 from cores.lib.counters import add_counter_csrs
 from cores.lib.header import csr_fields
-from cores.rifl.common import CHANNEL_RANDOM_MAX_BITS, CHK_COUNTERS, l2_deliver, reply_route
+from cores.rifl.common import CHANNEL_RANDOM_MAX_BITS, CHK_COUNTERS, l2_deliver
 from cores.rifl_net.common import NET_CONTROL, NET_LENGTH_BITS, NET_MIN_LENGTH, net_block_counters
 from cores.rifl_net.network import RIFLNetwork
 from cores.rifl_net.topology import one_switch
@@ -57,8 +57,8 @@ class RIFLNetBlock(LiteXModule):
         for h, host in enumerate(net.hosts):
             others = [(h + 1 + j) % n for j in range(n - 1)]
             gen = L2TrafficGenerator(h, [topo.route(h, d) for d in others], data_width)
-            replies = [reply_route(l2_deliver(topo.route(s, h))) if s != h else 0 for s in range(n)]
-            chk = L2TrafficChecker(n, replies, data_width)
+            headers = [l2_deliver(topo.route(s, h)) if s != h else 0 for s in range(n)]
+            chk = L2TrafficChecker(n, headers, data_width)
             setattr(self, f"gen{h}", gen)
             setattr(self, f"chk{h}", chk)
             self.gens.append(gen)

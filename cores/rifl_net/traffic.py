@@ -5,7 +5,7 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.rifl.common import CHK_COUNTERS, L2_HEADER_BITS, L2_RX_PARAMS, L2_TX_PARAMS, l2_data_layout
+from cores.rifl.common import CHK_COUNTERS, L2_HEADER_BITS, L2_RX_PARAMS, L2_TX_PARAMS, l2_data_layout, reply_route
 from cores.rifl.l2 import byte_mask
 from cores.rifl.traffic import mix32, packet_end, sequence_check
 from cores.rifl_net.common import NET_LENGTH_BITS, NET_MIN_LENGTH
@@ -78,10 +78,11 @@ class L2TrafficGenerator(LiteXModule):
 
 class L2TrafficChecker(LiteXModule):
     """Checks the packets a host's reassembler delivers (sink: its source) against L2PacketShape, per source:
-    replies[s] is the reply route expected from source s (the reference's). Counters (CHK_COUNTERS):
+    headers[s] is the Layer 2 header expected from source s as the last switch delivers it (the reference's,
+    cores.rifl.common.l2_deliver), reply_route(headers[s]) its reply route. Counters (CHK_COUNTERS):
     delivered, lost (a flow's sequence jumped forward, by that many), duplicated, out_of_order, corrupted
-    (content, length, `last`, reply route or an unknown source)."""
-    def __init__(self, n_hosts, replies, data_width):
+    (content, length, `last`, delivered header, reply route or an unknown source)."""
+    def __init__(self, n_hosts, headers, data_width):
         self.sink = sink = stream.Endpoint(stream.EndpointDescription(l2_data_layout(data_width), L2_RX_PARAMS))
 
         # # #
@@ -102,9 +103,11 @@ class L2TrafficChecker(LiteXModule):
         exp = Signal(32)
         self.comb += exp.eq(expected[index])
         mismatch, bad = Signal(), Signal()
+        expected_header = Array(C(h, L2_HEADER_BITS) for h in headers)[shape.src[:sw]]
+        expected_reply = Array(C(reply_route(h), L2_HEADER_BITS) for h in headers)[shape.src[:sw]]
         self.comb += mismatch.eq((sink.data != shape.data) |
                                  (sink.length != shape.length) | (sink.last != shape.last) | (shape.src >= n_hosts) |
-                                 (sink.reply != Array(C(r, L2_HEADER_BITS) for r in replies)[shape.src[:sw]]))
+                                 (sink.header != expected_header) | (sink.reply != expected_reply))
         self.counters = cnt = {name: Signal(32, name=name) for name, _ in CHK_COUNTERS}
         self.sync += If(sink.valid & sink.ready,
             If(first,

@@ -94,7 +94,7 @@ BLOCK_RESULTS = [           # result CSRs of a run, read by the host once `statu
     ("rx_cells", "Cells received by the checkers."),
     ("lat_sum", "Sum of cell latencies in cycles."),
     ("lat_max", "Largest cell latency in cycles."),
-    ("errors", "Cells delivered with a wrong header or to a wrong port."),
+    ("errors", "Cells delivered wrong: header, port, sequence number (repeated or reordered), payload or length."),
     ("drops", "Cells dropped by the switch (all reasons)."),
     ("collisions", "Batcher-Banyan contention events."),
 ]

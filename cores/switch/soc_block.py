@@ -1,5 +1,5 @@
 """SoC block: a small RIFL switch with on-chip traffic generators, checkers and latency/throughput counters."""
-from migen import Signal, If, Cat, Constant, Mux
+from migen import Array, Cat, Constant, If, Mux, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
@@ -14,6 +14,9 @@ from cores.switch.switch import RIFLSwitch
 TS_BITS = 32            # generation timestamp carried in the first data beat
 SRC_BITS = 8
 SEQ_BITS = 24
+TAG_BITS = TS_BITS + SRC_BITS + SEQ_BITS    # beat 0's tag: timestamp, source port, sequence number
+LANE_BITS = 64          # cell_payload lane
+PAYLOAD_MARK = 0xA5C3   # cell_payload: the constant 16 bits of every lane
 
 _DESCRIPTIONS = {
     "start": "Clear the counters and start a run.",
@@ -28,10 +31,23 @@ def generator_seed(port):
     return ((0x1234567 + 0x9E3779B9 * (port + 1)) & 0xFFFFFFFF) or 1
 
 
+def cell_payload(module, src, seq, beat, data_width):
+    """Beat `beat` of cell `seq` from input `src` as its generator writes it and a checker expects it (but for
+    beat 0's first TAG_BITS, the tag): 64-bit lanes, lane l = Cat(seq, src, beat, l, PAYLOAD_MARK) (SEQ_BITS,
+    SRC_BITS, 8, 8 and 16 bits), cut to data_width bits."""
+    b = Signal(8)
+    module.comb += b.eq(beat)
+    lanes = Cat(*[Cat(seq, src, b, Constant(lane, 8), Constant(PAYLOAD_MARK, 16))
+                  for lane in range(-(-data_width // LANE_BITS))])
+    return lanes[:data_width]
+
+
 class SwitchGenerator(LiteXModule):
     """Traffic source for one switch input: one Bernoulli draw per cell time with probability
     threshold / 65536; destination offset uniform over the N-1 other ports (or fixed); honours the
-    per-VOQ flow-control frames of its switch port (a paused cell waits; its latency keeps counting)."""
+    per-VOQ flow-control frames of its switch port (a paused cell waits; its latency keeps counting).
+    Each cell: cell_payload of (port, sequence number, beat), beat 0 starting with the tag Cat(timestamp,
+    port, sequence number); the sequence number counts this input's cells from 0 (cleared by `clear`)."""
     def __init__(self, sw, port, seed, now, tick, enable, threshold, offset):
         n, beats = sw.n, sw.beats
         w = index_bits(n)
@@ -68,7 +84,8 @@ class SwitchGenerator(LiteXModule):
             sink.valid.eq(go),
             sink.last.eq(beat == beats - 1),
             sink.header.eq(L2_HEADER.value(total_hops=1, remain_hops=1, dst_port1=j)),
-            sink.data.eq(Mux(beat == 0, Cat(ts, Constant(port, SRC_BITS), seq), Cat(seq, Constant(port, SRC_BITS)))),
+            sink.data.eq(cell_payload(self, Constant(port, SRC_BITS), seq, beat, len(sink.data))),
+            If(beat == 0, sink.data[:TAG_BITS].eq(Cat(ts, Constant(port, SRC_BITS), seq))),
         ]
         finishing = go & (beat == beats - 1)
         self.sync += [
@@ -79,15 +96,20 @@ class SwitchGenerator(LiteXModule):
             # One draw per cell time, also in the cycle a cell finishes, so back-to-back cells keep line rate.
             If((~busy | finishing) & tick & enable & (draw < threshold),
                 busy.eq(1), j.eq(pick), ts.eq(now)),
-            If(self.clear, self.cells.eq(0)),
+            If(self.clear, self.cells.eq(0), seq.eq(0)),
         ]
 
 
 class SwitchChecker(LiteXModule):
-    """Sink for one switch output: checks each cell's forwarded header and its output port
-    ((src + original Dst Port 1) mod N must equal this port), measures generation-to-delivery latency."""
+    """Sink for one switch output (ready always 1, one beat a cycle): counts the cells (`cells`, one at each
+    `last`), the bad ones among them (`errors`) and their generation-to-delivery latency. A cell is bad if its
+    forwarded header has Remain Hops left or (source + original Dst Port 1) mod N is not this port, a later
+    beat's header differs from its first's, its sequence number is not after the last good one from its source
+    (a duplicate or a reordered cell; a lost one shows as rx_cells < tx_cells), any data bit but the
+    timestamp differs from cell_payload, or `last` is not on beat `beats` - 1 (a truncated cell, or one run on
+    into the next: that one is judged with it). The counters follow the last beat by one cycle."""
     def __init__(self, sw, port, now):
-        n = sw.n
+        n, beats = sw.n, sw.beats
         w = index_bits(n)
         src = sw.sources[port]
         self.cells = Signal(32)
@@ -98,28 +120,48 @@ class SwitchChecker(LiteXModule):
 
         # # #
 
-        first = Signal(reset=1)
-        ts = Signal(TS_BITS)
-        lat = Signal(32)
-        from_port = src.data[TS_BITS:TS_BITS + SRC_BITS]
-        hop = L2_HEADER.field(src.header, "dst_port5")          # Dst Port 1 of the hop just made, rotated to the end
-        bad = Signal()
+        beat, first, end = Signal(max=beats), Signal(), Signal()
+        ts, from_r, seq_r, header_r = Signal(TS_BITS), Signal(SRC_BITS), Signal(SEQ_BITS), Signal(len(src.header))
+        got_src, got_seq, tag_src, tag_seq = Signal(SRC_BITS), Signal(SEQ_BITS), Signal(SRC_BITS), Signal(SEQ_BITS)
         self.comb += [
             src.ready.eq(1),
-            bad.eq((L2_HEADER.field(src.header, "remain_hops") != 0) | ((from_port + hop)[:w] != port)),
+            first.eq(beat == 0), end.eq(beat == beats - 1),
+            got_src.eq(src.data[TS_BITS:TS_BITS + SRC_BITS]), got_seq.eq(src.data[TS_BITS + SRC_BITS:TAG_BITS]),
+            tag_src.eq(Mux(first, got_src, from_r)), tag_seq.eq(Mux(first, got_seq, seq_r)),
+        ]
+        # Every data bit against cell_payload but beat 0's tag: the payload repeats the tag's source and sequence.
+        diff = Signal(len(src.data))
+        self.comb += [
+            diff.eq(src.data ^ cell_payload(self, tag_src, tag_seq, beat, len(src.data))),
+            If(first, diff[:TAG_BITS].eq(0)),
+        ]
+        # Per source: the lowest sequence number its next good cell may carry (serial arithmetic, SEQ_BITS).
+        next_seq = Array(Signal(SEQ_BITS, name=f"next_seq{s}") for s in range(n))
+        index, cur, step = Signal(w), Signal(w), Signal(SEQ_BITS)
+        self.comb += [index.eq(got_src[:w]), cur.eq(from_r[:w]), step.eq(got_seq - next_seq[index])]
+        hop = L2_HEADER.field(src.header, "dst_port5")          # Dst Port 1 of the hop just made, rotated to the end
+        head_bad, beat_bad, bad = Signal(), Signal(), Signal()
+        lat = Signal(32)
+        self.comb += [
+            head_bad.eq((L2_HEADER.field(src.header, "remain_hops") != 0) | ((got_src + hop)[:w] != port) |
+                        step[-1]),
+            beat_bad.eq(Mux(first, head_bad, src.header != header_r) | (diff != 0) | (src.last != end)),
             lat.eq(now - ts),
         ]
         self.sync += [
             If(src.valid,
-                first.eq(src.last),
-                If(first, ts.eq(src.data[:TS_BITS]), If(bad, self.errors.eq(self.errors + 1))),
+                If(first, ts.eq(src.data[:TS_BITS]), from_r.eq(got_src), seq_r.eq(got_seq), header_r.eq(src.header)),
+                If(src.last | end, beat.eq(0)).Else(beat.eq(beat + 1)),
+                bad.eq(~src.last & (bad | beat_bad)),
                 If(src.last,
                     self.cells.eq(self.cells + 1),
                     self.lat_sum.eq(self.lat_sum + lat),
                     If(lat > self.lat_max, self.lat_max.eq(lat)),
+                    If(bad | beat_bad, self.errors.eq(self.errors + 1)).Else(next_seq[cur].eq(seq_r + 1)),
                 ),
             ),
-            If(self.clear, self.cells.eq(0), self.errors.eq(0), self.lat_sum.eq(0), self.lat_max.eq(0)),
+            If(self.clear, self.cells.eq(0), self.errors.eq(0), self.lat_sum.eq(0), self.lat_max.eq(0),
+               *[s.eq(0) for s in next_seq]),
         ]
 
 
@@ -133,6 +175,8 @@ class SwitchBlock(LiteXModule):
     """
     def __init__(self, n=4, data_width=128, voq_cells=8, iterations=2):
         check_ports(n)
+        if data_width < TAG_BITS:
+            raise ValueError(f"data_width must hold the {TAG_BITS}-bit cell tag, got {data_width!r}")
         self.switch = sw = RIFLSwitch(n, data_width, voq_cells, iterations)
         for name, v in (("ports", n), ("beats", sw.beats), ("iterations", iterations)):
             if v >> BLOCK_INFO.width(name):

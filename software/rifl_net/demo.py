@@ -69,7 +69,7 @@ def demo(bus, prefix=CORE_NAMES["rifl_net"], rates=(0, 1e-5, 1e-4), cycles=20_00
     d, t = run_phase(bus, prefix, cycles, force_channel=forced)
     lines.append(f"rifl_net forced codeword on channel {forced}: undetected {d[f'c{forced}_undetected']}, "
                  f"delivered {t['delivered']}, corrupted {t['corrupted']} of {t['sent']} (a codeword in padding "
-                 f"or an unused Dst Port is harmless)")
+                 f"is harmless)")
     if d[f"c{forced}_undetected"] != 1 or t["corrupted"] > 1 or t["delivered"] + t["corrupted"] != t["sent"]:
         raise RuntimeError("RIFL network forced-error mismatch: " + lines[-1])
     return lines
