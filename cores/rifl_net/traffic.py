@@ -14,8 +14,8 @@ from cores.rifl_net.common import NET_LENGTH_BITS, NET_MIN_LENGTH
 class L2PacketShape(LiteXModule):
     """The upper-layer packets of the network block's generators and checkers: for host `src`, flow sequence
     number `seq` and beat `beat`, the beat's `data` (data_width bits) and the packet's `length`
-    (NET_MIN_LENGTH + the low NET_LENGTH_BITS of a hash, bytes); the bytes past the packet are zero. Beat 0 starts with src (16 bits) and seq
-    (32 bits); the rest are hash lanes. `last`: `beat` is the packet's last."""
+    (NET_MIN_LENGTH + the low NET_LENGTH_BITS of a hash, bytes); the bytes past the packet are zero. Beat 0
+    starts with src (16 bits) and seq (32 bits); the rest are hash lanes. `last`: `beat` is the packet's last."""
     def __init__(self, data_width):
         W = data_width // 8
         self.src = Signal(16)
