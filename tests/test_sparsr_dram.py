@@ -9,7 +9,8 @@ import pytest
 
 from cores.sparsr.common import CMD_WRITE_XMEM, FRAME_WORDS, KIND_LIL, KIND_RAW, ROW_WORDS, XMEM_DRAM, make_tag
 from cores.sparsr.receiver import SparsrReceiver
-from software.sparsr.demo import random_row, DEMO_DENSITIES
+from software.sparsr.demo import DEMO_DENSITIES
+from software.sparsr.rows import random_row
 from software.sparsr.frames import (encode_rows, frame, read_frame, dma_frame, status_frame, lil_payload,
                                     stored_words)
 from software.sparsr.reference import CardModel

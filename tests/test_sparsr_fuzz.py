@@ -12,7 +12,7 @@ import random
 from hypothesis import example, given, strategies as st
 
 from cores.sparsr.common import CMD_WRITE_XMEM, FRAME_WORDS, REASONS
-from software.sparsr.demo import random_row
+from software.sparsr.rows import random_row
 from software.sparsr.frames import encode_rows, read_frame, dma_frame, status_frame
 from software.sparsr.reference import CardModel
 from sim.verilated.sparsr import VerilatedReceiver

@@ -3,19 +3,13 @@ import random
 
 from hypothesis import given, settings, strategies as st
 
-from cores.sparsr.common import (ROW_LANES, FRAME_WORDS, MAX_SLOTS, PAYLOAD_WORDS, CMD_WRITE_XMEM,
+from cores.sparsr.common import (FRAME_WORDS, MAX_SLOTS, PAYLOAD_WORDS, CMD_WRITE_XMEM,
                                  TAG, KIND_END)
 from software.sparsr.frames import encode_rows, read_frame, dma_frame, AnswerDecoder, answer_frames_needed
 from software.sparsr.reference import CardModel
+from software.sparsr.rows import random_row
 
 R = 16
-
-
-def _row(rng, n):
-    row = [0] * ROW_LANES
-    for lane in rng.sample(range(ROW_LANES), n):
-        row[lane] = rng.getrandbits(32) or 1
-    return row
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -23,7 +17,7 @@ def _row(rng, n):
        st.integers(0, 2**32 - 1), st.booleans())
 def test_encode_store_read_decode(densities, seed, via_xmem):
     rng = random.Random(seed)
-    rows = [_row(rng, n) for n in densities]
+    rows = [random_row(rng, n) for n in densities]
     first = rng.randrange(R - len(rows) + 1)
     card = CardModel(R, R)
     frames = encode_rows(first, rows, CMD_WRITE_XMEM) if via_xmem else encode_rows(first, rows)

@@ -14,7 +14,7 @@ from cores.sparsr.pcie import SparsrDMAAdapter
 from software.sparsr.frames import encode_rows, read_frame, status_frame, dma_frame
 from sim.models.pcie import PCIeCard, exchange
 from sim.verilated import CycleSim, lint
-from software.sparsr.demo import random_row
+from software.sparsr.rows import random_row
 from software.sparsr.reference import CardModel
 from tests.harness.streams import send, collect
 

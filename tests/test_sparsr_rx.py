@@ -16,25 +16,21 @@ from litex.soc.interconnect import stream
 from cores.lib.counters import add_counters
 from cores.sparsr.common import (
     ROW_LANES, ROW_WORDS, KIND_RAW, KIND_LIL, KIND_REFUSED, CMD_WRITE_WMEM, CMD_WRITE_XMEM,
-    CMD_READ_WMEM, LIL_MAX_ENTRIES, STATUS_COUNTERS, COUNTERS, REASONS, make_tag, lil_words,
+    CMD_READ_WMEM, LIL_MAX_ENTRIES, COUNTERS, REASONS, WORD_LAYOUT, make_tag, lil_words,
 )
-from cores.sparsr.receiver import SparsrReceiver, SparsrParser, FrameBanks, WORD_LAYOUT
+from cores.sparsr.memories import FrameBanks
+from cores.sparsr.parser import SparsrParser
+from cores.sparsr.receiver import SparsrReceiver
 from software.sparsr.api import Sparsr, FrameRefused, RowRefused
 from software.sparsr.frames import (encode_rows, frame, lil_payload, read_frame, dma_frame, choose_kind,
                                     AnswerDecoder)
 from software.sparsr.reference import CardModel
+from software.sparsr.rows import random_row
 from sim.models.sparsr_link import MigenLink
 from sim.verilated.sparsr import VerilatedReceiver
 
 WROWS, XROWS = 8, 2
 DENSITIES = (0, 1, 48, 49, 102, 103, 204, 256)
-
-
-def make_row(rng, n):
-    row = [0] * ROW_LANES
-    for lane in rng.sample(range(ROW_LANES), n):
-        row[lane] = rng.getrandbits(32) or 1
-    return row
 
 
 class Card:
@@ -74,10 +70,10 @@ def card():
 def test_encoder_raw_escape():
     """The encoder picks LIL up to 102 non-zero lanes (128 payload words), raw beyond."""
     rng = random.Random(1)
-    kinds = {n: choose_kind(make_row(rng, n)) for n in DENSITIES}
+    kinds = {n: choose_kind(random_row(rng, n)) for n in DENSITIES}
     assert kinds == {0: KIND_LIL, 1: KIND_LIL, 48: KIND_LIL, 49: KIND_LIL, 102: KIND_LIL, 103: KIND_RAW,
                      204: KIND_RAW, 256: KIND_RAW}
-    assert lil_words(LIL_MAX_ENTRIES) == 128 and len(lil_payload(make_row(rng, 102))) == 128
+    assert lil_words(LIL_MAX_ENTRIES) == 128 and len(lil_payload(random_row(rng, 102))) == 128
 
 
 def test_roundtrip_every_density(card):
@@ -87,7 +83,7 @@ def test_roundtrip_every_density(card):
     rng.shuffle(numbers)
     frames = []
     for number, n in zip(numbers, DENSITIES):
-        frames += encode_rows(number, [make_row(rng, n)])
+        frames += encode_rows(number, [random_row(rng, n)])
     card.exchange(frames + [read_frame(0, WROWS)])
 
 
@@ -101,7 +97,7 @@ def test_roundtrip(card, rows, seed):
     contents = {}
     frames = []
     for number, n in rows:
-        contents[number] = make_row(rng, n)
+        contents[number] = random_row(rng, n)
         frames += encode_rows(number, [contents[number]], CMD_WRITE_WMEM)
     lo, hi = min(contents), max(contents)
     answers = card.exchange(frames + [read_frame(lo, hi - lo + 1)])
@@ -116,15 +112,15 @@ def test_roundtrip(card, rows, seed):
 def test_xmem_dma(card):
     """Rows written to XMEM as sent (LIL or raw) reach WMEM through the DMA and the LIL decoder."""
     rng = random.Random(5)
-    rows = [make_row(rng, 49), make_row(rng, 204)]
+    rows = [random_row(rng, 49), random_row(rng, 204)]
     card.exchange(encode_rows(0, rows, CMD_WRITE_XMEM) + [dma_frame(0, 2, 2), read_frame(2, 2)])
 
 
 def test_pieces_across_frames_with_other_slots(card):
     """A raw row cut into three pieces, with LIL slots before and after it in the same frames."""
     rng = random.Random(7)
-    raw = make_row(rng, 256)
-    lil1, lil2 = make_row(rng, 10), make_row(rng, 30)
+    raw = random_row(rng, 256)
+    lil1, lil2 = random_row(rng, 10), random_row(rng, 30)
     s1 = [make_tag(KIND_LIL, 10), 0] + lil_payload(lil1)
     s2 = [make_tag(KIND_RAW, 100, 0), 1] + raw[:100]
     s3 = [make_tag(KIND_RAW, 100, 100), 1] + raw[100:200]
@@ -139,7 +135,7 @@ def test_pieces_across_frames_with_other_slots(card):
 def _bad_frames():
     """(name, frames, expected counter deltas): each frame breaks exactly one rule."""
     rng = random.Random(9)
-    lil = make_row(rng, 5)
+    lil = random_row(rng, 5)
     good_lil = [make_tag(KIND_LIL, 5), 2] + lil_payload(lil)
     W = lambda slots, n, **kw: frame(CMD_WRITE_WMEM, slots, n, **kw)
     raw = [rng.getrandbits(32) for _ in range(ROW_WORDS)]
@@ -211,7 +207,7 @@ def test_every_refusal_rule(card):
 
 def test_row_past_end_refuses_only_its_slot(card):
     rng = random.Random(13)
-    rows = [make_row(rng, 3), make_row(rng, 7), make_row(rng, 0)]
+    rows = [random_row(rng, 3), random_row(rng, 7), random_row(rng, 0)]
     frames = encode_rows(WROWS - 2, rows)          # the third row is past the end
     assert len(frames) == 1
     assert card.delta(frames) == {"frames_ok": 1, "slots_stored": 2, "slots_refused_row": 1}
@@ -224,7 +220,7 @@ def test_api_exceptions():
     try:
         api = Sparsr(link, WROWS, XROWS)
         rng = random.Random(17)
-        rows = [make_row(rng, n) for n in (102, 256, 20, 103)]
+        rows = [random_row(rng, n) for n in (102, 256, 20, 103)]
         api.write_wmem(0, rows)
         assert api.read_wmem(1, 3) == rows[1:]
         with pytest.raises(RowRefused):
@@ -263,9 +259,9 @@ def test_parser_alone_gives_the_reference_verdicts():
     end of WMEM and command frames: after each frame, the parser's verdict counters equal the model's."""
     cases, start, in_progress, finish, _ = _bad_frames()
     rng = random.Random(19)
-    frames = encode_rows(WROWS - 2, [make_row(rng, n) for n in (3, 7, 0)])            # one row past the end
+    frames = encode_rows(WROWS - 2, [random_row(rng, n) for n in (3, 7, 0)])            # one row past the end
     frames += [f for _, fs, _ in cases for f in fs] + [start] + [f for _, fs, _ in in_progress for f in fs]
-    frames += [finish, read_frame(0, 2), dma_frame(0, 1, 2)] + encode_rows(0, [make_row(rng, 204)])
+    frames += [finish, read_frame(0, 2), dma_frame(0, 1, 2)] + encode_rows(0, [random_row(rng, 204)])
     dut = ParserAlone()
     link = MigenLink(dut, seed=21, valid_prob=0.8)
     model = CardModel(WROWS, XROWS)

@@ -6,7 +6,8 @@ import random
 from cores.sparsr.common import STATUS_COUNTERS, WINDOW_BYTES
 from cores.sparsr.soc_block import SparsrBlock
 from software.sparsr.api import Sparsr
-from software.sparsr.demo import demo, random_row
+from software.sparsr.demo import demo
+from software.sparsr.rows import random_row
 from software.sparsr.links import EtherboneLink
 from tests.harness.csr import run_demo
 

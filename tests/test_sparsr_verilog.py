@@ -11,7 +11,8 @@ import pytest
 
 from cores.sparsr.common import (FRAME_WORDS, KIND_LIL, KIND_RAW, CMD_WRITE_XMEM, CMD_DMA_XMEM_WMEM,
                                  CMD_READ_WMEM, CMD_WRITE_WMEM, LIL_MAX_ENTRIES, make_tag)
-from software.sparsr.demo import random_row, DEMO_DENSITIES
+from software.sparsr.demo import DEMO_DENSITIES
+from software.sparsr.rows import random_row
 from software.sparsr.frames import (encode_rows, frame, read_frame, dma_frame, status_frame, lil_payload,
                                     AnswerDecoder)
 from software.sparsr.reference import CardModel

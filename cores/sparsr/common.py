@@ -27,6 +27,7 @@ LANE_BITS = 32                      # one lane = one word
 ROW_LANES = 256                     # a row is 8192 bits = 1024 bytes = 256 lanes of 32 bits
 ROW_WORDS = ROW_LANES * LANE_BITS // WORD_BITS
 ROW_BYTES = ROW_WORDS * WORD_BITS // 8
+WORD_LAYOUT = [("data", WORD_BITS)]     # the receiver's word streams (cores.sparsr, LiteX stream layout)
 
 # Frame ------------------------------------------------------------------------------------------------
 FRAME_WORDS = 256

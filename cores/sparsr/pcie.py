@@ -10,8 +10,8 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from cores.sparsr.common import FRAME_WORDS, WORD_BITS
-from cores.sparsr.receiver import WORD_LAYOUT, SparsrReceiver
+from cores.sparsr.common import FRAME_WORDS, WORD_BITS, WORD_LAYOUT
+from cores.sparsr.receiver import SparsrReceiver
 
 DMA_DATA_WIDTHS = (32, 64, 128, 256, 512)
 

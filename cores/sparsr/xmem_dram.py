@@ -23,13 +23,21 @@ from cores.lib.buffers import BlockRAMFIFO
 from cores.lib.counters import add_counters
 from cores.lib.logic import delayed
 from cores.sparsr.common import ROW_WORDS, ROW_BYTES, WORD_BITS, DRAM_COUNTERS
-from cores.sparsr.receiver import FORM_BITS, _lil_words, _wide
+from cores.sparsr.memories import FORM_BITS
+from cores.sparsr.words import wide, lil_payload_words
 
 # Rows the staging buffer holds (a power of two): the fetcher issues a row's reads as soon as a slot is free,
 # up to STAGE_ROWS - 1 rows ahead of the executor. Measured (64 raw rows, steady state): 2 slots 267.8 cycles a
 # row on the SDR model (its read rate: 265.7), 4 slots 265.7; on the DDR3 model 260.0 both (the executor's
 # copy, one word a cycle). Before the issue and arrival sides were split, 2 slots cost about 300.
 STAGE_ROWS = 2
+
+
+def native_geometry(port, base):
+    """Of the LiteDRAM native port `port`: the words in a native word, their address bits, and the native word
+    address of byte `base`."""
+    ratio = port.data_width // WORD_BITS
+    return ratio, log2_int(ratio), base * 8 // port.data_width
 
 
 def check_port(port, rows, base):
@@ -62,16 +70,20 @@ class DRAMXMEM(LiteXModule):
       register); `need` (in) and `can_write`, a register: the FIFO has room for the `need` of a cycle before,
       with the words that may have come since (two: it may say no two cycles longer than needed); the
       executor waits for room before a slot, then writes one word a cycle.
-    * DMA: `fetch` (a pulse, with `fetch_row`, `fetch_n`; taken a cycle later, from registers) fetches rows fetch_row.. fetch_row + fetch_n - 1
-      in order into the slots of the staging buffer (STAGE_ROWS rows), round robin. `staged` (the
-      executor's next row is there), `staged_slot`, `staged_form`; `rd` (`adr` = Cat(word, slot), `dat_r`
-      two cycles later, as the block-RAM XMEM's): the staging buffer's read port; `release` (a pulse): the executor is done with
-      that slot.
+    * DMA: `fetch` (a pulse, with `fetch_row`, `fetch_n`; taken a cycle later, from registers) fetches rows
+      fetch_row.. fetch_row + fetch_n - 1 in order into the slots of the staging buffer (STAGE_ROWS rows),
+      round robin. `staged` (the executor's next row is there), `staged_slot`, `staged_form`; `rd` (`adr` =
+      Cat(word, slot), `dat_r` two cycles later, as the block-RAM XMEM's): the staging buffer's read port;
+      `release` (a pulse): the executor is done with that slot.
     * `idle`: no write queued or in flight to the port, no fetch running.
 
     Throughput: writes take one word a cycle while the FIFO (`write_depth` words) has room, and leave at up
     to one native word a cycle; the fetcher issues a row's reads at the port's read rate, 3 cycles after
     the previous row's (the DRAM's latency overlaps the rows before), when a slot is free.
+
+    Structure: the row entries (`add_row_entries`), the write path (`add_write_path`), the port's commands
+    (the write path's, else the fetcher's reads through a `LiteDRAMDMAReader`) and the fetcher with its
+    staging buffer (`add_fetcher`).
     """
     def __init__(self, rows, row_bits, port, base=0, write_depth=512, read_depth=32):
         check_port(port, rows, base)
@@ -99,23 +111,40 @@ class DRAMXMEM(LiteXModule):
         # # #
 
         ratio = port.data_width // WORD_BITS
-        lb = log2_int(ratio)                    # word address bits inside a native word
-        aw = port.address_width
-        base_native = base * 8 // port.data_width
-
-        # Row entries: physical row XOR row number (all-zero reset = identity map), and the row's form, in two
-        # BlockRAMs (read through the DP16KD's output register), each written at `row`, so no entry is read,
-        # modified and written back. They are read at `row` (the executor's write jobs) or, for the fetcher (DMA
-        # jobs: the two never overlap), at the job's first row as it starts, then at the fetcher's row `r` (r + 1
-        # while it issues a row's reads: the next row's entries are read ahead).
-        xmap = BlockRAM(pb, max(rows, 2))
-        fform = BlockRAM(FORM_BITS, max(rows, 2))
-        self.submodules += xmap, fform
-        ent_a_we = Signal()
-        f_active = Signal()         # the fetcher is not idle: it owns the entries' read address
-        ent_adr = Signal(row_bits)
+        self.add_row_entries(rows, row_bits)
+        self.add_write_path(port, base, write_depth)
+        # Reads: the fetcher's native reads, issued only while no write waits.
+        rport = LiteDRAMNativePort("read", port.address_width, port.data_width)
+        self.reader = reader = LiteDRAMDMAReader(rport, fifo_depth=read_depth)
         self.comb += [
-            ent_a_we.eq(self.map.we | self.form.we),
+            If(self.writing,
+                port.cmd.valid.eq(self.wcmd.valid), port.cmd.we.eq(1), port.cmd.addr.eq(self.wcmd.addr),
+                self.wcmd.ready.eq(port.cmd.ready),
+            ).Else(
+                rport.cmd.connect(port.cmd),
+            ),
+            port.rdata.connect(rport.rdata),
+        ]
+        self.add_fetcher(row_bits, port, base)
+        self.comb += self.idle.eq(~self.writing & ~self.wdata.source.valid & ~self.fetching)
+        add_counters(self, DRAM_COUNTERS, {
+            "dram_words_written": self.wbuf.source.valid & self.wbuf.source.ready,
+            "dram_words_read": Mux(reader.source.valid, ratio, 0),
+        })
+
+    def add_row_entries(self, rows, row_bits):
+        """The row entries: physical row XOR row number (all-zero reset = identity map) in `xmap`, and the
+        row's form in `fform`, two BlockRAMs (read through the DP16KD's output register), each written at
+        `row`, so no entry is read, modified and written back. They are read at `ent_adr` (driven by
+        `add_fetcher`): `row` (the executor's write jobs) or, for the fetcher (DMA jobs: the two never
+        overlap), the job's first row as it starts, then the fetcher's row `r` (r + 1 while it issues a row's
+        reads: the next row's entries are read ahead). `ent_a_we`: an entry is written."""
+        self.xmap = xmap = BlockRAM(self.phys_bits, max(rows, 2))
+        self.fform = fform = BlockRAM(FORM_BITS, max(rows, 2))
+        self.ent_a_we = Signal()
+        self.ent_adr = ent_adr = Signal(row_bits)
+        self.comb += [
+            self.ent_a_we.eq(self.map.we | self.form.we),
             [m.adr_r.eq(ent_adr) for m in (xmap, fform)],
             self.phys.eq(xmap.dat_r ^ delayed(self, self.row, BlockRAM.LATENCY)),
             [m.adr_w.eq(self.row) for m in (xmap, fform)],
@@ -123,14 +152,20 @@ class DRAMXMEM(LiteXModule):
             fform.we.eq(self.form.we), fform.dat_w.eq(self.form.dat_w),
         ]
 
-        # Writes: FIFO -> packer (one native word, its byte enables) -> command, then data when the
-        # controller asks for it.
-        # The FIFO is a BlockRAMFIFO (its block RAM read through the DP16KD's output register, then a small LUT-RAM
-        # FIFO), and each word carries `cont`: its native word is the previous word's (compared as it enters), so
-        # the packer's "same native word" is p_valid & cont, with no address compare behind the FIFO's output.
+    def add_write_path(self, port, base, write_depth):
+        """Writes: FIFO -> packer (one native word, its byte enables) -> command (`wcmd`: valid, ready, addr),
+        then data when the controller asks for it. `writing`: a write is queued (a register: a cycle longer
+        than needed; the executor's word counts as it enters the input register).
+
+        The FIFO is a BlockRAMFIFO (its block RAM read through the DP16KD's output register, then a small
+        LUT-RAM FIFO), and each word carries `cont`: its native word is the previous word's (compared as it
+        enters), so the packer's "same native word" is p_valid & cont, with no address compare behind the
+        FIFO's output."""
+        ratio, lb, base_native = native_geometry(port, base)
+        aw = port.address_width
         self.wfifo = wfifo = BlockRAMFIFO([("address", aw + lb), ("data", WORD_BITS), ("cont", 1)], write_depth)
         # The executor's words are registered first (timing: they come from block RAM output registers).
-        wq = Record(self.wr.layout)
+        wq = Record(self.wr.layout, name="wq")
         self.sync += wq.eq(self.wr)
         last_adr = Signal(aw, reset=2**aw - 1)
         queued = Signal(max=write_depth + 6)       # words in the FIFO and its input register
@@ -155,19 +190,19 @@ class DRAMXMEM(LiteXModule):
         self.wbuf = wbuf = stream.PipeValid(wfifo.source.description)
         self.comb += wfifo.source.connect(wbuf.sink)
         w = wbuf.source
-        p_valid, p_addr = Signal(), Signal(aw)
-        p_data, p_we = Signal(port.data_width), Signal(port.data_width // 8)
-        w_addr, w_lane = Signal(aw), Signal(max(lb, 1))
-        same, emit, emitted = Signal(), Signal(), Signal()
+        self.wcmd = wcmd = Record([("valid", 1), ("ready", 1), ("addr", aw)])       # addr: the packer's
+        p_valid = Signal()
+        p_data, p_we = Signal(port.data_width, name="p_data"), Signal(port.data_width // 8, name="p_we")
+        w_addr, w_lane = Signal(aw, name="w_addr"), Signal(max(lb, 1), name="w_lane")
+        same, emit, emitted = Signal(name="same"), Signal(name="emit"), Signal(name="emitted")
         self.wdata = wdata = stream.SyncFIFO([("data", port.data_width), ("we", port.data_width // 8)], 16)
-        wcmd_valid, wcmd_ready = Signal(), Signal()
         self.comb += [
             w_addr.eq(w.address[lb:]),
             w_lane.eq(w.address[:lb] if lb else 0),
             same.eq(p_valid & w.cont),
             emit.eq(p_valid & ~(w.valid & same)),
-            wcmd_valid.eq(emit & wdata.sink.ready),
-            emitted.eq(wcmd_valid & wcmd_ready),
+            wcmd.valid.eq(emit & wdata.sink.ready),
+            emitted.eq(wcmd.valid & wcmd.ready),
             w.ready.eq(~p_valid | same | emitted),
             wdata.sink.valid.eq(emitted),
             wdata.sink.data.eq(p_data), wdata.sink.we.eq(p_we),
@@ -177,66 +212,54 @@ class DRAMXMEM(LiteXModule):
         wb = WORD_BITS // 8
         self.sync += [
             If(w.valid & w.ready,
-                p_valid.eq(1), p_addr.eq(w_addr),
+                p_valid.eq(1), wcmd.addr.eq(w_addr),
                 *[If(lanes[i], p_data[WORD_BITS * i:WORD_BITS * (i + 1)].eq(w.data)) for i in range(ratio)],
                 p_we.eq(Cat(*[Replicate(lanes[i] | (same & p_we[wb * i]), wb) for i in range(ratio)])),
             ).Elif(emitted,
                 p_valid.eq(0),
             ),
         ]
-
-        # Reads: the fetcher's native reads, issued only while no write waits.
-        rport = LiteDRAMNativePort("read", aw, port.data_width)
-        self.reader = reader = LiteDRAMDMAReader(rport, fifo_depth=read_depth)
-        # writing: a write is queued (a register: a cycle longer than needed; the executor's word counts as it
-        # enters the input register)
-        writing = Signal()
+        self.writing = writing = Signal()
         self.sync += writing.eq(self.wr.we | wq.we | (wfifo.level != 0) | w.valid | p_valid)
-        fetching = Signal()
-        self.fsm = FSM(reset_state="IDLE")
-        self.comb += [
-            If(writing,
-                port.cmd.valid.eq(wcmd_valid), port.cmd.we.eq(1), port.cmd.addr.eq(p_addr),
-                wcmd_ready.eq(port.cmd.ready),
-            ).Else(
-                rport.cmd.connect(port.cmd),
-            ),
-            port.rdata.connect(rport.rdata),
-            self.idle.eq(~writing & ~wdata.source.valid & ~fetching),
-        ]
-        add_counters(self, DRAM_COUNTERS, {
-            "dram_words_written": w.valid & w.ready,
-            "dram_words_read": Mux(reader.source.valid, ratio, 0),
-        })
 
-        # Fetcher: rows one after the other into the staging slots, round robin. The issue side looks a row up
-        # and issues its reads once its slot is free (so the next row's reads follow the last ones of a row);
-        # the arrival side fills the slots in the same order, native word k of a row into entry k of every
-        # lane memory (lane i holds the row's words k * ratio + i). An empty row still reads one native word.
-        # (BlockRAMs: the executor's words leave through the DP16KD's output registers, then the lane select)
+    def add_fetcher(self, row_bits, port, base):
+        """Fetcher: rows one after the other into the staging slots, round robin. The issue side (an FSM) looks
+        a row up and issues its reads once its slot is free (so the next row's reads follow the last ones of a
+        row); the arrival side fills the slots in the same order, native word k of a row into entry k of every
+        lane memory (lane i holds the row's words k * ratio + i). An empty row still reads one native word.
+        `fetching`: a fetch is under way. (BlockRAMs: the executor's words leave through the DP16KD's output
+        registers, then the lane select.)"""
+        ratio, lb, base_native = native_geometry(port, base)
+        sb = log2_int(STAGE_ROWS)
+        reader, xmap, fform = self.reader, self.xmap, self.fform
+        self.fsm = fsm = FSM(reset_state="IDLE")
+        self.fetching = fetching = Signal()
         stage = [BlockRAM(WORD_BITS, STAGE_ROWS * ROW_WORDS // ratio) for i in range(ratio)]
         self.submodules += stage
         r = Signal(row_bits)
         left = Signal(row_bits + 1)
-        islot, aslot, eslot = Signal(sb), Signal(sb), Signal(sb)      # issue, arrival and executor slots
+        # issue, arrival and executor slots
+        islot, aslot, eslot = Signal(sb, name="islot"), Signal(sb, name="aslot"), Signal(sb, name="eslot")
         busy = Array(Signal(name=f"stage_busy{i}") for i in range(STAGE_ROWS))     # issued into, not released
         full = Array(Signal(name=f"staged{i}") for i in range(STAGE_ROWS))         # every word arrived
         forms = Array(Signal(FORM_BITS, name=f"stage_form{i}") for i in range(STAGE_ROWS))
         # a slot's native words less one (its last word's index: no subtraction before the arrival compare)
         nns = Array(Signal(9, name=f"stage_nn{i}") for i in range(STAGE_ROWS))
-        f_phys, f_nn = Signal(pb), Signal(9)
+        f_phys, f_nn = Signal(self.phys_bits, name="f_phys"), Signal(9, name="f_nn")
         f_adr = Signal(row_bits)        # the fetcher's entry address: r, r + 1 from ISSUE on (a register)
-        issued, arrived = Signal(9), Signal(9)
+        f_active = Signal()             # the fetcher is not idle: it owns the entries' read address
+        issued, arrived = Signal(9, name="issued"), Signal(9, name="arrived")
         i_end = Signal(name="i_end")        # issued = f_nn, a register moving with issued
-        claim, last_word = Signal(), Signal()
+        claim, last_word = Signal(name="claim"), Signal(name="last_word")
         # the entry's payload words (a register: no carry chain after the RAM), then its native words
-        nw_q, nn_q = Signal(9), Signal(9)
+        nw_q, nn_q = Signal(9, name="nw_q"), Signal(9, name="nn_q")
         self.sync += [
-            nw_q.eq(Mux(fform.dat_r[9], ROW_WORDS, _lil_words(fform.dat_r[:9]))),
-            nn_q.eq(Mux(nw_q == 0, 1, (_wide(nw_q, 1) + ratio - 1) >> lb)),
+            nw_q.eq(Mux(fform.dat_r[9], ROW_WORDS, lil_payload_words(fform.dat_r[:9]))),
+            nn_q.eq(Mux(nw_q == 0, 1, (wide(nw_q, 1) + ratio - 1) >> lb)),
         ]
         # the job's start and parameters registered (the executor's job decode reaches no fetcher register)
-        fetch_q, fetch_row_q, fetch_n_q = Signal(), Signal(row_bits), Signal(row_bits + 1)
+        fetch_q, fetch_row_q = Signal(name="fetch_q"), Signal(row_bits, name="fetch_row_q")
+        fetch_n_q = Signal(row_bits + 1)
         self.sync += [fetch_q.eq(self.fetch), fetch_row_q.eq(self.fetch_row), fetch_n_q.eq(self.fetch_n)]
         self.comb += [
             reader.sink.address.eq(base_native + Cat(issued[:8 - lb], f_phys)),
@@ -246,11 +269,10 @@ class DRAMXMEM(LiteXModule):
             [m.dat_w.eq(reader.source.data[WORD_BITS * i:WORD_BITS * (i + 1)]) for i, m in enumerate(stage)],
             [m.we.eq(reader.source.valid) for m in stage],
             last_word.eq(reader.source.valid & (arrived == nns[aslot])),
-            f_active.eq(~self.fsm.ongoing("IDLE")),
-            ent_adr.eq(Mux(f_active, f_adr, Mux(fetch_q, fetch_row_q, self.row))),
+            f_active.eq(~fsm.ongoing("IDLE")),
+            self.ent_adr.eq(Mux(f_active, f_adr, Mux(fetch_q, fetch_row_q, self.row))),
             fetching.eq(fetch_q | f_active | (busy[aslot] & ~full[aslot])),
         ]
-        fsm = self.fsm
         fsm.act("IDLE",
             If(fetch_q, NextValue(r, fetch_row_q), NextValue(f_adr, fetch_row_q), NextValue(left, fetch_n_q),
                NextState("LOOK")),
@@ -266,7 +288,7 @@ class DRAMXMEM(LiteXModule):
             If(~busy[islot], claim.eq(1), NextValue(f_adr, r + 1), NextState("ISSUE")),
         )
         fsm.act("ISSUE",
-            reader.sink.valid.eq(~writing & ~i_end),
+            reader.sink.valid.eq(~self.writing & ~i_end),
             If(reader.sink.valid & reader.sink.ready,
                 NextValue(issued, issued + 1), NextValue(i_end, issued + 1 == f_nn),
             ),

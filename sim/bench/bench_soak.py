@@ -94,7 +94,7 @@ def sparsr_epoch(seed, wrows=SPARSR_ROWS[0], xrows=SPARSR_ROWS[1]):
     overwritten, truncated or extended, random words): frames and the junk count. The epoch writes each row
     before it reads it, so its answers do not depend on what an earlier epoch left."""
     from cores.sparsr.common import CMD_WRITE_XMEM, FRAME_WORDS
-    from software.sparsr.demo import random_row
+    from software.sparsr.rows import random_row
     from software.sparsr.frames import dma_frame, encode_rows, read_frame
     rng = random.Random(seed)
     density = lambda: rng.choice((0, 1, 7, 60, 101, 102, 180, 256))
@@ -370,3 +370,8 @@ def run(quick=False):
                "the soaks run as sweep points, in parallel on the local cores; -: a count this soak does not "
                "compute.")
     return BenchResult("soak", tables=[t], data=data)
+
+
+if __name__ == "__main__":
+    from sim.bench.framework import bench_main
+    raise SystemExit(bench_main(run, __doc__))

@@ -17,6 +17,7 @@ from cores.sparsr.receiver import SparsrReceiver
 from sim.bench.framework import BenchResult, Table, plot_path
 from software.sparsr.frames import encode_rows, frame, lil_payload, status_frame
 from software.sparsr.reference import CardModel
+from software.sparsr.rows import random_row
 from sim.models.sparsr_link import MigenLink
 from cores.sparsr.common import CMD_WRITE_WMEM
 
@@ -26,22 +27,15 @@ DENSITIES = (0, 1, 8, 16, 32, 48, 64, 80, 102, 103, 128, 204, 256)
 ECP5_TARGET_MHZ = 125
 
 
-def _row(rng, n):
-    row = [0] * ROW_LANES
-    for lane in rng.sample(range(ROW_LANES), n):
-        row[lane] = rng.getrandbits(32) or 1
-    return row
-
-
 def _frames(rng, n_mixed_rows, wmem_rows):
     """Expensive hand-made frames, then random rows of random density (encoder)."""
     frames = []
     for counts in ((48, 48, 49, 49), (0, 0, 0, 0), (102, 90), (60, 60, 60)):
         slots = []
         for k, n in enumerate(counts):
-            slots += [make_tag(KIND_LIL, n), k % wmem_rows] + lil_payload(_row(rng, n))
+            slots += [make_tag(KIND_LIL, n), k % wmem_rows] + lil_payload(random_row(rng, n))
         frames.append(frame(CMD_WRITE_WMEM, slots, len(counts)))
-    rows = [_row(rng, rng.choice(DENSITIES)) for _ in range(n_mixed_rows)]
+    rows = [random_row(rng, rng.choice(DENSITIES)) for _ in range(n_mixed_rows)]
     for k in range(0, len(rows), wmem_rows):
         frames += encode_rows(0, rows[k:k + wmem_rows])
     return frames
@@ -81,7 +75,7 @@ def pcie_rate(n_rows, seed=4, ready_prob=1.0, valid_prob=1.0, interleave=True, f
     from sim.models.pcie import PCIeCard, exchange
     from sim.verilated import CycleSim
     rng = random.Random(seed)
-    rows = [_row(rng, rng.choice(DENSITIES)) for _ in range(n_rows)]
+    rows = [random_row(rng, rng.choice(DENSITIES)) for _ in range(n_rows)]
     frames = [f for k in range(0, n_rows, wmem_rows) for f in encode_rows(0, rows[k:k + wmem_rows])]
     frames.append(status_frame())
     model = CardModel(wmem_rows, 4)
@@ -103,7 +97,7 @@ def efficiency(n_rows=64, seed=2):
     rng = random.Random(seed)
     out = []
     for n in DENSITIES:
-        rows = [_row(rng, n) for _ in range(n_rows)]
+        rows = [random_row(rng, n) for _ in range(n_rows)]
         f_lil = len(encode_rows(0, rows))
         f_raw = len(encode_rows(0, rows, allow_lil=False))
         out.append(dict(nonzero=n, lil=n_rows * ROW_WORDS / (f_lil * FRAME_WORDS),
@@ -210,4 +204,5 @@ def run(quick=False):
 
 
 if __name__ == "__main__":
-    run()
+    from sim.bench.framework import bench_main
+    raise SystemExit(bench_main(run, __doc__))

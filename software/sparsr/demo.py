@@ -11,16 +11,10 @@ from cores.sparsr.common import ROW_LANES, KIND_LIL, FRAME_WORDS, ROW_WORDS, CMD
 from software.sparsr.api import Sparsr, RowRefused
 from software.sparsr.frames import encode_rows, choose_kind, stored_words
 from software.sparsr.links import EtherboneLink
+from software.sparsr.rows import random_row
 from soc.common import CORE_NAMES
 
 DEMO_DENSITIES = (0, 1, 8, 48, 49, 102, 103, 204, 256)
-
-
-def random_row(rng, n_nonzero):
-    row = [0] * ROW_LANES
-    for lane in rng.sample(range(ROW_LANES), n_nonzero):
-        row[lane] = rng.getrandbits(32) or 1
-    return row
 
 
 def demo(bus, n_rows=300, seed=1, prefix=CORE_NAMES["sparsr"]):

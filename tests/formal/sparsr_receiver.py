@@ -61,39 +61,35 @@ wire f_commit = (f_executing && framebanks_pending) || f_commit_d1 || f_commit_d
                 || f_commit_d5 || f_commit_d6;
 always @(*) if (!init) begin
     // A frame's last word either accepts or refuses it, and only an accepted frame becomes a bank.
-    assert(!(sparsrparser_accept && sparsrparser_refuse));
-    assert(framebanks_accept == sparsrparser_accept);
+    assert(!(parser_accept && parser_refuse));
+    assert(framebanks_accept == parser_accept);
     // Any write into WMEM, XMEM, their row maps, lane masks or forms happens while (or up to six cycles
     // after) the executor commits (or runs a command of) a bank that the parser accepted and had not released.
     if (f_row_write) assert(f_commit);
     // A row map switches (a raw row is stored) only in the cycle that commits the last word of a raw slot
     // that finishes its row.
-    if (wmem_map_we || xmem_map_we) assert(sparsrexecutor_x_raw && sparsrexecutor_x_fin);
+    if (wmem_map_we || xmem_map_we) assert(executor_x_raw && executor_x_fin);
     // Lemmas: the open frames are the busy banks; the executor leaves IDLE only for a busy bank; the data
     // stage's word and the LIL writer's registered entries and lane mask belong to a slot being committed (the
     // last word's in the cycle after it, which still commits), and so does a lane mask write on its way.
     assert(f_open == framebanks_busy0 + framebanks_busy1);
     if (f_executing) assert(framebanks_pending);
-    if (sparsrexecutor_d_we_w || sparsrexecutor_d_we_x || sparsrexecutor_d_lil || sparsrexecutor_d_last) assert(f_commit_d1);
-    if (sparsrexecutor_lilwriter_i_valid || sparsrexecutor_lilwriter_i_last) assert(f_commit_d2);
-    if (sparsrexecutor_lilwriter_e_valid || sparsrexecutor_lilwriter_e_fin) assert(f_commit_d3);
-    if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d4);
-    if (sparsrexecutor_d_last) assert(f_executing && framebanks_pending);
-    if (sparsrexecutor_lilwriter_i_last) assert(f_commit_d1);
-    if (sparsrexecutor_lilwriter_e_fin) assert(f_commit_d2);
-    if (sparsrexecutor_lilwriter_f_fin) assert(f_commit_d3);
+    if (executor_d_we_w || executor_d_we_x || executor_d_lil || executor_d_last) assert(f_commit_d1);
+    if (executor_lilwriter_i_valid || executor_lilwriter_i_last) assert(f_commit_d2);
+    if (executor_lilwriter_e_valid || executor_lilwriter_e_fin) assert(f_commit_d3);
+    if (executor_lilwriter_f_fin) assert(f_commit_d4);
+    if (executor_d_last) assert(f_executing && framebanks_pending);
+    if (executor_lilwriter_i_last) assert(f_commit_d1);
+    if (executor_lilwriter_e_fin) assert(f_commit_d2);
+    if (executor_lilwriter_f_fin) assert(f_commit_d3);
 end
 """
 
-# With XMEM in DRAM (Migen names the WMEM memories without a prefix then, the executor's state with one): the DRAM write FIFO's input and the
-# row entries (map and form) are the XMEM writes.
+# With XMEM in DRAM (Migen names the executor's state with a prefix then: the DRAM XMEM has one too): the DRAM
+# write FIFO's input and the row entries (map and form) are the XMEM writes.
 CHECK_DRAM = (CHECK
-              .replace("wmem_word_ram_we || wmem_memory0_we || wmem_memory1_we || wmem_map_we || xmem_word_ram_we\n"
-                       "                   || xmem_we || xmem_map_we",
-                       "word_ram_we || memory0_we || memory1_we || map_we || dramxmem_blockramfifo_sink_sink_valid\n"
-                       "                   || dramxmem_ent_a_we")
-              .replace("if (wmem_map_we || xmem_map_we)", "if (map_we || dramxmem_map_we)")
-              .replace("wmem_staged_we", "staged_we")
+              .replace("xmem_word_ram_we\n                   || xmem_we || xmem_map_we",
+                       "xmem_blockramfifo_sink_sink_valid\n                   || xmem_ent_a_we")
               .replace("f_executing = state != 0", "f_executing = sparsrexecutor_state != 0"))
 
 PROPERTIES = [
@@ -106,8 +102,8 @@ PROPERTIES = [
         "only at the last word of a raw slot that finishes its row.",
         _receiver, CHECK,
         Mutation("a raw slot switches its row map even when it does not finish the row",
-                 r"^(\s*)if \(sparsrexecutor_x_fin\) begin", r"\1if (1'd1) begin",
-                 status="UNKNOWN", assertion="assert(sparsrexecutor_x_raw && sparsrexecutor_x_fin)"),
+                 r"^(\s*)if \(executor_x_fin\) begin", r"\1if (1'd1) begin",
+                 status="UNKNOWN", assertion="assert(executor_x_raw && executor_x_fin)"),
         mode="prove", depth=4),
     Property(
         "sparsr_receiver_refused_frames_dram",
@@ -117,8 +113,8 @@ PROPERTIES = [
         "a row map switches only at the last word of a raw slot that finishes its row.",
         lambda: _receiver(XMEM_DRAM), CHECK_DRAM,
         Mutation("input words enter the DRAM write FIFO",
-                 r"^assign dramxmem_blockramfifo_sink_sink_valid = dramxmem_wq_we;",
-                 "assign dramxmem_blockramfifo_sink_sink_valid = dramxmem_wq_we | sink_valid;",
+                 r"^assign xmem_blockramfifo_sink_sink_valid = xmem_wq_we;",
+                 "assign xmem_blockramfifo_sink_sink_valid = xmem_wq_we | sink_valid;",
                  assertion="assert(f_commit)"),
         mode="prove", depth=4),
 ]
