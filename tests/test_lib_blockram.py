@@ -13,7 +13,7 @@ import pytest
 from migen import *
 from migen.fhdl.verilog import convert
 
-from cores.lib.block_ram import BlockRAM, _ECP5BlockRAMImpl, dp16kd_tiles, ecp5_special_overrides
+from cores.lib.block_ram import BlockRAM, ECP5BlockRAMImpl, dp16kd_tiles, ecp5_special_overrides
 
 # TN1264: data bits per port -> words (16 Kib + parity = 18,432 bits per block)
 _WORDS = {36: 512, 18: 1024, 9: 2048, 4: 4096, 2: 8192, 1: 16384}
@@ -66,7 +66,7 @@ class _Pair(Module):
             m = _DP16KDModel(**pins)
             self.models.append(m)
             return m
-        self.submodules.ecp5 = _ECP5BlockRAMImpl(mem, primitive=model)
+        self.submodules.ecp5 = ECP5BlockRAMImpl(mem, primitive=model)
         self.comb += [
             self.wr.we.eq(self.generic.we), self.wr.adr.eq(self.generic.adr_w),
             self.wr.dat_w.eq(self.generic.dat_w), self.rd.adr.eq(self.generic.adr_r),

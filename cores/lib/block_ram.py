@@ -106,7 +106,7 @@ def dp16kd_instance(**pins):
     return Instance("DP16KD", **pins)
 
 
-class _ECP5BlockRAMImpl(Module):
+class ECP5BlockRAMImpl(Module):
     """DP16KD tiles side by side, port A writing and port B reading in the same aspect ratio (as yosys maps
     them), both output registers on. In the 36-bit mode a word is {DIB, DIA} / {DOB, DOA} and address pins
     ADA0..3 enable its four 9-bit bytes; in the 18-bit mode ADA0..1 enable two. A RAM deeper than one tile
@@ -173,7 +173,7 @@ class ECP5Memory:
     """Memory override: BlockRAM memories become DP16KD tiles; any other memory is emitted as usual."""
     @staticmethod
     def lower(mem):
-        return _ECP5BlockRAMImpl(mem) if getattr(mem, "block_ram_read_registers", False) else None
+        return ECP5BlockRAMImpl(mem) if getattr(mem, "block_ram_read_registers", False) else None
 
     @staticmethod
     def emit_verilog(mem, ns, add_data_file):
