@@ -8,7 +8,9 @@ from migen import run_simulation
 
 from cores.minisharp import common as ms
 from cores.minisharp.accumulator import ACC_OP_ADD
-from cores.minisharp.engine import MSPayloadStage, MSSetupCheck, MSSlotTable, MSValidation, job_layout
+from cores.minisharp.payload import MSPayloadStage
+from cores.minisharp.tables import MSSlotTable
+from cores.minisharp.validation import MSSetupCheck, MSValidation, job_layout
 from tests.harness.streams import collect, send
 
 JOB_FIELDS = [name for name, _ in job_layout(2, 2)]

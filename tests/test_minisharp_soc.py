@@ -7,7 +7,7 @@ import random
 from migen import run_simulation
 
 from cores.minisharp import common as ms
-from cores.minisharp.soc_block import MiniSharpSoCBlock, _Injector
+from cores.minisharp.soc_block import MSFrameInjector, MiniSharpSoCBlock
 from software.minisharp import demo as D
 from tests.harness.csr import BankedBlock, read_cycles, run_demo, write_cycles
 from tests.harness.streams import collect, packets
@@ -65,7 +65,7 @@ def test_injector_takes_one_csr_write_a_cycle():
     length 0, a `go` and a data write while a frame is being sent; good frames after each still arrive."""
     nbytes, num_ports = 64, 3
     rng = random.Random(5)
-    inj = _Injector(nbytes, num_ports)
+    inj = MSFrameInjector(nbytes, num_ports)
     top = BankedBlock(inj, "inject")
     bus, adr = top.bus, {name: a for name, (a,) in top.addrs.items()}
 

@@ -114,43 +114,7 @@ class _Round(Module):
         offs = [sum(widths[:k]) for k in range(ACC_LIMBS + 1)]
         limbs = [state[offs[k]:offs[k + 1]] for k in range(ACC_LIMBS)]
         flags = state[offs[-1]:]
-        valid = valid_i
-
-        # Carry propagation, carry_limbs limbs a stage (a chain of about carry_limbs x (lw + 1) bits).
-        # digits[k] = low 32 bits, carry signed. Each stage also registers lowz[k] = "digits 0..k-1 are all
-        # zero" for every k up to its first limb, from the digits registered so far (off the adders), for the
-        # negation below.
-        digits, lowz = [], [C(1, 1)]
-        tw = widths[-1]
-        carry = Signal((tw - ACC_LIMB_BITS + 1, True))
-        self.comb += carry.eq(0)
-        pending = [Signal((w, True)) for w in widths]
-        self.comb += [p.eq(l) for p, l in zip(pending, limbs)]
-        fl = flags
-        for k0 in range(0, ACC_LIMBS, carry_limbs):
-            group = range(k0, min(k0 + carry_limbs, ACC_LIMBS))
-            c, new_digits = carry, []
-            for k in group:
-                t = Signal((widths[k] + 1, True))
-                self.comb += t.eq(pending[k] + c)
-                new_digits.append(t[:ACC_LIMB_BITS])
-                c = t >> ACC_LIMB_BITS
-            n_digits = [Signal(ACC_LIMB_BITS) for _ in range(group[-1] + 1)]
-            lowz_next = list(lowz)
-            for m in range(len(lowz), k0 + 1):
-                lowz_next.append(lowz_next[m - 1] & (digits[m - 1] == 0))
-            n_lowz = [Signal() for _ in lowz_next]
-            n_pending = [Signal((w, True)) for w in widths]
-            n_carry = Signal((tw - ACC_LIMB_BITS + 1, True))
-            n_valid, n_fl = Signal(vw), Signal(len(ACC_FLAGS))
-            self.sync += [
-                [nd.eq(d) for nd, d in zip(n_digits, digits + new_digits)],
-                [nz.eq(z) for nz, z in zip(n_lowz, lowz_next)],
-                n_carry.eq(c),
-                [n_pending[i].eq(pending[i]) for i in range(group[-1] + 1, ACC_LIMBS)],
-                n_valid.eq(valid), n_fl.eq(fl),
-            ]
-            digits, lowz, pending, carry, valid, fl = n_digits, n_lowz, n_pending, n_carry, n_valid, n_fl
+        digits, lowz, carry, valid, fl = self._resolve_carries(limbs, flags, valid_i, widths, carry_limbs)
 
         top_bits = PARTIAL_VALUE_BITS - ACC_LIMBS * ACC_LIMB_BITS
         top = Cat(carry, Replicate(carry[-1], max(0, top_bits - len(carry))))[:top_bits]
@@ -208,23 +172,72 @@ class _Round(Module):
             sticky.eq(sticky_t), is_zero.eq(is_zero_t), small.eq(small_t),
             sign3.eq(sign2c), valid3.eq(valid2c), fl3.eq(fl2c),
         ]
+        self._round_window(window, t, sticky, is_zero, small, sign3, valid3, fl3, huge[-1])
 
+    def _resolve_carries(self, limbs, flags, valid, widths, carry_limbs):
+        """Carry propagation, carry_limbs limbs a stage (a chain of about carry_limbs x (lw + 1) bits).
+        Returns, registered after the last stage: digits (digits[k] = low 32 bits of limb k), lowz, the
+        carry out of the top limb (signed), valid and flags. Each stage also registers lowz[k] = "digits
+        0..k-1 are all zero" for every k up to its first limb, from the digits registered so far (off the
+        adders), for the negation that follows."""
+        vw = len(valid)
+        digits, lowz = [], [C(1, 1)]
+        tw = widths[-1]
+        carry = Signal((tw - ACC_LIMB_BITS + 1, True))
+        self.comb += carry.eq(0)
+        pending = [Signal((w, True)) for w in widths]
+        self.comb += [p.eq(l) for p, l in zip(pending, limbs)]
+        fl = flags
+        for k0 in range(0, ACC_LIMBS, carry_limbs):
+            group = range(k0, min(k0 + carry_limbs, ACC_LIMBS))
+            c, new_digits = carry, []
+            for k in group:
+                total = Signal((widths[k] + 1, True))
+                self.comb += total.eq(pending[k] + c)
+                new_digits.append(total[:ACC_LIMB_BITS])
+                c = total >> ACC_LIMB_BITS
+            n_digits = [Signal(ACC_LIMB_BITS) for _ in range(group[-1] + 1)]
+            lowz_next = list(lowz)
+            for m in range(len(lowz), k0 + 1):
+                lowz_next.append(lowz_next[m - 1] & (digits[m - 1] == 0))
+            n_lowz = [Signal() for _ in lowz_next]
+            n_pending = [Signal((w, True)) for w in widths]
+            n_carry = Signal((tw - ACC_LIMB_BITS + 1, True))
+            n_valid, n_fl = Signal(vw, name="n_valid"), Signal(len(ACC_FLAGS), name="n_fl")
+            self.sync += [
+                [nd.eq(d) for nd, d in zip(n_digits, digits + new_digits)],
+                [nz.eq(z) for nz, z in zip(n_lowz, lowz_next)],
+                n_carry.eq(c),
+                [n_pending[i].eq(pending[i]) for i in range(group[-1] + 1, ACC_LIMBS)],
+                n_valid.eq(valid), n_fl.eq(fl),
+            ]
+            digits, lowz, pending, carry, valid, fl = n_digits, n_lowz, n_pending, n_carry, n_valid, n_fl
+        return digits, lowz, carry, valid, fl
+
+    def _round_window(self, window, t, sticky, is_zero, small, sign, valid, fl, huge):
+        """The window (digit t, digit t-1: the leading non-zero digit and the one below) normalised, rounded
+        to nearest-even with the sticky bit of the digits below, assembled as FP32 on result/valid_o
+        (special values from the flags, zero, subnormals: small, overflow: huge). Five stages."""
+        vw = len(valid)
+        nf = len(ACC_FLAGS)
         # Normalise the window: leading zeros of the top digit, then shift.
         lz = Signal(max=ACC_LIMB_BITS)
         top = window[ACC_LIMB_BITS:]
         lzv = Signal(max=ACC_LIMB_BITS)
         self.comb += lzv.eq(_lzc(top)[1])
         p = Signal(10)          # position of the leading one (weight 2^(p-149))
-        win4, t4, sticky4 = Signal(2 * ACC_LIMB_BITS), Signal(max=ACC_LIMBS), Signal()
-        is_zero4, small4, sign4, valid4, fl4 = Signal(), Signal(), Signal(), Signal(vw), Signal(len(ACC_FLAGS))
+        win4, t4 = Signal(2 * ACC_LIMB_BITS, name="win4"), Signal(max=ACC_LIMBS, name="t4")
+        sticky4, is_zero4, small4 = Signal(name="sticky4"), Signal(name="is_zero4"), Signal(name="small4")
+        sign4, valid4, fl4 = Signal(name="sign4"), Signal(vw, name="valid4"), Signal(nf, name="fl4")
         self.sync += [
             lz.eq(lzv), win4.eq(window), t4.eq(t), sticky4.eq(sticky),
-            is_zero4.eq(is_zero), small4.eq(small), sign4.eq(sign3), valid4.eq(valid3), fl4.eq(fl3),
+            is_zero4.eq(is_zero), small4.eq(small), sign4.eq(sign), valid4.eq(valid), fl4.eq(fl),
         ]
         # Shift (registered), then significand, round and sticky bits.
         norm = Signal(2 * ACC_LIMB_BITS)
-        p4b, sticky4b, small_bits4b = Signal(10), Signal(), Signal(24)
-        is_zero4b, small4b, sign4b, valid4b, fl4b = Signal(), Signal(), Signal(), Signal(vw), Signal(len(ACC_FLAGS))
+        p4b, sticky4b, small_bits4b = Signal(10, name="p4b"), Signal(name="sticky4b"), Signal(24, name="small_bits4b")
+        is_zero4b, small4b, sign4b = Signal(name="is_zero4b"), Signal(name="small4b"), Signal(name="sign4b")
+        valid4b, fl4b = Signal(vw, name="valid4b"), Signal(nf, name="fl4b")
         self.comb += p.eq(t4 * ACC_LIMB_BITS + (ACC_LIMB_BITS - 1) - lz)
         # p - 22 is the biased exponent of 2^(p-149) (normal results only: p >= 24 past the `small` case).
         self.sync += [
@@ -232,9 +245,10 @@ class _Round(Module):
             small_bits4b.eq(win4[ACC_LIMB_BITS:ACC_LIMB_BITS + 24]),
             is_zero4b.eq(is_zero4), small4b.eq(small4), sign4b.eq(sign4), valid4b.eq(valid4), fl4b.eq(fl4),
         ]
-        sig, rnd, stk = Signal(24), Signal(), Signal()
+        sig, rnd, stk = Signal(24, name="sig"), Signal(name="rnd"), Signal(name="stk")
         small_bits = Signal(24)
-        is_zero5, small5, sign5, valid5, fl5 = Signal(), Signal(), Signal(), Signal(vw), Signal(len(ACC_FLAGS))
+        is_zero5, small5, sign5 = Signal(name="is_zero5"), Signal(name="small5"), Signal(name="sign5")
+        valid5, fl5 = Signal(vw, name="valid5"), Signal(nf, name="fl5")
         p5 = Signal(10)
         self.sync += [
             sig.eq(norm[-24:]), rnd.eq(norm[-25]), stk.eq((norm[:-25] != 0) | sticky4b),
@@ -245,7 +259,7 @@ class _Round(Module):
         # Assemble: (p - 22) << 23 | fraction, +1 to round up (the carry runs into the exponent by itself).
         body = Signal(34)
         sel6 = Signal(3)
-        sign6, valid6 = Signal(), Signal(vw)
+        sign6, valid6 = Signal(name="sign6"), Signal(vw, name="valid6")
         nan_f, pinf_f, ninf_f, negzero_f = (fl5[ACC_FLAGS.index(f)] for f in ACC_FLAGS)
         self.sync += [
             body.eq(Cat(sig[:23], p5) + (rnd & (stk | sig[0]))),
@@ -253,7 +267,7 @@ class _Round(Module):
             If(nan_f | (pinf_f & ninf_f), sel6.eq(0)
             ).Elif(pinf_f, sel6.eq(1)
             ).Elif(ninf_f, sel6.eq(2)
-            ).Elif(huge[-1], sel6.eq(7)
+            ).Elif(huge, sel6.eq(7)
             ).Elif(is_zero5, sel6.eq(Mux(negzero_f, 4, 3))
             ).Elif(small5, sel6.eq(5)
             ).Else(sel6.eq(6)),
@@ -334,7 +348,6 @@ class MSAccumulatorBank(LiteXModule):
         sw = acc_state_bits(max_ranks, extra)
         lw = limb_width(max_ranks)
         widths = [lw] * (ACC_LIMBS - 1) + [lw + extra]
-        offs = [sum(widths[:k]) for k in range(ACC_LIMBS + 1)]
 
         # # #
 
@@ -407,63 +420,78 @@ class MSAccumulatorBank(LiteXModule):
 
         rounds = []
         for ln in range(lanes):
-            # r3: the RAM output is registered again (`old`, r4) next to the adders; the decoded FP32 (fields
-            # registered in r2, shifted significand in r3) is registered as one addend per limb (r4): m, or ~m
-            # with a carry in for -m (one carry chain per limb). A READ adds nothing (addends 0, flags
-            # neutral), so r5 needs no op multiplexer.
-            dec = _Decode(r1_data[32 * ln:32 * ln + 32])
-            self.submodules += dec
-            is_add = (st[3]["op"] == ACC_OP_ADD) | (st[3]["op"] == ACC_OP_PASS)
-            addend, cin = [Signal(w) for w in widths], Signal()
-            vfl = {f: Signal() for f in ACC_FLAGS}
-            old = Signal(sw, reset_less=True)
-            fp32_addend = [Mux(is_add, Mux(dec.negative, ~Cat(m, C(0, w - ACC_LIMB_BITS)), m), 0)
-                           for m, w in zip(dec.mags, widths)]
-            fp32_flags = {f: Mux(is_add, dec.flags[f], f == "negzero") for f in ACC_FLAGS}
-            if partials:
-                # N's digits; the top limb also takes N[311:288] (sign-extended) above its digit
-                is_addp = st[3]["op"] == ACC_OP_ADDP
-                top = pd3[ACC_LIMBS * ACC_LIMB_BITS:PARTIAL_VALUE_BITS]
-                p_addend = [pd3[32 * k:32 * k + 32] for k in range(ACC_LIMBS - 1)]
-                p_addend.append(Cat(pd3[32 * (ACC_LIMBS - 1):32 * ACC_LIMBS],
-                                    Replicate(top[-1], widths[-1] - ACC_LIMB_BITS - len(top)), top)[:widths[-1]]
-                                if widths[-1] - ACC_LIMB_BITS > len(top) else
-                                Cat(pd3[32 * (ACC_LIMBS - 1):32 * ACC_LIMBS], top)[:widths[-1]])
-                p_flags = {f: pd3[PARTIAL_VALUE_BITS + i] for i, f in enumerate(ACC_FLAGS)}
-                fp32_addend = [Mux(is_addp, pa, fa) for pa, fa in zip(p_addend, fp32_addend)]
-                fp32_flags = {f: Mux(is_addp, p_flags[f], fp32_flags[f]) for f in ACC_FLAGS}
-            self.sync += [
-                [a.eq(x) for a, x in zip(addend, fp32_addend)],
-                cin.eq(is_add & dec.negative),
-                [vfl[f].eq(fp32_flags[f]) for f in ACC_FLAGS],
-                old.eq(ram.dat_r[sw * ln:sw * (ln + 1)]),
-            ]
-
-            # r4: per-limb add (carry chunking: no carry crosses limbs), sticky flags.
-            old_limbs = [old[offs[k]:offs[k + 1]] for k in range(ACC_LIMBS)]
-            old_fl = {f: old[offs[-1] + i] for i, f in enumerate(ACC_FLAGS)}
-            init = st[4]["init"]
-            new_limbs = [Signal(w + 1) for w in widths]
-            new_fl = {f: Signal() for f in ACC_FLAGS}
-            self.comb += [nl.eq(Cat(C(1, 1), Mux(init, 0, ol)) + Cat(cin, a))     # bit 0: the carry in
-                          for nl, ol, a in zip(new_limbs, old_limbs, addend)]
-            self.comb += [new_fl[f].eq(Mux(init, 0, old_fl[f]) | vfl[f]) for f in ("nan", "pinf", "ninf")]
-            self.comb += new_fl["negzero"].eq(Mux(init, 1, old_fl["negzero"]) & vfl["negzero"])
-            self.sync += r5_state[sw * ln:sw * (ln + 1)].eq(
-                Cat(*[nl[1:w + 1] for nl, w in zip(new_limbs, widths)], *[new_fl[f] for f in ACC_FLAGS]))
-
-            emit5 = st[5]["valid"] & ((st[5]["op"] == ACC_OP_READ) | (st[5]["op"] == ACC_OP_PASS) | st[5]["emit"])
-            rnd = _Round(r5_state[sw * ln:sw * (ln + 1)], Cat(emit5, st[5]["xout"]), max_ranks, carry_limbs, extra)
-            self.submodules += rnd
-            rounds.append(rnd)
+            rounds.append(self._add_lane(st, r1_data[32 * ln:32 * ln + 32], pd3, ram.dat_r[sw * ln:sw * (ln + 1)],
+                                         r5_state[sw * ln:sw * (ln + 1)], widths, max_ranks, carry_limbs, partials))
         self.latency = 6 + rounds[0].latency
-        out_valid, out_xout = rounds[0].valid_o[0], rounds[0].valid_o[1]
-        self.comb += fifo.sink.valid.eq(out_valid)
         if partials:
             # Exact results leave the rounding pipeline after its carry stages and wait for their turn here
             # (results stay in op order: each emitting op gives one result at the pipeline's end).
-            self.xfifo = xfifo = stream.SyncFIFO([("data", pw)], 16)
-            xv = rounds[0].exact_valid
+            self.xfifo = stream.SyncFIFO([("data", pw)], 16)
+        self._add_results(rounds, partials)
+
+    def _add_lane(self, st, fp32, pdata, old_state, new_state, widths, max_ranks, carry_limbs, partials):
+        """One lane's adders (r3, r4: `fp32` or the ADDP's `pdata` added to `old_state`, the RAM's output;
+        the sum registered as `new_state` in r5) and its rounding pipeline (returned)."""
+        sw = len(old_state)
+        offs = [sum(widths[:k]) for k in range(ACC_LIMBS + 1)]
+        # r3: the RAM output is registered again (`old`, r4) next to the adders; the decoded FP32 (fields
+        # registered in r2, shifted significand in r3) is registered as one addend per limb (r4): m, or ~m
+        # with a carry in for -m (one carry chain per limb). A READ adds nothing (addends 0, flags
+        # neutral), so r5 needs no op multiplexer.
+        dec = _Decode(fp32)
+        self.submodules += dec
+        is_add = (st[3]["op"] == ACC_OP_ADD) | (st[3]["op"] == ACC_OP_PASS)
+        addend, cin = [Signal(w, name="addend") for w in widths], Signal(name="cin")
+        vfl = {f: Signal(name=f"vfl_{f}") for f in ACC_FLAGS}
+        old = Signal(sw, reset_less=True)
+        fp32_addend = [Mux(is_add, Mux(dec.negative, ~Cat(m, C(0, w - ACC_LIMB_BITS)), m), 0)
+                       for m, w in zip(dec.mags, widths)]
+        fp32_flags = {f: Mux(is_add, dec.flags[f], f == "negzero") for f in ACC_FLAGS}
+        if partials:
+            # N's digits; the top limb also takes N[311:288] (sign-extended) above its digit
+            is_addp = st[3]["op"] == ACC_OP_ADDP
+            top = pdata[ACC_LIMBS * ACC_LIMB_BITS:PARTIAL_VALUE_BITS]
+            p_addend = [pdata[32 * k:32 * k + 32] for k in range(ACC_LIMBS - 1)]
+            p_addend.append(Cat(pdata[32 * (ACC_LIMBS - 1):32 * ACC_LIMBS],
+                                Replicate(top[-1], widths[-1] - ACC_LIMB_BITS - len(top)), top)[:widths[-1]]
+                            if widths[-1] - ACC_LIMB_BITS > len(top) else
+                            Cat(pdata[32 * (ACC_LIMBS - 1):32 * ACC_LIMBS], top)[:widths[-1]])
+            p_flags = {f: pdata[PARTIAL_VALUE_BITS + i] for i, f in enumerate(ACC_FLAGS)}
+            fp32_addend = [Mux(is_addp, pa, fa) for pa, fa in zip(p_addend, fp32_addend)]
+            fp32_flags = {f: Mux(is_addp, p_flags[f], fp32_flags[f]) for f in ACC_FLAGS}
+        self.sync += [
+            [a.eq(x) for a, x in zip(addend, fp32_addend)],
+            cin.eq(is_add & dec.negative),
+            [vfl[f].eq(fp32_flags[f]) for f in ACC_FLAGS],
+            old.eq(old_state),
+        ]
+
+        # r4: per-limb add (carry chunking: no carry crosses limbs), sticky flags.
+        old_limbs = [old[offs[k]:offs[k + 1]] for k in range(ACC_LIMBS)]
+        old_fl = {f: old[offs[-1] + i] for i, f in enumerate(ACC_FLAGS)}
+        init = st[4]["init"]
+        new_limbs = [Signal(w + 1) for w in widths]
+        new_fl = {f: Signal(name=f"new_fl_{f}") for f in ACC_FLAGS}
+        self.comb += [nl.eq(Cat(C(1, 1), Mux(init, 0, ol)) + Cat(cin, a))     # bit 0: the carry in
+                      for nl, ol, a in zip(new_limbs, old_limbs, addend)]
+        self.comb += [new_fl[f].eq(Mux(init, 0, old_fl[f]) | vfl[f]) for f in ("nan", "pinf", "ninf")]
+        self.comb += new_fl["negzero"].eq(Mux(init, 1, old_fl["negzero"]) & vfl["negzero"])
+        self.sync += new_state.eq(
+            Cat(*[nl[1:w + 1] for nl, w in zip(new_limbs, widths)], *[new_fl[f] for f in ACC_FLAGS]))
+
+        emit5 = st[5]["valid"] & ((st[5]["op"] == ACC_OP_READ) | (st[5]["op"] == ACC_OP_PASS) | st[5]["emit"])
+        extra = PARTIAL_TOP_EXTRA if partials else 0
+        rnd = _Round(new_state, Cat(emit5, st[5]["xout"]), max_ranks, carry_limbs, extra)
+        self.submodules += rnd
+        return rnd
+
+    def _add_results(self, rounds, partials):
+        """The lanes' results into the result FIFO; with partials, the exact ones through xfifo."""
+        fifo = self.fifo
+        out_valid, out_xout = rounds[0].valid_o[0], rounds[0].valid_o[1]
+        self.comb += fifo.sink.valid.eq(out_valid)
+        if partials:
+            xfifo, xv = self.xfifo, rounds[0].exact_valid
             self.comb += [
                 xfifo.sink.valid.eq(xv[0] & xv[1]), xfifo.sink.data.eq(rounds[0].exact),
                 xfifo.source.ready.eq(out_valid & out_xout),

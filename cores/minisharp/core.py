@@ -184,8 +184,13 @@ class MiniSharpCore(LiteXModule):
             self.mgmt_disp = Dispatcher(self.mgmt_sink, mgmt_tx)
             self.comb += self.mgmt_disp.sel.eq(reply)
 
-        # Counters, one cycle after their events; the drop events are registered and their sums registered
-        # again before the counters' adders (timing).
+        self._add_event_counters()
+
+    def _add_event_counters(self):
+        """The counters (cores.lib.counters) of common.counters(num_ports), one cycle after their events; the
+        drop events are registered and their sums registered again before the counters' adders (timing)."""
+        engine = self.engine
+
         def reg(sig):
             r = Signal.like(sig)
             self.sync += r.eq(sig)
@@ -207,7 +212,7 @@ class MiniSharpCore(LiteXModule):
             })
         events.update(setups=engine.setup_done, chunks=engine.chunk_done, teardowns=engine.teardown_done,
                       slot_timeouts=engine.slots_expired, ctx_timeouts=engine.ctx_expired)
-        if with_mgmt:
+        if self.with_mgmt:
             ms, mk = self.mgmt_source, self.mgmt_sink
             events.update(mgmt_rx_frames=ms.valid & ms.ready & ms.last, mgmt_tx_frames=mk.valid & mk.ready & mk.last)
-        add_counters(self, counters(num_ports, with_mgmt), events, register=True)
+        add_counters(self, counters(self.num_ports, self.with_mgmt), events, register=True)

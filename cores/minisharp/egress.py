@@ -9,8 +9,8 @@ from cores.minisharp.common import (
     ETHERTYPE, MS_HEADER_BYTES, FP32_BYTES, DATA_HEADER, PARTIAL_ELEMENT_BYTES, PARTIAL_WORDS,
     result_meta_layout, port_description, version_byte,
 )
-from cores.minisharp.engine import engine_meta_layout
 from cores.minisharp.ingress import lane_byteswap
+from cores.minisharp.validation import engine_meta_layout
 
 
 def result_word_layout(lanes):

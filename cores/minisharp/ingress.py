@@ -189,92 +189,91 @@ class MSFrameClassifier(LiteXModule):
             [v.eq(flen_lt(k)) for k, v in e_lt.items()],
         ]
 
-        # t+2: one flag per check.
+        # t+2: one flag per check (f.plen: the payload bytes).
         major = MS_HEADER.field(hdr, "version")[VERSION_MAJOR_SHIFT:]
         opcode = MS_HEADER.field(hdr, "opcode")
-        f_end, f_error, f_runt_eth, f_runt_ms, f_not_ms, f_major_bad = (
-            Signal(name=n) for n in ("f_end", "f_error", "f_runt_eth", "f_runt_ms", "f_not_ms", "f_major_bad"))
-        f_res, f_setup, f_data, f_setup_res_bad, f_data_res_bad, f_setup_len_bad = (Signal() for _ in range(6))
-        f_teardown, f_td_len_bad, f_foreign, f_admin = Signal(), Signal(), Signal(), Signal()
-        f_pdata, f_minor2, f_res_res_bad = Signal(), Signal(), Signal()
+        f = Record([(n, 1) for n in (
+            "end", "error", "runt_eth", "runt_ms", "not_ms", "major_bad", "res", "setup", "data", "setup_res_bad",
+            "data_res_bad", "setup_len_bad", "teardown", "td_len_bad", "foreign", "admin", "pdata", "minor2",
+            "res_res_bad")] + [("plen", 16), ("board", 1), ("arp", 1), ("mgmt_ok", 1)], name="f")
         minor = MS_HEADER.field(hdr, "version")[:VERSION_MAJOR_SHIFT]
         dst = MS_HEADER.field(hdr, "dst_mac")
-        f_plen = Signal(16)
         self.sync += [
-            f_end.eq(end), f_error.eq(e_error),
-            f_runt_eth.eq(e_lt[ETH_HEADER_BYTES]), f_runt_ms.eq(e_lt[MS_HEADER_BYTES]),
+            f.end.eq(end), f.error.eq(e_error),
+            f.runt_eth.eq(e_lt[ETH_HEADER_BYTES]), f.runt_ms.eq(e_lt[MS_HEADER_BYTES]),
             # setup payload < 16 bytes, or > 16 bytes in a frame longer than the Ethernet minimum
             # (a v0.2 record, minor 2 and later, is 32 bytes)
-            f_setup_len_bad.eq(Mux(minor >= VERSION_MINOR_V02, e_lt[rec2_end], e_lt[rec_end]) |
+            f.setup_len_bad.eq(Mux(minor >= VERSION_MINOR_V02, e_lt[rec2_end], e_lt[rec_end]) |
                                ~e_lt[ETH_MIN_FRAME + 1]),
-            f_minor2.eq(minor >= VERSION_MINOR_V02),
+            f.minor2.eq(minor >= VERSION_MINOR_V02),
             # a teardown has no record: its payload is the Ethernet padding only
-            f_td_len_bad.eq(~e_lt[ETH_MIN_FRAME + 1]),
-            f_foreign.eq(self.mac_filter & (dst != self.mac) & (dst != GROUP_MAC)),
-            f_admin.eq(self.admin),
-            f_plen.eq(e_flen - MS_HEADER_BYTES),
-            f_not_ms.eq(MS_HEADER.field(hdr, "ethertype") != ETHERTYPE), f_major_bad.eq(major != VERSION_MAJOR),
-            f_res.eq(opcode == MS_OP_COL_RES), f_setup.eq(opcode == MS_OP_COL_SETUP),
-            f_data.eq((opcode == MS_OP_COL_DATA) | (opcode == MS_OP_COL_PDATA)), f_pdata.eq(opcode == MS_OP_COL_PDATA),
-            f_teardown.eq(opcode == MS_OP_COL_TEARDOWN),
-            f_res_res_bad.eq((RES_HEADER.field(hdr, "reserved0") != 0) | (RES_HEADER.field(hdr, "reserved1") != 0)),
-            f_setup_res_bad.eq(SETUP_HEADER.field(hdr, "reserved") != 0),
-            f_data_res_bad.eq(DATA_HEADER.field(hdr, "reserved") != 0),
+            f.td_len_bad.eq(~e_lt[ETH_MIN_FRAME + 1]),
+            f.foreign.eq(self.mac_filter & (dst != self.mac) & (dst != GROUP_MAC)),
+            f.admin.eq(self.admin),
+            f.plen.eq(e_flen - MS_HEADER_BYTES),
+            f.not_ms.eq(MS_HEADER.field(hdr, "ethertype") != ETHERTYPE), f.major_bad.eq(major != VERSION_MAJOR),
+            f.res.eq(opcode == MS_OP_COL_RES), f.setup.eq(opcode == MS_OP_COL_SETUP),
+            f.data.eq((opcode == MS_OP_COL_DATA) | (opcode == MS_OP_COL_PDATA)), f.pdata.eq(opcode == MS_OP_COL_PDATA),
+            f.teardown.eq(opcode == MS_OP_COL_TEARDOWN),
+            f.res_res_bad.eq((RES_HEADER.field(hdr, "reserved0") != 0) | (RES_HEADER.field(hdr, "reserved1") != 0)),
+            f.setup_res_bad.eq(SETUP_HEADER.field(hdr, "reserved") != 0),
+            f.data_res_bad.eq(DATA_HEADER.field(hdr, "reserved") != 0),
         ]
-
-        f_board, f_arp, f_mgmt_ok = Signal(), Signal(), Signal()
         if with_mgmt:
             src = MS_HEADER.field(hdr, "src_mac")
             self.sync += [
-                f_board.eq(dst == self.mgmt_mac),
-                f_arp.eq((dst == BROADCAST_MAC) & (MS_HEADER.field(hdr, "ethertype") == ETHERTYPE_ARP)),
-                f_mgmt_ok.eq(self.mgmt_en & (~self.src_filter | (src == self.src_mac))),
+                f.board.eq(dst == self.mgmt_mac),
+                f.arp.eq((dst == BROADCAST_MAC) & (MS_HEADER.field(hdr, "ethertype") == ETHERTYPE_ARP)),
+                f.mgmt_ok.eq(self.mgmt_en & (~self.src_filter | (src == self.src_mac))),
             ]
+        self._add_decision(f)
 
-        # t+3: the first failing check in priority order, registered.
-        forward, to_engine, kind = Signal(), Signal(), Signal(2)
-        reason = Signal(max=len(DROP))
-        dropping = Signal()
-        to_mgmt, copy = Signal(), Signal()
+    def _add_decision(self, f):
+        """t+3: the first failing check of the t+2 flags `f` in priority order, registered (the buffers' end
+        flags apart)."""
+        forward, to_engine, kind = Signal(name="forward_c"), Signal(name="to_engine_c"), Signal(2, name="kind_c")
+        reason = Signal(max=len(DROP), name="reason_c")
+        dropping = Signal(name="dropping_c")
+        to_mgmt, copy = Signal(name="to_mgmt_c"), Signal(name="copy_c")
 
         def drop(r):
             return [dropping.eq(1), reason.eq(DROP[r])]
 
         self.comb += [
-            If(f_error, *drop("phy_error")
-            ).Elif(f_runt_eth, *drop("runt")
-            ).Elif(f_board,
-                If(f_mgmt_ok, forward.eq(1), to_mgmt.eq(1)).Else(*drop("mgmt_refused"))
-            ).Elif(f_arp & f_mgmt_ok,
+            If(f.error, *drop("phy_error")
+            ).Elif(f.runt_eth, *drop("runt")
+            ).Elif(f.board,
+                If(f.mgmt_ok, forward.eq(1), to_mgmt.eq(1)).Else(*drop("mgmt_refused"))
+            ).Elif(f.arp & f.mgmt_ok,
                 forward.eq(1), to_mgmt.eq(1), copy.eq(self.policy == MSP_TRANSPARENT)
-            ).Elif(f_not_ms,
+            ).Elif(f.not_ms,
                 If(self.policy == MSP_TRANSPARENT, forward.eq(1)).Else(*drop("not_minisharp"))
-            ).Elif(f_foreign, forward.eq(1)
-            ).Elif(f_runt_ms, *drop("runt")
-            ).Elif(f_major_bad, *drop("bad_version")
-            ).Elif(f_res,
+            ).Elif(f.foreign, forward.eq(1)
+            ).Elif(f.runt_ms, *drop("runt")
+            ).Elif(f.major_bad, *drop("bad_version")
+            ).Elif(f.res,
                 If(~self.mac_filter, forward.eq(1)          # v0.1: a received COL_RES is forwarded
-                ).Elif(f_res_res_bad, *drop("bad_reserved")
+                ).Elif(f.res_res_bad, *drop("bad_reserved")
                 ).Else(to_engine.eq(1), kind.eq(KIND_RESULT))
-            ).Elif(f_setup | f_teardown,
-                If(~f_admin, *drop("not_admin")
-                ).Elif(f_setup_res_bad, *drop("bad_reserved")
-                ).Elif(f_setup & f_setup_len_bad, *drop("bad_length")
-                ).Elif(f_teardown & f_td_len_bad, *drop("bad_length")
-                ).Else(to_engine.eq(1), kind.eq(Mux(f_setup, KIND_SETUP, KIND_TEARDOWN)))
-            ).Elif(f_data,
-                If(f_data_res_bad, *drop("bad_reserved")
-                ).Elif(f_pdata & self.partial_bad, *drop("bad_partial")
+            ).Elif(f.setup | f.teardown,
+                If(~f.admin, *drop("not_admin")
+                ).Elif(f.setup_res_bad, *drop("bad_reserved")
+                ).Elif(f.setup & f.setup_len_bad, *drop("bad_length")
+                ).Elif(f.teardown & f.td_len_bad, *drop("bad_length")
+                ).Else(to_engine.eq(1), kind.eq(Mux(f.setup, KIND_SETUP, KIND_TEARDOWN)))
+            ).Elif(f.data,
+                If(f.data_res_bad, *drop("bad_reserved")
+                ).Elif(f.pdata & self.partial_bad, *drop("bad_partial")
                 ).Else(to_engine.eq(1), kind.eq(KIND_DATA))
             ).Else(*drop("bad_opcode")),
         ]
         to_engine_data = to_engine & ((kind == KIND_DATA) | (kind == KIND_RESULT))
         self.sync += [
-            self.end.eq(f_end), self.forward.eq(forward), self.to_engine.eq(to_engine), self.kind.eq(kind),
-            self.dropping.eq(dropping), self.reason.eq(reason), self.payload_bytes.eq(f_plen),
-            self.exact.eq(f_pdata), self.minor2.eq(f_minor2), self.to_mgmt.eq(to_mgmt), self.copy.eq(copy),
-            self.raw_commit_end.eq(f_end & forward), self.raw_abort_end.eq(f_end & ~forward),
-            self.payload_commit_end.eq(f_end & to_engine_data), self.payload_abort_end.eq(f_end & ~to_engine_data),
+            self.end.eq(f.end), self.forward.eq(forward), self.to_engine.eq(to_engine), self.kind.eq(kind),
+            self.dropping.eq(dropping), self.reason.eq(reason), self.payload_bytes.eq(f.plen),
+            self.exact.eq(f.pdata), self.minor2.eq(f.minor2), self.to_mgmt.eq(to_mgmt), self.copy.eq(copy),
+            self.raw_commit_end.eq(f.end & forward), self.raw_abort_end.eq(f.end & ~forward),
+            self.payload_commit_end.eq(f.end & to_engine_data), self.payload_abort_end.eq(f.end & ~to_engine_data),
         ]
 
 
@@ -320,27 +319,7 @@ class MSPortIngress(LiteXModule):
         beat = Signal()
         self.comb += beat.eq(sink.valid)
 
-        # Byte position and valid bytes of this beat.
-        count = Signal(16)
-        nvalid = Signal(max=B + 1)
-        if B == 1:
-            self.comb += nvalid.eq(1)
-        else:
-            cases = nvalid.eq(B)
-            for b in range(B):
-                cases = If(sink.last & sink.last_be[b], nvalid.eq(b + 1)).Else(cases)
-            self.comb += cases
-        error_seen = Signal()
-        error_now = Signal()
-        self.comb += error_now.eq(error_seen | (sink.error != 0))
-        self.sync += If(beat,
-            If(sink.last,
-                count.eq(0), error_seen.eq(0)
-            ).Else(
-                count.eq(Mux(count > 0xFFF0, count, count + B)),
-                error_seen.eq(error_now)
-            )
-        )
+        count, nvalid, error_now = self._add_beat_position(beat, B)
 
         # Bytes 0 .. 39 (header + setup record).
         self.capture = capture = MSHeaderCapture(dw, MS_HEADER_BYTES + SETUP_RECORD_V02_BYTES)
@@ -419,8 +398,38 @@ class MSPortIngress(LiteXModule):
             self.drop.eq(end & ~fwd_go & ~eng_go),
             If(cl.dropping, self.drop_reason.eq(cl.reason)).Else(self.drop_reason.eq(DROP["overflow"])),
         ]
-        # The descriptor is written one cycle after the decision, from registers (the decision does not fan
-        # out to the descriptor RAM).
+        self._add_descriptor_write(eng_go, hdr)
+
+    def _add_beat_position(self, beat, B):
+        """(count, nvalid, error_now) of the beat on sink: its byte position in the frame, its valid bytes
+        (1..B) and whether the PHY flagged an error in the frame so far (this beat included)."""
+        sink = self.sink
+        count = Signal(16)
+        nvalid = Signal(max=B + 1)
+        if B == 1:
+            self.comb += nvalid.eq(1)
+        else:
+            cases = nvalid.eq(B)
+            for b in range(B):
+                cases = If(sink.last & sink.last_be[b], nvalid.eq(b + 1)).Else(cases)
+            self.comb += cases
+        error_seen = Signal()
+        error_now = Signal()
+        self.comb += error_now.eq(error_seen | (sink.error != 0))
+        self.sync += If(beat,
+            If(sink.last,
+                count.eq(0), error_seen.eq(0)
+            ).Else(
+                count.eq(Mux(count > 0xFFF0, count, count + B)),
+                error_seen.eq(error_now)
+            )
+        )
+        return count, nvalid, error_now
+
+    def _add_descriptor_write(self, eng_go, hdr):
+        """The frame's descriptor into dfifo, one cycle after the decision `eng_go`, from registers (the
+        decision does not fan out to the descriptor RAM)."""
+        dfifo, cl, kind = self.dfifo, self.classifier, self.classifier.kind
         self.sync += [
             dfifo.sink.valid.eq(eng_go),
             dfifo.sink.kind.eq(kind),
@@ -431,5 +440,5 @@ class MSPortIngress(LiteXModule):
             dfifo.sink.chunk_index.eq(DATA_HEADER.field(hdr, "chunk_index")),
             dfifo.sink.payload_bytes.eq(cl.payload_bytes),
             dfifo.sink.exact.eq(cl.exact), dfifo.sink.minor2.eq(cl.minor2),
-            dfifo.sink.record.eq(capture.header[8 * MS_HEADER_BYTES:]),
+            dfifo.sink.record.eq(self.capture.header[8 * MS_HEADER_BYTES:]),
         ]

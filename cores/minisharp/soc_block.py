@@ -17,7 +17,7 @@ from cores.minisharp.common import (
 from cores.minisharp.core import MiniSharpCore
 
 
-class _Injector(LiteXModule):
+class MSFrameInjector(LiteXModule):
     """Frame buffer of `nbytes` bytes (a multiple of 4) filled through CSRs, one 32-bit big-endian word a
     write (any write rate, one a cycle included: a word is stored in the cycle of its write), sent once on
     `go` into input port `port`, one byte a cycle.
@@ -222,7 +222,7 @@ class MiniSharpSoCBlock(LiteXModule):
         if not with_inject:
             self.comb += [self.sinks[i].connect(core.sinks[i]) for i in range(num_ports)]
             return
-        self.inject = inj = _Injector(inject_bytes, num_ports)
+        self.inject = inj = MSFrameInjector(inject_bytes, num_ports)
         self.capture = _Capture(capture_bytes, core.sources)
         for i in range(num_ports):
             arb = Arbiter([self.sinks[i], inj.sources[i]], core.sinks[i])

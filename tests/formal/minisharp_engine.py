@@ -1,7 +1,7 @@
 """MiniSharp engine validation: no chunk slot stays held once its chunk completed or its context is gone,
 every slot's count adds up to its rank bitmap, and every descriptor taken gets exactly one outcome."""
 from cores.minisharp.common import KIND_DATA
-from cores.minisharp.engine import MSValidation
+from cores.minisharp.validation import MSValidation
 from sim.formal import Mutation, Property
 
 N_PORTS, N_CONTEXTS, N_SLOTS, MAX_RANKS, WINDOW = 2, 2, 2, 4, 4
