@@ -1,4 +1,4 @@
-"""RIFL Layer 2 endpoint gateware (cores/rifl/l2.py): segmenter output against the Python segmentation
+"""RIFL Layer 2 endpoint gateware (cores/rifl/l2/): segmenter output against the Python segmentation
 (software/rifl/reference.py) byte for byte, reassembly round trips for lengths 1..4096 (every length next to a
 segment boundary, random others) under random back-pressure, through two Layer 1 endpoints and noisy
 channels, line rate, the gateware reply route against common.reply_route, and bad input."""

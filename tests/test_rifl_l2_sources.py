@@ -1,4 +1,4 @@
-"""RIFL Layer 2 per-source reassembly (cores/rifl/l2.py L2Reassembler): segments of several sources
+"""RIFL Layer 2 per-source reassembly (cores/rifl/l2/rx.py L2Reassembler): segments of several sources
 interleaved at random against the Python Reassembler (software/rifl/reference.py), context exhaustion, orphan
 continuation segments, packets longer than max_packet, the per-context idle timeout, bad parameters."""
 import random

@@ -296,7 +296,7 @@ def reply_route(header):
     back = [(256 - p) & 0xFF for p in reversed(orig[:total])]
     return l2_header_pack(total, total, back)
 
-# Layer 2 endpoint in gateware (cores/rifl/l2.py). The upper-layer stream carries a packet as `data` beats
+# Layer 2 endpoint in gateware (cores/rifl/l2/). The upper-layer stream carries a packet as `data` beats
 # of data_width bits (byte k = data[8k+7:8k], sent k-th; every beat full except the last, which holds the
 # rest of `length`), with the packet's parameters constant over the packet.
 L2_DATA_WIDTHS = (64, 128, 256, 512)       # bits; divides the segment and holds the 6-byte header
@@ -359,7 +359,7 @@ SERDES_COMMA = (5 << 5) | 28           # K28.5 byte value (sent with its K flag)
 # Counters (cores.lib.counters: `module.counters[name]`, CSR `name`) and SoC-block CSR words
 # ---------------------------------------------------------------------------------------------------
 
-# Layer 1 endpoint (cores/rifl/link.py): RIFLTransmitter, RIFLReceiver, RIFLReplayControl; RIFLEndpoint has all.
+# Layer 1 endpoint (cores/rifl/link/): RIFLTransmitter, RIFLReceiver, RIFLReplayControl; RIFLEndpoint has all.
 EP_TX_COUNTERS = [
     ("tx_frames", "numbered frames sent (new data and flow control, not replays)"),
     ("tx_replayed", "frames sent again from the replay buffer"),
@@ -415,7 +415,7 @@ def idle_tag(frame_bits):
     return (SYNC_CTRL << (META_BITS + CTRL_CODE_BITS)) | code, SYNC_BITS + META_BITS + CTRL_CODE_BITS
 
 
-# Layer 2 segmenter and reassembler (cores/rifl/l2.py).
+# Layer 2 segmenter and reassembler (cores/rifl/l2/).
 L2_TX_COUNTERS = [
     ("packets", "upper-layer packets segmented"),
     ("segments", "Layer 2 packets (segments) sent"),

@@ -1,7 +1,7 @@
 """RIFL reference model in Python, the independent model the gateware is tested against.
 
-Layer 1 frames (bit-exact with cores/rifl/link.py): `encode_data`, `encode_ctrl`, `decode`, `data_bytes`.
-Layer 2 endpoint (bit-exact with cores/rifl/l2.py): `segment` cuts an upper-layer packet into 256-byte
+Layer 1 frames (bit-exact with cores/rifl/link/): `encode_data`, `encode_ctrl`, `decode`, `data_bytes`.
+Layer 2 endpoint (bit-exact with cores/rifl/l2/): `segment` cuts an upper-layer packet into 256-byte
 segments, `Reassembler` puts them together per source, keyed by reply route. The first segment starts with
 the packet length (L2_LENGTH_BYTES, big-endian), so the true length of the padded last segment is known;
 every L2 packet is L2_PACKET_BYTES on the L1 stream.
