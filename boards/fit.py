@@ -16,6 +16,7 @@ core)`, "base" for the base SoC); `check_current()` (tests/test_foundation_fit.p
 changed since. `--update-digests` is for a change that leaves the gateware as it was (a refactor).
 """
 import argparse
+import fcntl
 import itertools
 import json
 import logging
@@ -199,25 +200,38 @@ def synth_counts(board, cores):
             return _cell_counts(f.read())
 
 
-def measure(boards=tuple(BOARD_DEVICE), cores=BOARD_CORES, path=FIGURES):
-    """Measure the base SoC and each of `cores` alone on each of `boards`, with their digests, into `path`."""
-    figures = load_figures(path) if os.path.exists(path) else {"boards": {}}
-    for board in boards:
+def _record(path, board, part, counts, source_digest):
+    """Write one measured figure (`part`: "base" or a core) into `path`, under a lock and re-read first, so that
+    measurements of other boards running at the same time keep theirs."""
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        figures = load_figures(path) if os.path.exists(path) else {"boards": {}}
         entry = figures["boards"].setdefault(board, {"cores": {}})
-        digests = entry.setdefault("digests", {})
+        if part == "base":
+            entry["base"] = counts
+        else:
+            entry["cores"][part] = counts
+        entry.setdefault("digests", {})[part] = source_digest
+        tmp = f"{path}.{os.getpid()}.tmp"
+        _write(figures, tmp)
+        os.replace(tmp, path)
+
+
+def measure(boards=tuple(BOARD_DEVICE), cores=BOARD_CORES, path=FIGURES):
+    """Measure the base SoC and each of `cores` alone on each of `boards`, with their digests, into `path`
+    (several runs at once, on other boards, may share it)."""
+    for board in boards:
         base_digest = digest(board)
-        entry["base"] = base = synth_counts(board, ())
-        digests["base"] = base_digest
+        base = synth_counts(board, ())
+        _record(path, board, "base", base, base_digest)
         print(board, "base", base, flush=True)
-        _write(figures, path)
         for core in cores:
             core_digest = digest(board, core)
             alone = synth_counts(board, (core,))
-            entry["cores"][core] = {r: alone[r] - base[r] for r in RESOURCES}
-            digests[core] = core_digest
-            print(board, core, entry["cores"][core], flush=True)
-            _write(figures, path)
-    return figures
+            cost = {r: alone[r] - base[r] for r in RESOURCES}
+            _record(path, board, core, cost, core_digest)
+            print(board, core, cost, flush=True)
+    return load_figures(path)
 
 
 def uncommitted():

@@ -82,3 +82,23 @@ def test_digests_are_not_recorded_from_uncommitted_sources(monkeypatch, capsys):
     assert err.count("\n") == 1 and "cores/lib/block_ram.py" in err and not recorded
     monkeypatch.setattr(fit, "uncommitted", lambda: [])
     assert fit.main(["--update-digests"]) == 0 and recorded
+
+
+def test_measurements_of_two_boards_at_once_keep_each_other(tmp_path, monkeypatch):
+    """measure() re-reads the table for each figure it records: a figure another run (another board) wrote
+    meanwhile stays."""
+    path = str(tmp_path / "fit.json")
+    figures = copy.deepcopy(fit.load_figures())
+    (tmp_path / "fit.json").write_text(json.dumps(figures))
+    other = "colorlight_5a_75b"
+
+    def synth(board, cores):
+        if not cores:                                   # the other board's run records a figure meanwhile
+            fit._record(path, other, "sync", dict.fromkeys(fit.RESOURCES, 7), "d" * 64)
+        return dict.fromkeys(fit.RESOURCES, 100 if cores else 10)
+    monkeypatch.setattr(fit, "synth_counts", synth)
+    out = fit.measure(["lattice_versa_ecp5"], ["rifl"], path=path)
+    assert out["boards"][other]["cores"]["sync"] == dict.fromkeys(fit.RESOURCES, 7)
+    assert out["boards"][other]["digests"]["sync"] == "d" * 64
+    assert out["boards"]["lattice_versa_ecp5"]["cores"]["rifl"] == dict.fromkeys(fit.RESOURCES, 90)
+    assert out["boards"]["lattice_versa_ecp5"]["digests"]["rifl"] == fit.digest("lattice_versa_ecp5", "rifl")
