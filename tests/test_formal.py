@@ -1,6 +1,7 @@
 """make formal's properties (tests/formal/): the quick ones are proven here, and their deliberately broken
-variants must fail; the slow ones are broken here too unless they are BMC runs, whose counterexamples lie
-deep (the iSLIP service bound: minutes). `make formal` runs everything."""
+variants must fail on the assertion their mutation names, and their covers must be reached; the slow ones are
+broken here too unless they are BMC runs, whose counterexamples lie deep (the iSLIP service bound: minutes).
+`make formal` runs everything."""
 import dataclasses
 
 import pytest
@@ -9,6 +10,12 @@ from sim import formal
 
 PROPS = formal.load_properties()
 ISLIP = next(p for p in PROPS if p.name == "switch_islip_matching_n4_k2")
+COVER = "always @(*) cover(!init);"
+
+
+def _mutation(assertion):
+    """A mutation that changes nothing, naming `assertion` (for checkers made up here)."""
+    return formal.Mutation("none", r"^(module core)", r"\1", assertion=assertion)
 
 
 @pytest.mark.parametrize("prop", [p for p in PROPS if not p.slow], ids=lambda p: p.name)
@@ -22,7 +29,37 @@ def test_property_holds(prop):
 def test_broken_variant_fails(prop):
     r = formal.run(prop, broken=True)
     assert formal.expected(prop, r), (f"{prop.name} with '{prop.broken.description}': {r.status}, failed "
-                                      f"assertion {r.failed!r}, expected {prop.broken.status}")
+                                      f"assertions {r.failed!r}, expected {prop.broken.status} on "
+                                      f"{prop.broken.assertion!r}")
+    assert prop.broken.assertion in formal.tripped(prop, r)
+
+
+@pytest.mark.parametrize("prop", [p for p in PROPS if not p.slow], ids=lambda p: p.name)
+def test_cover_reached(prop):
+    r = formal.run(prop, cover=True)
+    assert r.status == "PASS", f"{prop.name}: cover {r.status} ({r.method}, see {r.workdir}/sby.log)"
+
+
+def test_an_unreachable_cover_is_reported_not_reached():
+    """A cover of what the matching property proves impossible (input 0 matched to an output it did not
+    request) is not reached, and the report says so."""
+    never = dataclasses.replace(ISLIP, name="islip_never",
+                                cover="always @(*) if (!init) cover(match_valid[0] && !f_req_l[match_flat[1:0]]);")
+    r = formal.run(never, cover=True)
+    assert r.status == "FAIL" and not formal.expected(never, r)
+    assert "NOT reached" in formal.table([r], [never])
+
+
+def test_a_mutation_must_name_its_assertion():
+    with pytest.raises(ValueError, match="must name the assertion it trips"):
+        formal.Mutation("anything", r"^x$", "y")
+
+
+def test_a_property_needs_its_assertion_and_a_cover():
+    with pytest.raises(ValueError, match="is not in its checker"):
+        dataclasses.replace(ISLIP, broken=_mutation("assert(no_such_assertion)"))
+    with pytest.raises(ValueError, match="must hold cover"):
+        dataclasses.replace(ISLIP, cover="")
 
 
 def test_every_core_has_properties():
@@ -31,20 +68,20 @@ def test_every_core_has_properties():
 
 
 def test_a_mutation_that_no_longer_matches_is_an_error():
-    m = formal.Mutation("nothing", r"^no such line$", "x")
+    m = formal.Mutation("nothing", r"^no such line$", "x", assertion="assert(x)")
     with pytest.raises(ValueError, match="matched 0 times"):
         m.apply("module core();\nendmodule\n")
 
 
 def test_a_misspelt_signal_is_an_error_not_a_proof():
     bad = formal.Property("islip_typo", "typo", ISLIP.build, "always @(*) assert(no_such_signal);",
-                          ISLIP.broken, mode="bmc", depth=1)
+                          _mutation("no_such_signal"), COVER, mode="bmc", depth=1)
     assert formal.run(bad).status == "ERROR"
 
 
 def test_a_false_assertion_fails():
     false = formal.Property("islip_false", "false", ISLIP.build, "always @(*) if (!init) assert(start == 0);",
-                            ISLIP.broken, mode="bmc", depth=2)
+                            _mutation("start == 0"), COVER, mode="bmc", depth=2)
     assert formal.run(false).status == "FAIL"
 
 

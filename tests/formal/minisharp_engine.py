@@ -165,6 +165,16 @@ end
 """
 
 
+# The cover: a held slot freed by its timeout (EXPIRE_SLOTS). A setup (5 cycles), a data frame that opens
+# the slot (9), then slot_timeout = 1: one tick (2 cycles), the registered expiry, IDLE, EXPIRE_SLOTS
+# (reached at step 20).
+EXPIRY_DEPTH = 26
+
+
+def _expiry_cover():
+    return f"always @(*) if (!init) cover({V}slots_expired != 0);"
+
+
 PROPERTIES = [
     Property(
         "minisharp_engine_slots",
@@ -174,8 +184,13 @@ PROPERTIES = [
         "or by its window), with its count equal to its rank bitmap, one slot a chunk, and gives every "
         "descriptor it takes exactly one outcome.",
         _validation, _check(),
-        Mutation("a late duplicate (a contribution to a completed chunk) opens a slot (the wave-1 leak)",
-                 r"\(msvalidation_dup \| \(\(~msvalidation_slot_hit\) & msvalidation_late\)\)", "msvalidation_dup",
-                 depth=30),
-        mode="prove", depth=10),
+        # A leak in the slot table itself: a defect before it (the wave-1 leak, a late duplicate opening a
+        # slot) trips the lemma on the decided frame's write a cycle before the slot is held, and the BMC
+        # stops there. Depth 30: a setup (5 cycles), a data frame that opens a slot (9), a teardown (5), the
+        # registered free, with the fetches between them.
+        Mutation("a teardown (or an expired context) leaves its context's slots held",
+                 r"\(msvalidation_msslottable_replace \? msvalidation_msslottable_n_contexts : 1'd0\)", "1'd0",
+                 depth=30, assertion="// the context exists"),
+        cover=_expiry_cover(),
+        mode="prove", depth=10, cover_depth=EXPIRY_DEPTH),
 ]

@@ -58,5 +58,7 @@ PROPERTIES = [
                  r"^(assign msportingress_commitfifo_commit = \(msportingress_msframeclassifier_raw_commit_end)"
                  r" & msportingress_raw_ok\);", r"\1);",
                  status="UNKNOWN", assertion="assert(msportingress_commitfifo_commit == msportingress_fwd_go)"),
+        # a drop decision: a frame ends, then the classifier's three pipeline registers (reached at step 3)
+        cover="always @(*) if (!init) cover(frame && drop);",
         mode="prove", depth=6),
 ]

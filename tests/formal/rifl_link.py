@@ -119,8 +119,15 @@ PROPERTIES = [
         _link, CHECK,
         Mutation("the receiver accepts a numbered frame while recovering without the REPLAY marker",
                  r"^(assign b_riflreceiver_accept = )\(\(~b_riflreceiver_recovering\) \| "
-                 r"b_riflreceiver_armed\);", r"\g<1>1'd1;"),
+                 r"b_riflreceiver_armed\);", r"\g<1>1'd1;",
+                 # the word b then delivers is not the one a sent under its tag (sby log of the broken run)
+                 assertion="assert(((b_source_data ^ f_k_data) & f_mask) == 0)"),
         # depth 36: the endpoints' 125 MHz stages (TX 4, RX 4 cycles, receive buffer 4, a RETRANS applied a cycle
         # after its check) moved the mutation's counterexample from within 30 cycles to step 34
+        # The cover: a takes a RETRANS from b and starts a replay (a REPLAY marker pending). Not reached by
+        # depth 24: the link comes up first, then a's frame corrupted on the way (TX 4 cycles, channel 1),
+        # b's check (RX 4), b's RETRANS back (TX 4, channel 1, RX 4), applied a cycle after its check; the
+        # cover runs to the BMC's depth and is reached at step 32 (94 s).
+        cover="always @(*) if (!init) cover(a_riflreplaycontrol_marker_pending);",
         mode="bmc", depth=36, slow=True),
 ]

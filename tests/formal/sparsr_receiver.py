@@ -91,6 +91,8 @@ CHECK_DRAM = (CHECK
               .replace("xmem_word_ram_we\n                   || xmem_we || xmem_map_we",
                        "xmem_blockramfifo_sink_sink_valid\n                   || xmem_ent_a_we")
               .replace("f_executing = state != 0", "f_executing = sparsrexecutor_state != 0"))
+# A frame refused at its last word (reached at step 1: a one-word frame).
+REFUSED_COVER = "always @(*) if (!init) cover(parser_refuse);"
 
 PROPERTIES = [
     Property(
@@ -104,6 +106,7 @@ PROPERTIES = [
         Mutation("a raw slot switches its row map even when it does not finish the row",
                  r"^(\s*)if \(executor_x_fin\) begin", r"\1if (1'd1) begin",
                  status="UNKNOWN", assertion="assert(executor_x_raw && executor_x_fin)"),
+        cover=REFUSED_COVER,
         mode="prove", depth=4),
     Property(
         "sparsr_receiver_refused_frames_dram",
@@ -116,5 +119,6 @@ PROPERTIES = [
                  r"^assign xmem_blockramfifo_sink_sink_valid = xmem_wq_we;",
                  "assign xmem_blockramfifo_sink_sink_valid = xmem_wq_we | sink_valid;",
                  assertion="assert(f_commit)"),
+        cover=REFUSED_COVER,
         mode="prove", depth=4),
 ]

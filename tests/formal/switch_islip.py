@@ -109,15 +109,29 @@ end
 """
 
 
+def _contention_cover(n):
+    """Inputs 0 and 1 both request output 0 and the decision matches both (one of them elsewhere)."""
+    return (f"always @(*) if (!init) cover(done && f_req_l[0] && f_req_l[{n}] && match_valid[0] && "
+            "match_valid[1]);")
+
+
 PROPERTIES = [
     *[Property(
         f"switch_islip_matching_n{n}_k{k}",
         f"Every iSLIP decision (N = {n}, {k} iterations{', as in the switch' if (n, k) == (4, 2) else ''}) "
         "matches each input to at most one requested output and each output to at most one input.",
         _scheduler(n, k), _matching_check(n),
-        Mutation("an output accepted in the first iteration stays free for the second",
-                 r"^(\s*islipscheduler_out_matched\[0\] <= )1'd1;", r"\g<1>1'd0;"),
-        mode="prove", depth=4)
+        # Output 0 grants in every iteration (its grant ignores out_matched): the out_matched lemma still holds
+        # and the claim fails. (Clearing out_matched[0] instead only trips that lemma, an iteration earlier.)
+        Mutation("output 0 grants again in a later iteration though an input already holds it",
+                 r"& \{\d+\{\(~islipscheduler_out_matched\[0\]\)\}\}\);", ");",
+                 assertion="assert(match_flat[f_a * {w} +: {w}] != match_flat[f_b * {w} +: {w}])"
+                 .format(w=index_bits(n)), depth=2 * k + 3),
+        cover=_contention_cover(n),
+        # a decision: start latches the requests, then 2 cycles an iteration (grant, accept), done after the
+        # last: 2 k + 1 cycles. Depth 4 holds the proof; a second iteration's double match shows at cycle 5 or
+        # later, so the broken core is checked by BMC to 2 k + 3.
+        mode="prove", depth=4, cover_depth=2 * k + 3)
       for n, k in ((4, 2), (8, 3))],
     *[Property(
         f"switch_islip_service_n{n}_k{k}",
@@ -126,7 +140,11 @@ PROPERTIES = [
         _scheduler(n, k), _matching_check(n) + _service_check(n, k),
         Mutation("output 0's grant pointer stays on the input it granted (that input always wins output 0)",
                  r"^(\s*islipscheduler_grant_ptr0 <= )\(islipscheduler_g_index0 \+ 1'd1\);",
-                 r"\g<1>islipscheduler_g_index0;", depth=24),
-        mode="prove", depth=2 * k + 3, slow=n > 4)
+                 r"\g<1>islipscheduler_g_index0;", depth=24,
+                 assertion=f"assert(f_waited_now + f_rank <= {service_bound(n)})"),
+        # a request that waited two decisions and is then served: three decisions of 2 k + 1 cycles and a start
+        # cycle each, and slack (reached at step 9 for k = 1, 15 for k = 2, 21 at N = 8, k = 3)
+        cover="always @(*) if (!init) cover(done && f_served && f_waited >= 2);",
+        mode="prove", depth=2 * k + 3, slow=n > 4, cover_depth=3 * (2 * k + 2) + 4)
       for n, k in ((4, 1), (4, 2), (8, 3))],
 ]

@@ -136,7 +136,9 @@ PROPERTIES = [
         _node, _trigger_check(),
         Mutation("a slot counts as complete without the node's own trigger",
                  r"^(assign syncnode_syncslots_complete = \(\(\()syncnode_syncslots_cur_self & "
-                 r"(syncnode_syncslots_cur_arr_n\))", r"\1\2"),
+                 r"(syncnode_syncslots_cur_arr_n\))", r"\1\2",
+                 assertion="assert(f_open + f_trig_now >= f_cpl_now)"),
+        cover="always @(*) if (!init) cover(f_cpl_now);",         # a completion of the symbolic ident
         mode="prove", depth=12),
     Property(
         "sync_node_links",
@@ -145,6 +147,8 @@ PROPERTIES = [
         _node, _link_check(),
         Mutation("a slot counts as complete without the message from the north",
                  r"^(assign syncnode_syncslots_complete = \(\(\()syncnode_syncslots_cur_self & "
-                 r"syncnode_syncslots_cur_arr_n\)", r"\1syncnode_syncslots_cur_self)"),
+                 r"syncnode_syncslots_cur_arr_n\)", r"\1syncnode_syncslots_cur_self)",
+                 assertion="assert(f_cpl + f_cpl_now <= f_rx_n + f_rx_n_now)"),
+        cover="always @(*) if (!init) cover(f_cpl_now);",         # a completion of the symbolic ident
         mode="bmc", depth=12, slow=True),
 ]
