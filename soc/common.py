@@ -9,6 +9,5 @@ CORE_NAMES = {"minisharp": "minisharp", "rifl": "rifl", "rifl_net": "riflnet", "
               "sync": "syncnet"}
 # The other cores' options in the ECP5 board builds (the SoC blocks' defaults otherwise): a RIFL network of 2
 # hosts and a 2 x 2 synchronizer grid (the 4-host network and the 4 x 4 grid take ~62k and ~57k LUT4 in a
-# board build, more than either device), and the switch block 64 bits wide (at 128 bits, with every data bit
-# carried since d824126, it takes 15278 LUT4 in the Colorlight's build: 65 over its fit limit with the base SoC).
-BOARD_CORE_OPTIONS = {"rifl_net": dict(n=2), "sync": dict(width=2, height=2), "switch": dict(data_width=64)}
+# board build, more than either device).
+BOARD_CORE_OPTIONS = {"rifl_net": dict(n=2), "sync": dict(width=2, height=2)}

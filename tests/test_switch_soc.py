@@ -43,13 +43,3 @@ def test_csr_map():
         ("control", 1), ("load", 17), ("pattern", 8), ("duration", 32), ("status", 2), ("info", 24),
         ("cycles", 32), ("tx_cells", 32), ("rx_cells", 32), ("lat_sum", 64), ("lat_max", 32), ("errors", 32),
         ("drops", 32), ("collisions", 32)]
-
-
-def test_demo_at_the_board_width():
-    """The block as the ECP5 boards build it (soc.common.BOARD_CORE_OPTIONS: 64 bits, 32 beats a cell), through
-    the host demo: every cell delivered, none bad."""
-    from soc.common import BOARD_CORE_OPTIONS
-    block = SwitchBlock(**BOARD_CORE_OPTIONS["switch"])
-    assert block.switch.beats == 32
-    r, _ = run_demo(block, "switch", lambda bus: run_point(bus, 1.0, 1, 40 * block.switch.beats))
-    assert r["errors"] == 0 and r["drops"] == 0 and r["rx_cells"] == r["tx_cells"] > 100
