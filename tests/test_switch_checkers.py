@@ -105,6 +105,10 @@ def run_block(fault, seed):
     gens = [SwitchGenerator(sw, i, generator_seed(i), now, tick_ct == 0, enable, threshold, offset) for i in range(N)]
     chks = [SwitchChecker(sw, j, now) for j in range(N)]
     m.submodules += gens + chks
+    # Each checker's marks counted, as the block counts them over every output.
+    counts = [dict(cells=Signal(32), errors=Signal(32)) for _ in chks]
+    m.sync += [If(getattr(c, mark), k[name].eq(k[name] + 1))
+               for c, k in zip(chks, counts) for name, mark in (("cells", "cell"), ("errors", "error"))]
     rng = random.Random(seed)
     taken, plan, sent, result = [[] for _ in range(N)], [], [], {}
 
@@ -124,8 +128,8 @@ def run_block(fault, seed):
         yield
         for name in ("cells", "errors"):
             result[name] = []
-            for c in chks:
-                result[name].append((yield getattr(c, name)))
+            for k in counts:
+                result[name].append((yield k[name]))
 
     def output(j):
         while not plan:

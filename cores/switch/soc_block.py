@@ -47,12 +47,13 @@ class SwitchGenerator(LiteXModule):
     threshold / 65536; destination offset uniform over the N-1 other ports (or fixed); honours the
     per-VOQ flow-control frames of its switch port (a paused cell waits; its latency keeps counting).
     Each cell: cell_payload of (port, sequence number, beat), beat 0 starting with the tag Cat(timestamp,
-    port, sequence number); the sequence number counts this input's cells from 0 (cleared by `clear`)."""
+    port, sequence number); the sequence number counts this input's cells from 0 (cleared by `clear`).
+    `sent` marks the cycle of each cell's last beat."""
     def __init__(self, sw, port, seed, now, tick, enable, threshold, offset):
         n, beats = sw.n, sw.beats
         w = index_bits(n)
         sink, fc = sw.sinks[port], sw.fcs[port]
-        self.cells = Signal(32)
+        self.sent = Signal()
         self.busy = busy = Signal()
         self.clear = Signal()
 
@@ -87,34 +88,36 @@ class SwitchGenerator(LiteXModule):
             sink.data.eq(cell_payload(self, Constant(port, SRC_BITS), seq, beat, len(sink.data))),
             If(beat == 0, sink.data[:TAG_BITS].eq(Cat(ts, Constant(port, SRC_BITS), seq))),
         ]
-        finishing = go & (beat == beats - 1)
+        finishing = self.sent
+        self.comb += finishing.eq(go & (beat == beats - 1))
         self.sync += [
             If(go,
                 beat.eq(beat + 1),
-                If(finishing, beat.eq(0), busy.eq(0), seq.eq(seq + 1), self.cells.eq(self.cells + 1)),
+                If(finishing, beat.eq(0), busy.eq(0), seq.eq(seq + 1)),
             ),
             # One draw per cell time, also in the cycle a cell finishes, so back-to-back cells keep line rate.
             If((~busy | finishing) & tick & enable & (draw < threshold),
                 busy.eq(1), j.eq(pick), ts.eq(now)),
-            If(self.clear, self.cells.eq(0), seq.eq(0)),
+            If(self.clear, seq.eq(0)),
         ]
 
 
 class SwitchChecker(LiteXModule):
-    """Sink for one switch output (ready always 1, one beat a cycle): counts the cells (`cells`, one at each
-    `last`), the bad ones among them (`errors`) and their generation-to-delivery latency. A cell is bad if its
+    """Sink for one switch output (ready always 1, one beat a cycle): marks each cell (`cell`, one at each
+    `last`), the bad ones among them (`error`), gives its generation-to-delivery latency (`lat`, 0 between
+    cells) and keeps the largest (`lat_max`); the SoC block counts the marks. A cell is bad if its
     forwarded header has Remain Hops left or (source + original Dst Port 1) mod N is not this port, a later
     beat's header differs from its first's, its sequence number is not after the last good one from its source
     (a duplicate or a reordered cell; a lost one shows as rx_cells < tx_cells), any data bit but the
     timestamp differs from cell_payload, or `last` is not on beat `beats` - 1 (a truncated cell, or one run on
-    into the next: that one is judged with it). The counters follow the last beat by one cycle."""
+    into the next: that one is judged with it). The marks follow the last beat by one cycle."""
     def __init__(self, sw, port, now):
         n, beats = sw.n, sw.beats
         w = index_bits(n)
         src = sw.sources[port]
-        self.cells = Signal(32)
-        self.errors = Signal(32)
-        self.lat_sum = Signal(64)
+        self.cell = Signal()
+        self.error = Signal()
+        self.lat = Signal(32)
         self.lat_max = Signal(32)
         self.clear = Signal()
 
@@ -148,20 +151,21 @@ class SwitchChecker(LiteXModule):
             beat_bad.eq(Mux(first, head_bad, src.header != header_r) | (diff != 0) | (src.last != end)),
             lat.eq(now - ts),
         ]
+        delivered = src.valid & src.last
         self.sync += [
+            self.cell.eq(delivered),
+            self.error.eq(delivered & (bad | beat_bad)),
+            self.lat.eq(Mux(delivered, lat, 0)),
             If(src.valid,
                 If(first, ts.eq(src.data[:TS_BITS]), from_r.eq(got_src), seq_r.eq(got_seq), header_r.eq(src.header)),
                 If(src.last | end, beat.eq(0)).Else(beat.eq(beat + 1)),
                 bad.eq(~src.last & (bad | beat_bad)),
                 If(src.last,
-                    self.cells.eq(self.cells + 1),
-                    self.lat_sum.eq(self.lat_sum + lat),
                     If(lat > self.lat_max, self.lat_max.eq(lat)),
-                    If(bad | beat_bad, self.errors.eq(self.errors + 1)).Else(next_seq[cur].eq(seq_r + 1)),
+                    If(~(bad | beat_bad), next_seq[cur].eq(seq_r + 1)),
                 ),
             ),
-            If(self.clear, self.cells.eq(0), self.errors.eq(0), self.lat_sum.eq(0), self.lat_max.eq(0),
-               *[s.eq(0) for s in next_seq]),
+            If(self.clear, self.lat_max.eq(0), *[s.eq(0) for s in next_seq]),
         ]
 
 
@@ -223,21 +227,14 @@ class SwitchBlock(LiteXModule):
             self.comb += [g.clear.eq(start), c.clear.eq(start)]
             gens.append(g)
             chks.append(c)
-        tx = sum(g.cells for g in gens)
-        rx = sum(c.cells for c in chks)
-        drops_total = Signal(32)
-        drops_base = Signal(32)                     # the switch's own counters are not cleared by a start
-        drops = Signal(32)
-        self.comb += [
-            drops_total.eq(sum(inp.counters["drop_hops"] + inp.counters["drop_loop"] + inp.counters["drop_full"] +
-                               inp.counters["drop_malformed"] for inp in sw.inputs)),
-            drops.eq(drops_total - drops_base),
-        ]
+        # One counter per result, fed by every port's events of the cycle (not a sum of per-port counters).
+        tx = self.add_count(32, sum(g.sent for g in gens), start)
+        rx = self.add_count(32, sum(c.cell for c in chks), start)
+        errors = self.add_count(32, sum(c.error for c in chks), start)
+        lat_sum = self.add_count(64, sum(c.lat for c in chks), start)
+        drops = self.add_count(32, sum(inp.drop for inp in sw.inputs), start)
         idle = Cat(*[g.busy for g in gens]) == 0
-        self.sync += [
-            If(start, drops_base.eq(drops_total)),
-            If(~running & ~start & (left == 0) & idle & (tx == rx + drops), done.eq(1)),
-        ]
+        self.sync += If(~running & ~start & (left == 0) & idle & (tx == rx + drops), done.eq(1))
         self.comb += [
             self.status.fields.done.eq(done & ~start),         # never stale in the cycle a start lands
             self.status.fields.running.eq(running),
@@ -246,15 +243,17 @@ class SwitchBlock(LiteXModule):
             self.info.fields.iterations.eq(iterations),
         ]
 
-        def word(value, width=32):
-            sig = Signal(width)
-            self.comb += sig.eq(value)
-            return sig
         add_counter_csrs(self, BLOCK_RESULTS, {
-            "cycles": cycles, "tx_cells": word(tx), "rx_cells": word(rx),
-            "lat_sum": word(sum(c.lat_sum for c in chks), 64), "lat_max": max_of(self, [c.lat_max for c in chks]),
-            "errors": word(sum(c.errors for c in chks)), "drops": drops, "collisions": sw.collisions,
+            "cycles": cycles, "tx_cells": tx, "rx_cells": rx, "lat_sum": lat_sum,
+            "lat_max": max_of(self, [c.lat_max for c in chks]), "errors": errors, "drops": drops,
+            "collisions": sw.collisions,
         })
+
+    def add_count(self, width, increment, clear):
+        """A `width`-bit counter that adds `increment` every cycle and is cleared by `clear`."""
+        count = Signal(width)
+        self.sync += If(clear, count.eq(0)).Else(count.eq(count + increment))
+        return count
 
 
 def max_of(module, values):

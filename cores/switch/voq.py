@@ -37,7 +37,7 @@ class VOQInput(LiteXModule):
     d = (port + Dst Port 1) mod n (cores.rifl.common.dst_port) and the header is rewritten as the
     packet enters the fabric. Cells with Remain Hops 0, with Dst Port 1 = 0 mod n (loop back), for a
     full VOQ, or with a misplaced `last` are dropped and counted (`counters[name]` for each name of
-    cores.switch.common.VOQ_COUNTERS, cores.lib.counters). A cell is requested (`requests[d]`)
+    cores.switch.common.VOQ_COUNTERS, cores.lib.counters; `drop` marks the cycle of any drop). A cell is requested (`requests[d]`)
     only once it is complete. `grant`/`grant_port` reserve the head cell of a VOQ; the next `tx_start`
     streams it on tx_* (one beat per cycle, one cycle after the memory read); the switch never
     raises `grant` and `tx_start` in the same cycle.
@@ -78,6 +78,7 @@ class VOQInput(LiteXModule):
         self.occupancy = [Signal(max=voq_cells + 1, name=f"occupancy{d}") for d in range(n)]
         self.paused = Signal(n)
         self.head_channel = [Signal(index_bits(down_ports), name=f"head_channel{d}") for d in range(n)]
+        self.drop = Signal()
 
         # # #
 
@@ -161,6 +162,7 @@ class VOQInput(LiteXModule):
             If(commit, wr_ptr[cur_v].eq(wr_ptr[cur_v] + 1)),
         ]
         dropped = end_ok & ~cur_keep
+        self.comb += self.drop.eq(dropped | end_bad)
         add_counters(self, VOQ_COUNTERS, {
             "cells_in": commit, "drop_malformed": end_bad,
             "drop_hops": dropped & (cur_reason == 0), "drop_loop": dropped & (cur_reason == 1),
