@@ -7,6 +7,7 @@ from litex.soc.interconnect import stream
 from cores.lib.counters import add_counter_csrs, add_counters
 from cores.rifl.common import FC_LAYOUT, L2_HEADER_BITS, LINK_FC_CHANNEL
 from cores.switch.batcher_banyan import BatcherBanyan
+from cores.switch.cell_fifo import CellFIFO
 from cores.switch.common import (SWITCH_COUNTERS, SWITCH_CSRS, VOQ_COUNTERS, cell_beats, cell_layout,
                                  check_ports)
 from cores.switch.islip import ISLIPScheduler
@@ -36,7 +37,7 @@ class RIFLSwitch(LiteXModule):
     cycles (3*iterations+1 with `pipelined_scheduler`; beats must exceed that); the granted cells cross the
     network during the next cell
     time, one beat per cycle on every port at once, so every port sustains line rate. Each output has a
-    FIFO of `out_cells` cells and one credit per cell: a cell is only scheduled towards an output with
+    FIFO of `out_cells` cells (CellFIFO) and one credit per cell: a cell is only scheduled towards an output with
     room for it, so a slow output back-pressures into its VOQs (and from there, by flow control, into the
     senders) and nothing is lost. The default out_cells covers the credit loop, so a fast output receives
     a cell every cell time.
@@ -114,7 +115,7 @@ class RIFLSwitch(LiteXModule):
 
         holds, bads, overflows = [], [], []
         for j in range(n):
-            fifo = stream.SyncFIFO(cell_layout(data_width), depth=out_cells * beats)
+            fifo = CellFIFO(data_width, out_cells, beats)
             setattr(self, f"out_fifo{j}", fifo)
             lane = net.out_data[j]
             taken = Signal(name=f"taken{j}")
