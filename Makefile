@@ -18,7 +18,7 @@ WORKERS  ?=
 FRESH    ?=
 BENCH_ARGS ?=
 
-.PHONY: deps apt venv sim test bench build clean allreduce formal fuzz
+.PHONY: deps apt venv sim test test-long bench build clean allreduce formal fuzz
 .DEFAULT_GOAL := sim
 
 deps: apt $(VENV)/.installed
@@ -44,7 +44,14 @@ sim: deps
 # The two workers take whole test files (tests/conftest.py: the files with tests marked long first), so that neither
 # ends the run alone with a queue of tests of several minutes.
 test: deps
-	$(PY) -m pytest -n 2 --timeout 2400 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --timeout 2400 -m "not extended" $(PYTEST_ARGS)
+
+# What `make test` leaves out (tests marked `extended`: the slow formal properties, their broken variants and
+# covers), then a short random `make fuzz` (1000 examples a target); .ci/run calls it after `make test`.
+test-long: deps
+	$(PY) -m pytest -n 2 --timeout 3600 -m extended $(PYTEST_ARGS)
+	rm -f build/bench/fuzz.json
+	HYPOTHESIS_PROFILE=fuzz FUZZ_EXAMPLES=1000 $(PY) -m pytest -n 2 --timeout 3600 tests/test_*_fuzz.py $(PYTEST_ARGS)
 
 allreduce: deps
 	$(PY) -m sim.allreduce --topology $(TOPOLOGY) --ranks $(RANKS) --elements $(ELEMENTS) $(ALLREDUCE_ARGS)

@@ -30,17 +30,24 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
+# Files whose tests share nothing in the process and take minutes each (the formal runs): handed out one test at a
+# time, so that `make test-long`'s two workers share the slow properties.
+PER_TEST_FILES = {"tests/test_formal.py"}
+
+
 @pytest.hookimpl(optionalhook=True)                 # defined by xdist (absent under -p no:xdist)
 def pytest_xdist_make_scheduler(config, log):
     """`make test`'s workers take whole test files, in the order of the files' first tests (see above).
 
     A file's tests share what they elaborate and build in the process (models kept per configuration,
-    module-scoped fixtures): handed out one test at a time, both workers elaborated the same designs."""
+    module-scoped fixtures): handed out one test at a time, both workers elaborated the same designs. The files
+    of PER_TEST_FILES go one test at a time."""
     from xdist.scheduler import LoadScopeScheduling
 
     class FileScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid):
-            return nodeid.split("::", 1)[0]
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in PER_TEST_FILES else path
 
         def schedule(self):
             # LoadScopeScheduling.schedule() with the files in collection order instead of largest first.

@@ -1,7 +1,7 @@
-"""make formal's properties (tests/formal/): the quick ones are proven here, and their deliberately broken
-variants must fail on the assertion their mutation names, and their covers must be reached; the slow ones are
-broken here too unless they are BMC runs, whose counterexamples lie deep (the iSLIP service bound: minutes).
-`make formal` runs everything."""
+"""make formal's properties (tests/formal/): each is proven, its deliberately broken variant must fail on the
+assertion its mutation names, and its cover must be reached. The slow properties' runs (minutes each: the RIFL
+link's BMC, the N = 8 switch proofs) are marked `extended`: `make test` leaves them out, `make test-long` (called
+by .ci/run after `make test`) runs them, one test per xdist worker at a time (tests/conftest.py)."""
 import dataclasses
 
 import pytest
@@ -11,6 +11,7 @@ from sim import formal
 PROPS = formal.load_properties()
 ISLIP = next(p for p in PROPS if p.name == "switch_islip_matching_n4_k2")
 COVER = "always @(*) cover(!init);"
+SBY_TIMEOUT = 2400      # s a run: the RIFL link's BMC to depth 36 takes about 1240 s
 
 
 def _mutation(assertion):
@@ -18,25 +19,28 @@ def _mutation(assertion):
     return formal.Mutation("none", r"^(module core)", r"\1", assertion=assertion)
 
 
-@pytest.mark.parametrize("prop", [p for p in PROPS if not p.slow], ids=lambda p: p.name)
+def _params(props):
+    return [pytest.param(p, id=p.name, marks=[pytest.mark.extended] if p.slow else []) for p in props]
+
+
+@pytest.mark.parametrize("prop", _params(PROPS))
 def test_property_holds(prop):
-    r = formal.run(prop)
+    r = formal.run(prop, timeout=SBY_TIMEOUT)
     assert r.status == "PASS", f"{prop.name}: {r.status} ({r.failed or 'see ' + r.workdir + '/sby.log'})"
 
 
-@pytest.mark.parametrize("prop", [p for p in PROPS if not (p.slow and (p.mode == "bmc" or p.broken.depth))],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("prop", _params(PROPS))
 def test_broken_variant_fails(prop):
-    r = formal.run(prop, broken=True)
+    r = formal.run(prop, broken=True, timeout=SBY_TIMEOUT)
     assert formal.expected(prop, r), (f"{prop.name} with '{prop.broken.description}': {r.status}, failed "
                                       f"assertions {r.failed!r}, expected {prop.broken.status} on "
                                       f"{prop.broken.assertion!r}")
     assert prop.broken.assertion in formal.tripped(prop, r)
 
 
-@pytest.mark.parametrize("prop", [p for p in PROPS if not p.slow], ids=lambda p: p.name)
+@pytest.mark.parametrize("prop", _params(PROPS))
 def test_cover_reached(prop):
-    r = formal.run(prop, cover=True)
+    r = formal.run(prop, cover=True, timeout=SBY_TIMEOUT)
     assert r.status == "PASS", f"{prop.name}: cover {r.status} ({r.method}, see {r.workdir}/sby.log)"
 
 

@@ -189,8 +189,9 @@ MAKE_CASES = [
     ("build", {"BUILD_ARGS": "--sys-clk-freq fast"}, "clock not a number"),
     ("build", {"BUILD_ARGS": "--cores minisharp,sync"}, "cores that do not fit"),
     ("test", {"PYTEST_ARGS": "--no-such-pytest-option"}, "unknown pytest option"),
+    ("test-long", {"PYTEST_ARGS": "--no-such-pytest-option"}, "unknown pytest option"),
 ]
-OWN_FORMAT = {"test"}
+OWN_FORMAT = {"test", "test-long"}
 
 
 def run(argv):
