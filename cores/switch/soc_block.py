@@ -257,9 +257,13 @@ class SwitchBlock(LiteXModule):
 
 
 def max_of(module, values):
-    out = values[0]
-    for v in values[1:]:
-        m = Signal(32)
-        module.comb += m.eq(Mux(v > out, v, out))
-        out = m
-    return out
+    """The largest of `values` (32 bits each), through a tree of registered compares: ceil(log2(len)) cycles
+    late, so that no chain of compares reaches the CSR read multiplexer (the Colorlight's critical path)."""
+    while len(values) > 1:
+        level = []
+        for a, b in zip(values[0::2], values[1::2]):
+            m = Signal(32)
+            module.sync += m.eq(Mux(b > a, b, a))
+            level.append(m)
+        values = level + values[len(level) * 2:]
+    return values[0]
