@@ -1,7 +1,8 @@
 """make formal's properties (tests/formal/): each is proven, its deliberately broken variant must fail on the
-assertion its mutation names, and its cover must be reached. The slow properties' runs (minutes each: the RIFL
-link's BMC, the N = 8 switch proofs) are marked `extended`: `make test` leaves them out, `make test-long` (called
-by .ci/run after `make test`) runs them, one test per xdist worker at a time (tests/conftest.py)."""
+assertion its mutation names, and its cover must be reached. These runs (seconds to minutes each: the RIFL
+link's BMC takes 7) are marked `extended`: `make test` leaves them out and tests only the checks of sim.formal
+itself; `make test-long` (called by .ci/run after `make test`) runs them, one test per xdist worker at a time
+(tests/conftest.py); `make formal` proves them all."""
 import dataclasses
 
 import pytest
@@ -20,7 +21,7 @@ def _mutation(assertion):
 
 
 def _params(props):
-    return [pytest.param(p, id=p.name, marks=[pytest.mark.extended] if p.slow else []) for p in props]
+    return [pytest.param(p, id=p.name, marks=pytest.mark.extended) for p in props]
 
 
 @pytest.mark.parametrize("prop", _params(PROPS))

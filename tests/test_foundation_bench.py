@@ -44,6 +44,7 @@ def test_ecp5_bench_quick():
     assert row[-1] == ("pass" if fmax >= bench_ecp5.TARGET_MHZ else "FAIL")
 
 
+@pytest.mark.extended
 def test_ecp5_as_built_parts_elaborate_with_block_ram_lowering():
     """Every as-built row of the ECP5 table (bench_ecp5.block_part) gives its part, its ports and the block RAM
     lowering the board builds use, whatever its `*_ios` function returns (no place and route)."""

@@ -50,8 +50,16 @@ def _elaborate(board, cores, tmp_path):
 
 
 def _maximal_combinations():
+    """Every board's maximal core sets; those whose cores the board's earlier sets already elaborated are
+    `extended` (make test-long): `make test` elaborates each core on each board once."""
     from boards import fit
-    return [(b, c) for b in fit.BOARD_DEVICE for c in fit.fitting_combinations(b)[1]]
+    out = []
+    for b in fit.BOARD_DEVICE:
+        seen = set()
+        for c in fit.fitting_combinations(b)[1]:
+            out.append(pytest.param(b, c, marks=pytest.mark.extended) if seen.issuperset(c) else (b, c))
+            seen.update(c)
+    return out
 
 
 @pytest.mark.parametrize("board, cores", _maximal_combinations())

@@ -6,6 +6,7 @@ import pytest
 
 
 @pytest.mark.long
+@pytest.mark.extended
 @pytest.mark.skipif(not available(), reason="needs Verilator")
 def test_soak_quick():
     res = bench_soak.run(quick=True)

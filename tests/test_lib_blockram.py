@@ -76,9 +76,10 @@ class _Pair(Module):
 # (2, 32768): 16384 x 1 tiles in two rows behind the output multiplexer, as (8, 32768) has them (4 tiles
 # to simulate instead of 16).
 # (32, 4352) at most 5 tile rows: 1024 x 18 tiles, 2 across, 5 rows (WMEM's words of 16 rows).
-@pytest.mark.parametrize("width,depth,tile_rows", [(40, 512, None), (355, 1024, None), (10, 2048, None),
+@pytest.mark.parametrize("width,depth,tile_rows", [(40, 512, None), pytest.param(355, 1024, None, marks=pytest.mark.extended), (10, 2048, None),
                                                    (7, 4096, None), (3, 128, None), (32, 4352, None),
-                                                   (32, 4352, 5), (72, 1100, None), (2, 32768, None)])
+                                                   (32, 4352, 5), (72, 1100, None),
+                                                   pytest.param(2, 32768, None, marks=pytest.mark.extended)])
 def test_ecp5_lowering_matches_generic(width, depth, tile_rows):
     rng = random.Random(width * 7919 + depth)
     dut = _Pair(width, depth, tile_rows)

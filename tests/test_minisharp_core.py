@@ -190,6 +190,7 @@ def test_stalled_port_does_not_corrupt_others():
 
 
 @pytest.mark.long
+@pytest.mark.extended
 def test_wide_64bit_ports():
     vm = verilated_core(num_ports=2, dw=64, lanes=2)
     rng = random.Random(17)

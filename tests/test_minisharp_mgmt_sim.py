@@ -12,7 +12,7 @@ import pytest
 from sim import target
 from sim.runner import SimSession
 
-pytestmark = [pytest.mark.sim, pytest.mark.long]
+pytestmark = [pytest.mark.sim, pytest.mark.long, pytest.mark.extended]
 
 
 def test_only_the_management_port_reaches_etherbone():

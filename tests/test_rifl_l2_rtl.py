@@ -235,7 +235,7 @@ def test_framer_packer_in_verilog(in_bytes, out_bytes, sizes):
         sim.close()
 
 
-@pytest.mark.parametrize("F,dw", [(256, 256), (128, 64), (512, 512), (64, 64)])
+@pytest.mark.parametrize("F,dw", [(256, 256), pytest.param(128, 64, marks=pytest.mark.extended), (512, 512), (64, 64)])
 def test_round_trip_boundary_lengths(F, dw):
     """Every length next to a segment boundary up to 2048 bytes at F = 256 (and 1..3): segmenter -> reassembler with
     random valid/ready; the segmenter's Layer 1 packets equal the Python segmentation."""
@@ -247,6 +247,7 @@ def test_round_trip_boundary_lengths(F, dw):
     check_round_trip(packets, units, received, counters)
 
 
+@pytest.mark.extended
 def test_round_trip_random_lengths():
     rng = random.Random(21)
     packets = make_packets(rng, [rng.randint(1, 4096) for _ in range(3)] + [rng.randint(1, 300) for _ in range(6)])

@@ -13,6 +13,7 @@ FIELDS = ("n", "k", "load", "traffic", "ber", "utilisation", "safc_utilisation",
 
 
 @pytest.mark.long
+@pytest.mark.extended
 def test_bench_rifl_net_quick():
     res = bench_rifl_net.run(quick=True)
     res.write()

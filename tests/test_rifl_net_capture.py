@@ -13,7 +13,7 @@ from software.rifl.scapy_layers import RIFLCtrl, RIFLL1, RIFLL2
 from tests.harness.rifl_net import check_run, net_model, random_packets, seeded
 from tests.test_rifl_net_switch import TOPO, ber_events
 
-pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
+pytestmark = [pytest.mark.long, pytest.mark.extended]     # the whole file: tens of seconds or more
 
 
 def capture_run(tmp_path):

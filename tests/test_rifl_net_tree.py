@@ -22,6 +22,7 @@ def test_topology_routes():
 
 
 @pytest.mark.long
+@pytest.mark.extended
 def test_two_levels_with_replies_and_errors():
     """Every host sends to random others, each receiver echoes every packet on its RTL reply route, with
     independent bit errors (BER 1e-4) on all 10 channels and random valid/ready: all packets and all echoes

@@ -83,7 +83,7 @@ class _EtherboneTop(Module):
             self.comb += self.cd_mgmt.clk.eq(clk), self.cd_mgmt.rst.eq(ResetSignal("sys"))
 
 
-@pytest.mark.parametrize("cd", ["sys", "mgmt"])
+@pytest.mark.parametrize("cd", [pytest.param("sys", marks=pytest.mark.extended), "mgmt"])
 def test_internal_etherbone_writes_and_reads(cd):
     """InternalEtherbone behind a 16-bit internal port, its stack in sys or in a slower clock domain of its own
     (a sixth of sys, through the MAC's FIFOs and a WishboneClockCrossing), in Verilator: a host's Etherbone

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.sim
 
 
 @pytest.mark.long
+@pytest.mark.extended
 def test_every_core_demo_passes_in_litex_sim():
     cores = available_cores()
     gateware = target.build(cores)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
 WROWS, XROWS = 8, 4096
 
 
-@pytest.fixture(scope="module", params=["sdr", "ddr3"])
+@pytest.fixture(scope="module", params=["sdr", pytest.param("ddr3", marks=pytest.mark.extended)])
 def card(request):
     return VerilatedReceiver(WROWS, XROWS, dram=request.param)
 

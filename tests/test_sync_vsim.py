@@ -107,6 +107,7 @@ def test_node_verilog_has_no_backward_part_selects(vw):
     assert backward_part_selects(str(convert(node, ios={node.sink.valid, node.source.valid}))) == []
 
 
+@pytest.mark.extended
 def test_8x8_grid_random_and_latency():
     """The largest grid of the tests (64 nodes + lamlet, 2 idents, 8-bit values): random rounds with
     back-pressure against the model, and the latency from the last trigger equal to the hop model at the
