@@ -85,7 +85,6 @@ class Property:
     cover: str              # SystemVerilog cover(...) statements of the interesting event, placed like `check`
     mode: str = "prove"
     depth: int = 10
-    slow: bool = False      # minutes rather than seconds: `make formal` proves it, `make test` only breaks it
     cover_depth: int = 0    # (when not 0) the cover run's depth, else `depth`
 
     def __post_init__(self):

@@ -129,5 +129,5 @@ PROPERTIES = [
         # b's check (RX 4), b's RETRANS back (TX 4, channel 1, RX 4), applied a cycle after its check; the
         # cover runs to the BMC's depth and is reached at step 32 (94 s).
         cover="always @(*) if (!init) cover(a_riflreplaycontrol_marker_pending);",
-        mode="bmc", depth=36, slow=True),
+        mode="bmc", depth=36),
 ]

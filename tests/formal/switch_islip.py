@@ -145,6 +145,6 @@ PROPERTIES = [
         # a request that waited two decisions and is then served: three decisions of 2 k + 1 cycles and a start
         # cycle each, and slack (reached at step 9 for k = 1, 15 for k = 2, 21 at N = 8, k = 3)
         cover="always @(*) if (!init) cover(done && f_served && f_waited >= 2);",
-        mode="prove", depth=2 * k + 3, slow=n > 4, cover_depth=3 * (2 * k + 2) + 4)
+        mode="prove", depth=2 * k + 3, cover_depth=3 * (2 * k + 2) + 4)
       for n, k in ((4, 1), (4, 2), (8, 3))],
 ]

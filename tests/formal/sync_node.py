@@ -150,5 +150,5 @@ PROPERTIES = [
                  r"syncnode_syncslots_cur_arr_n\)", r"\1syncnode_syncslots_cur_self)",
                  assertion="assert(f_cpl + f_cpl_now <= f_rx_n + f_rx_n_now)"),
         cover="always @(*) if (!init) cover(f_cpl_now);",         # a completion of the symbolic ident
-        mode="bmc", depth=12, slow=True),
+        mode="bmc", depth=12),
 ]
