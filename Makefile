@@ -47,7 +47,8 @@ test: deps
 	$(PY) -m pytest -n 2 --timeout 2400 -m "not extended" $(PYTEST_ARGS)
 
 # What `make test` leaves out (tests marked `extended`: the formal runs, the networks of SoCs, the larger variants
-# of tests; docs/CORE_CONTRACT.md, "The two test tiers"), then a short random `make fuzz` (1000 examples a target); .ci/run calls it after `make test`.
+# of tests; docs/CORE_CONTRACT.md, "The two test tiers"), then a short random `make fuzz` (1000 examples a
+# target); .ci/run calls it after `make test`.
 test-long: deps
 	$(PY) -m pytest -n 2 --timeout 3600 -m extended $(PYTEST_ARGS)
 	rm -f build/bench/fuzz.json

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from sim import formal
+from tests.harness.tiers import extended
 
 PROPS = formal.load_properties()
 ISLIP = next(p for p in PROPS if p.name == "switch_islip_matching_n4_k2")
@@ -21,7 +22,7 @@ def _mutation(assertion):
 
 
 def _params(props):
-    return [pytest.param(p, id=p.name, marks=pytest.mark.extended) for p in props]
+    return [extended(p, id=p.name) for p in props]
 
 
 @pytest.mark.parametrize("prop", _params(PROPS))

@@ -9,6 +9,7 @@ from litex.soc.integration.builder import Builder
 
 from cores.lib.block_ram import ecp5_special_overrides
 from tests.harness.verilog import backward_part_selects
+from tests.harness.tiers import extended
 
 pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
 
@@ -57,7 +58,7 @@ def _maximal_combinations():
     for b in fit.BOARD_DEVICE:
         seen = set()
         for c in fit.fitting_combinations(b)[1]:
-            out.append(pytest.param(b, c, marks=pytest.mark.extended) if seen.issuperset(c) else (b, c))
+            out.append(extended(b, c) if seen.issuperset(c) else (b, c))
             seen.update(c)
     return out
 

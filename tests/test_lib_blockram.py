@@ -14,6 +14,7 @@ from migen import *
 from migen.fhdl.verilog import convert
 
 from cores.lib.block_ram import BlockRAM, ECP5BlockRAMImpl, dp16kd_tiles, ecp5_special_overrides
+from tests.harness.tiers import extended
 
 # TN1264: data bits per port -> words (16 Kib + parity = 18,432 bits per block)
 _WORDS = {36: 512, 18: 1024, 9: 2048, 4: 4096, 2: 8192, 1: 16384}
@@ -76,10 +77,9 @@ class _Pair(Module):
 # (2, 32768): 16384 x 1 tiles in two rows behind the output multiplexer, as (8, 32768) has them (4 tiles
 # to simulate instead of 16).
 # (32, 4352) at most 5 tile rows: 1024 x 18 tiles, 2 across, 5 rows (WMEM's words of 16 rows).
-@pytest.mark.parametrize("width,depth,tile_rows", [(40, 512, None), pytest.param(355, 1024, None, marks=pytest.mark.extended), (10, 2048, None),
+@pytest.mark.parametrize("width,depth,tile_rows", [(40, 512, None), extended(355, 1024, None), (10, 2048, None),
                                                    (7, 4096, None), (3, 128, None), (32, 4352, None),
-                                                   (32, 4352, 5), (72, 1100, None),
-                                                   pytest.param(2, 32768, None, marks=pytest.mark.extended)])
+                                                   (32, 4352, 5), (72, 1100, None), extended(2, 32768, None)])
 def test_ecp5_lowering_matches_generic(width, depth, tile_rows):
     rng = random.Random(width * 7919 + depth)
     dut = _Pair(width, depth, tile_rows)

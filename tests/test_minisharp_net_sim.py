@@ -13,7 +13,8 @@ from sim import ROOT
 from sim.verilated import available
 
 NS_PREFIX = "innet-"
-pytestmark = [pytest.mark.extended, pytest.mark.skipif(not available() or os.geteuid() != 0, reason="needs Verilator and root")]
+pytestmark = [pytest.mark.extended,
+              pytest.mark.skipif(not available() or os.geteuid() != 0, reason="needs Verilator and root")]
 
 
 def leftovers(ns):

@@ -8,6 +8,7 @@ from cores.rifl.common import CC_INTERVAL_FRAMES, CC_PPM_MAX, CHK_FAULTS, LOOPBA
 from cores.rifl.elastic import RIFLElasticBuffer
 from cores.rifl.link import RIFLEndpoint
 from sim.verilated import available
+from tests.harness.tiers import extended
 
 needs_verilator = pytest.mark.skipif(not available(), reason="needs Verilator")
 CYCLES = 2_000_000
@@ -29,7 +30,7 @@ def _run(model, ppm_a, ppm_b, cycles=CYCLES):
 @needs_verilator
 @pytest.mark.parametrize("serdes", [False, True], ids=["frames", "serdes"])
 @pytest.mark.parametrize("ppm_a, ppm_b", [(CC_PPM_MAX, -CC_PPM_MAX),
-                                          pytest.param(-CC_PPM_MAX, CC_PPM_MAX, marks=pytest.mark.extended), (0, 0)])
+                                          extended(-CC_PPM_MAX, CC_PPM_MAX), (0, 0)])
 def test_two_clocks_no_slip(ppm_a, ppm_b, serdes):
     """Frame lines, or 2-byte 8b/10b words (RIFLSerDesLink(elastic=True): commas frame the far end's slots in
     its clock, A->B words shifted by a byte lane): 10^6+ frames each way."""

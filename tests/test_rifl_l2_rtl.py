@@ -18,6 +18,7 @@ from cores.rifl.link_bench import RIFLLinkBench
 from software.rifl import reference as ref
 from tests.harness.rifl import collect_packets, send_beats, unit_beats
 from tests.harness.streams import collect, send
+from tests.harness.tiers import extended
 
 pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
 
@@ -235,7 +236,7 @@ def test_framer_packer_in_verilog(in_bytes, out_bytes, sizes):
         sim.close()
 
 
-@pytest.mark.parametrize("F,dw", [(256, 256), pytest.param(128, 64, marks=pytest.mark.extended), (512, 512), (64, 64)])
+@pytest.mark.parametrize("F,dw", [(256, 256), extended(128, 64), (512, 512), (64, 64)])
 def test_round_trip_boundary_lengths(F, dw):
     """Every length next to a segment boundary up to 2048 bytes at F = 256 (and 1..3): segmenter -> reassembler with
     random valid/ready; the segmenter's Layer 1 packets equal the Python segmentation."""

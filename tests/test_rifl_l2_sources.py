@@ -10,6 +10,7 @@ from cores.rifl import common as c
 from cores.rifl.l2 import L2Reassembler
 from software.rifl import reference as ref
 from tests.harness.rifl import collect_packets, send_beats, unit_beats
+from tests.harness.tiers import extended
 
 
 def source_headers(rng, n):
@@ -103,7 +104,7 @@ def model(units):
 
 @pytest.mark.parametrize("F,dw,n,sources,lengths", [
     (256, 256, 4, 4, "boundaries"),     # ends of segments 1-3 and 16, 4096 bytes, random lengths
-    pytest.param(128, 64, 3, 3, "random", marks=pytest.mark.extended),  # 8-byte output beats: the output is the bottleneck
+    extended(128, 64, 3, 3, "random"),  # 8-byte output beats: the output is the bottleneck
     (64, 64, 2, 2, "short"),            # 6-byte Layer 1 beats: the length prefix in the second beat
     (512, 512, 4, 4, "random"),
 ])

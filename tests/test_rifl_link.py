@@ -15,6 +15,7 @@ from cores.rifl.link_bench import RIFLLinkBench
 from software.rifl.reference import encode_ctrl
 from tests.harness.rifl import (assert_delivered, line_events, random_beats, ref_crc12, ref_ctrl_frame, ref_frame,
                                 ref_lfsr_mask, run_link, send_beats, to_bits)
+from tests.harness.tiers import extended
 
 
 def test_crc_matches_independent_reference():
@@ -230,8 +231,8 @@ def test_error_free_line_rate():
 
 @pytest.mark.parametrize("p_ab,p_ba,burst,seed", [
     (0.03, 0.03, 1, 4),     # errors both ways at once
-    pytest.param(0.02, 0.02, 12, 5, marks=pytest.mark.extended),    # 12-bit bursts both ways
-    pytest.param(0.15, 0.15, 5, 6, marks=pytest.mark.extended),     # very noisy link
+    extended(0.02, 0.02, 12, 5),    # 12-bit bursts both ways
+    extended(0.15, 0.15, 5, 6),     # very noisy link
 ])
 def test_random_traffic_with_errors(p_ab, p_ba, burst, seed):
     traffic, got, times, cnt = run_pair(nbeats=60, cycles=650, p_ab=p_ab, p_ba=p_ba, burst=burst, seed=seed,
@@ -317,7 +318,7 @@ def test_bad_input_and_forged_control_frames():
     assert out == [int.from_bytes((0x112233445500 + k).to_bytes(P, "big"), "little") for k in range(3)]
 
 
-@pytest.mark.parametrize("F", [64, 128, 256, 512, 1024, pytest.param(2048, marks=pytest.mark.extended)])
+@pytest.mark.parametrize("F", [64, 128, 256, 512, 1024, extended(2048)])
 def test_frame_sizes(F):
     n = 24 if F <= 256 else 3
     traffic, got, times, cnt = run_pair(F=F, latency=2, nbeats=n, cycles=48 if F > 256 else 200,

@@ -14,6 +14,7 @@ from liteeth.common import eth_phy_description
 from soc.common import ETHERBONE_UDP_PORT, SOC_IP_ADDRESS, SOC_MAC_ADDRESS
 from soc.innet_soc import InternalEtherbone, InternalPHY
 from tests.harness.streams import collect, frame_beats, packets, send
+from tests.harness.tiers import extended
 
 
 def wide_beats(frame, dw):
@@ -83,7 +84,7 @@ class _EtherboneTop(Module):
             self.comb += self.cd_mgmt.clk.eq(clk), self.cd_mgmt.rst.eq(ResetSignal("sys"))
 
 
-@pytest.mark.parametrize("cd", [pytest.param("sys", marks=pytest.mark.extended), "mgmt"])
+@pytest.mark.parametrize("cd", [extended("sys"), "mgmt"])
 def test_internal_etherbone_writes_and_reads(cd):
     """InternalEtherbone behind a 16-bit internal port, its stack in sys or in a slower clock domain of its own
     (a sixth of sys, through the MAC's FIFOs and a WishboneClockCrossing), in Verilator: a host's Etherbone

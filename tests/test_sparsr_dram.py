@@ -15,13 +15,14 @@ from software.sparsr.frames import (encode_rows, frame, read_frame, dma_frame, s
                                     stored_words)
 from software.sparsr.reference import CardModel
 from sim.verilated.sparsr import VerilatedReceiver, WAIT, Probe
+from tests.harness.tiers import extended
 
 pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
 
 WROWS, XROWS = 8, 4096
 
 
-@pytest.fixture(scope="module", params=["sdr", pytest.param("ddr3", marks=pytest.mark.extended)])
+@pytest.fixture(scope="module", params=["sdr", extended("ddr3")])
 def card(request):
     return VerilatedReceiver(WROWS, XROWS, dram=request.param)
 

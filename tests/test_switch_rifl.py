@@ -10,6 +10,7 @@ from cores.rifl.common import (l2_header_pack, l2_header_unpack, l2_forward, rep
 from cores.switch.common import downstream_channel
 from cores.switch.switch import RIFLSwitch
 from tests.harness.streams import collect, packets
+from tests.harness.tiers import extended
 
 pytestmark = pytest.mark.long        # the whole file: tens of seconds or more
 
@@ -258,7 +259,7 @@ def route(src, dst):
     return ports
 
 
-@pytest.mark.parametrize("count", [2, pytest.param(3, marks=pytest.mark.extended)])
+@pytest.mark.parametrize("count", [2, extended(3)])
 def test_chain_routes_and_replies(count):
     rng = random.Random(20 + count)
     top = Chain(count)
@@ -310,7 +311,7 @@ def test_chain_routes_and_replies(count):
         assert Counter(by_id[d[0] & 0xFFFF] for _, d in ep.rx) == sent_to[pl]
 
 
-@pytest.mark.parametrize("fc_link", [pytest.param(True, marks=pytest.mark.extended), False])
+@pytest.mark.parametrize("fc_link", [extended(True), False])
 def test_chain_downstream_flow_control(fc_link):
     """Two switches, three senders on the first, a slow receiver behind the second: the second switch's VOQ
     for the slow output pauses the first switch's output (per channel), which holds those cells, fills its

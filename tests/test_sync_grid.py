@@ -11,6 +11,7 @@ from cores.sync.grid import SyncGrid
 from cores.sync.node import SyncNode
 from software.sync.reference import (LAMLET, reduce_values, participants, coverage, expected_messages,
                                  random_schedules, check_completions)
+from tests.harness.tiers import extended
 
 
 def run_grid(grid, schedules, seed, max_cycles, ready_prob=0.7, gap_max=3, count_links=False):
@@ -136,7 +137,7 @@ def test_bad_parameters():
     (1, 1, 8, 32, 3, True, 10, 1),
     (1, 1, 2, 16, 2, False, 9, 2),
     (2, 2, 8, 32, 2, True, 10, 3),
-    pytest.param(3, 2, 4, 16, 3, True, 11, 4, marks=pytest.mark.extended),
+    extended(3, 2, 4, 16, 3, True, 11, 4),
     (1, 4, 3, 8, 2, False, 9, 5),
     (3, 3, 2, 3, 2, True, 9, 8),         # 3-bit values: one-flit packets (9 cycles a hop)
 ])
@@ -172,7 +173,7 @@ def test_ident_reuse_back_to_back():
 
 # Direction meanings ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("seed", [21] + [pytest.param(s, marks=pytest.mark.extended) for s in (22, 23)])
+@pytest.mark.parametrize("seed", [21, extended(22), extended(23)])
 def test_message_meanings(seed):
     """Only a subset triggers: a link carries a message iff every participant its direction vouches for
     (spec table) has triggered, and nobody completes."""
