@@ -39,9 +39,9 @@ def test_crc_matches_independent_reference():
 
 
 def run_pair(F=64, latency=3, nbeats=120, cycles=1500, p_ab=0.0, p_ba=0.0, burst=0, flaps=(), seed=1,
-             valid_p=0.8, ready_p=0.8, rx_depth=None, both_ways=True, error_window=None):
+             valid_p=0.8, ready_p=0.8, rx_depth=None, both_ways=True, error_window=None, seq_start=0):
     """Random beats A->B (and B->A) through the link bench: (sent, received, cycles received, counters)."""
-    bench = RIFLLinkBench(F, latency, rx_depth=rx_depth)
+    bench = RIFLLinkBench(F, latency, rx_depth=rx_depth, seq_start=seq_start)
     rng = random.Random(seed)
     traffic = {"ab": random_beats(rng, F, nbeats), "ba": random_beats(rng, F, nbeats if both_ways else 0)}
     events = line_events(bench, cycles, p_ab, p_ba, burst, error_window, flaps)
@@ -243,6 +243,18 @@ def test_random_traffic_with_errors(p_ab, p_ba, burst, seed):
         assert cnt["ba_errors"] > 5 and cnt["a"]["rx_errors"] > 0
 
 
+def test_errors_across_the_frame_id_wrap():
+    """Frame ids starting 20 short of 2^12: errors both ways while the ids wrap to 0, every beat delivered once
+    and in order, and the ids did wrap (more numbered frames sent than ids left before 0)."""
+    start = (1 << c.SEQ_BITS) - 20
+    traffic, got, times, cnt = run_pair(nbeats=60, cycles=650, p_ab=0.03, p_ba=0.03, burst=1, seed=9,
+                                        error_window=(0, 400), seq_start=start)
+    assert_delivered(traffic, got)
+    assert cnt["b"]["rx_errors"] > 0 and cnt["a"]["replays"] > 0 and cnt["a"]["rx_errors"] > 0
+    for s in "ab":
+        assert cnt[s]["rx_frames"] > 20
+
+
 def test_link_flaps():
     traffic, got, times, cnt = run_pair(nbeats=70, cycles=900, p_ab=0.01, p_ba=0.01, flaps=[(100, 130), (300, 400)],
                                  seed=7, error_window=(0, 500))
@@ -338,6 +350,9 @@ def test_parameter_checks():
         RIFLChannel(256, latency=-2)
     with pytest.raises(ValueError):
         RIFLEndpoint(256, rtt=10, rx_depth=c.rx_depth_min(10) - 1)
+    for bad in (-1, 1 << c.SEQ_BITS, 1.5):
+        with pytest.raises(ValueError, match="seq_start"):
+            RIFLEndpoint(64, rtt=0, seq_start=bad)
     with pytest.raises(ValueError):
         RIFLLinkBench(64, 2, seeds=(1,))
     bench = RIFLLinkBench(64, 3, with_slip=True, l2_data_width=64)

@@ -15,7 +15,7 @@ class RIFLLinkBench(LiteXModule):
 
     Parameters: frame_bits F; latency: cycles of each channel (the endpoints' rtt is twice that, plus both
     aligners' latency with slip); seeds: the PRNG seeds of ab and ba; rx_depth: the endpoints' receive
-    buffer (default for their rtt).
+    buffer (default for their rtt); seq_start: both endpoints' first frame id.
     with_slip: the channels shift the line by their `slip` input (bits) and a RIFLAligner (`al_a`, `al_b`)
     finds the frame boundary in front of each endpoint.
     l2_data_width: a Layer 2 segmenter `seg` feeds a.sink and a reassembler `rea` takes b.source, with
@@ -23,7 +23,7 @@ class RIFLLinkBench(LiteXModule):
     Error injection, link downs and slips: the channels' threshold, burst, down and slip inputs.
     """
     def __init__(self, frame_bits=256, latency=8, seeds=SEEDS, rx_depth=None, with_slip=False,
-                 l2_data_width=None):
+                 l2_data_width=None, seq_start=0):
         if len(seeds) != 2:
             raise ValueError(f"seeds: one per channel (A->B, B->A), got {seeds!r}")
         F = frame_bits
@@ -31,8 +31,8 @@ class RIFLLinkBench(LiteXModule):
 
         # # #
 
-        self.a = a = RIFLEndpoint(F, rtt=rtt, rx_depth=rx_depth)
-        self.b = b = RIFLEndpoint(F, rtt=rtt, rx_depth=rx_depth)
+        self.a = a = RIFLEndpoint(F, rtt=rtt, rx_depth=rx_depth, seq_start=seq_start)
+        self.b = b = RIFLEndpoint(F, rtt=rtt, rx_depth=rx_depth, seq_start=seq_start)
         self.ab = ab = RIFLChannel(F, latency, seed=seeds[0], with_slip=with_slip)
         self.ba = ba = RIFLChannel(F, latency, seed=seeds[1], with_slip=with_slip)
         self.comb += [ab.sink_frame.eq(a.tx_frame), ba.sink_frame.eq(b.tx_frame)]

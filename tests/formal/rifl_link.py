@@ -1,11 +1,13 @@
 """RIFL Layer 1: over channels that corrupt any frame with up to 3 inverted bits (every pattern CRC-12 is
 guaranteed to detect) or lose it, the user words of one endpoint reach the other exactly once, in order and
-intact."""
+intact: from frame id 0, and from ids just short of 2^12, so that the ids wrap to 0 within the bound."""
+import dataclasses
+
 from migen import Cat, If, Signal
 
 from litex.gen import LiteXModule
 
-from cores.rifl.common import payload_bytes
+from cores.rifl.common import SEQ_BITS, payload_bytes
 from cores.rifl.link import RIFLEndpoint
 from sim.formal import Mutation, Property
 
@@ -13,6 +15,7 @@ F = 64              # the smallest frame: 6 payload bytes
 LATENCY = 1         # cycles of each channel
 ERR_BITS = 3        # inverted bits a frame at most: CRC-12's Hamming distance is 4 at these lengths
 TAG_BITS = 16       # the checker's sequence tag, in payload bytes 0 and 1
+WRAP_START = (1 << SEQ_BITS) - 1   # the first numbered frame is 4095, the second 0
 
 
 class FaultyChannel(LiteXModule):
@@ -41,18 +44,19 @@ class FaultyChannel(LiteXModule):
 
 
 class FormalLink(LiteXModule):
-    """Endpoints `a` and `b` (F bits, the channels' round trip) joined by two FaultyChannels."""
-    def __init__(self, frame_bits=F, latency=LATENCY):
-        self.a = a = RIFLEndpoint(frame_bits, rtt=2 * latency)
-        self.b = b = RIFLEndpoint(frame_bits, rtt=2 * latency)
+    """Endpoints `a` and `b` (F bits, the channels' round trip, first frame id seq_start) joined by two
+    FaultyChannels."""
+    def __init__(self, frame_bits=F, latency=LATENCY, seq_start=0):
+        self.a = a = RIFLEndpoint(frame_bits, rtt=2 * latency, seq_start=seq_start)
+        self.b = b = RIFLEndpoint(frame_bits, rtt=2 * latency, seq_start=seq_start)
         self.ab = ab = FaultyChannel(frame_bits, latency)
         self.ba = ba = FaultyChannel(frame_bits, latency)
         self.comb += [ab.sink.eq(a.tx_frame), b.rx_frame.eq(ab.source),
                       ba.sink.eq(b.tx_frame), a.rx_frame.eq(ba.source)]
 
 
-def _link():
-    m = FormalLink()
+def _link(seq_start=0):
+    m = FormalLink(seq_start=seq_start)
     ports = {}
     for ep, name in ((m.a.sink, "a_sink"), (m.b.source, "b_source"), (m.b.sink, "b_sink"),
                      (m.a.source, "a_source")):
@@ -110,6 +114,13 @@ always @(*) if (!init && f_recv) begin
 end
 """
 
+# The defect both properties must catch: b then delivers a word that a did not send under its tag (sby log of
+# the broken run).
+ACCEPT_WITHOUT_MARKER = Mutation(
+    "the receiver accepts a numbered frame while recovering without the REPLAY marker",
+    r"^(assign b_riflreceiver_accept = )\(\(~b_riflreceiver_recovering\) \| b_riflreceiver_armed\);", r"\g<1>1'd1;",
+    assertion="assert(((b_source_data ^ f_k_data) & f_mask) == 0)")
+
 PROPERTIES = [
     Property(
         "rifl_link_exactly_once",
@@ -117,11 +128,7 @@ PROPERTIES = [
         f"whose channels invert up to {ERR_BITS} bits of any frame or lose it deliver a's words to b exactly "
         "once, in order and intact.",
         _link, CHECK,
-        Mutation("the receiver accepts a numbered frame while recovering without the REPLAY marker",
-                 r"^(assign b_riflreceiver_accept = )\(\(~b_riflreceiver_recovering\) \| "
-                 r"b_riflreceiver_armed\);", r"\g<1>1'd1;",
-                 # the word b then delivers is not the one a sent under its tag (sby log of the broken run)
-                 assertion="assert(((b_source_data ^ f_k_data) & f_mask) == 0)"),
+        ACCEPT_WITHOUT_MARKER,
         # depth 36: the endpoints' 125 MHz stages (TX 4, RX 4 cycles, receive buffer 4, a RETRANS applied a cycle
         # after its check) moved the mutation's counterexample from within 30 cycles to step 34
         # The cover: a takes a RETRANS from b and starts a replay (a REPLAY marker pending). Not reached by
@@ -129,5 +136,32 @@ PROPERTIES = [
         # b's check (RX 4), b's RETRANS back (TX 4, channel 1, RX 4), applied a cycle after its check; the
         # cover runs to the BMC's depth and is reached at step 32 (94 s).
         cover="always @(*) if (!init) cover(a_riflreplaycontrol_marker_pending);",
+        mode="bmc", depth=36),
+    Property(
+        "rifl_link_exactly_once_wrap",
+        f"The same from frame id {WRAP_START} (RIFLEndpoint's seq_start): the ids wrap to 0 at a's second "
+        "numbered frame, within the bound.",
+        lambda: _link(WRAP_START), CHECK,
+        # here the solver's first counterexample (step 34) delivers a word out of order
+        dataclasses.replace(ACCEPT_WITHOUT_MARKER, assertion=f"assert(b_source_data[{TAG_BITS - 1}:0] == f_rcvd)"),
+        # The covers, reached within the bound: a replay across the wrap (a rewound to frame 4095 with frame 0
+        # already sent; step 32); a second corrupted frame arriving while b waits for the replay of the first
+        # (f_b_err: b's first error on the up link, which starts its recovery; step 23): two errors in one replay
+        # window; and a word that b accepts after that second error, delivered (f_mark: its place in b's
+        # receive buffer; step 33).
+        cover="""reg f_b_err = 0, f_b_err2 = 0, f_marked = 0;
+reg [15:0] f_acc = 0, f_mark = 0;
+always @(posedge clk) begin
+    if (b_link_up && b_riflreceiver_fail && !b_riflreceiver_recovering) f_b_err <= 1;
+    if (f_b_err && b_link_up && b_riflreceiver_recovering && b_riflreceiver_fail) f_b_err2 <= 1;
+    f_acc <= f_acc + b_riflreceiver_buffer_we;
+    if (f_b_err2 && !f_marked && b_riflreceiver_buffer_we) begin f_marked <= 1; f_mark <= f_acc; end
+end
+always @(*) if (!init) begin
+""" + f"""    cover(a_riflreplaycontrol_marker_pending && a_riflreplaycontrol_rp == {SEQ_BITS}'d{WRAP_START}
+          && a_riflreplaycontrol_tx_seq != {SEQ_BITS}'d{WRAP_START});
+    cover(f_b_err && b_link_up && b_riflreceiver_recovering && b_riflreceiver_fail);
+    cover(f_marked && f_recv && f_rcvd == f_mark);
+end""",
         mode="bmc", depth=36),
 ]

@@ -8,7 +8,7 @@ from litex.soc.interconnect.csr import CSRStatus, CSRField
 
 from cores.lib.counters import add_counter_csrs
 from cores.rifl.common import (
-    EP_COUNTERS, FC_LAYOUT, check_frame_bits, holdoff_cycles, replay_log2, rx_depth_for, rx_depth_min, user_layout)
+    EP_COUNTERS, FC_LAYOUT, SEQ_BITS, check_frame_bits, holdoff_cycles, replay_log2, rx_depth_for, rx_depth_min, user_layout)
 from cores.rifl.link.replay import RIFLReplayControl
 from cores.rifl.link.rx import RIFLReceiver
 from cores.rifl.link.tx import RIFLTransmitter
@@ -38,15 +38,20 @@ class RIFLEndpoint(LiteXModule):
     for a far end behind a RIFLElasticBuffer (None: only when idle; CC_INTERVAL_FRAMES for +-CC_PPM_MAX ppm
     clocks). ce: the clock enable of a CEInserter around the endpoint, which does not reach the read registers
     of its block RAMs (cores.lib.block_ram.BlockRAM); None: none. Latency: 4 cycles TX, 4 cycles RX plus
-    the receive FIFO (4 cycles).
+    the receive FIFO (4 cycles). seq_start: the frame id of the first numbered frame (0 by default; both ends
+    must agree); another value puts the id's wrap-around from 2^SEQ_BITS - 1 to 0 within reach of a short
+    simulation or proof.
     """
-    def __init__(self, frame_bits=256, rtt=16, rx_depth=None, with_csr=False, cc_interval=None, ce=None):
+    def __init__(self, frame_bits=256, rtt=16, rx_depth=None, with_csr=False, cc_interval=None, ce=None,
+                 seq_start=0):
         check_frame_bits(frame_bits)
         if not isinstance(rtt, int) or rtt < 0:
             raise ValueError(f"rtt must be a non-negative number of cycles, got {rtt!r}")
         rx_depth = rx_depth_for(rtt) if rx_depth is None else rx_depth
         if not isinstance(rx_depth, int) or rx_depth < rx_depth_min(rtt):
             raise ValueError(f"rx_depth must be at least {rx_depth_min(rtt)} frames for rtt {rtt}, got {rx_depth!r}")
+        if not isinstance(seq_start, int) or not 0 <= seq_start < 1 << SEQ_BITS:
+            raise ValueError(f"seq_start must be a frame id in [0, {1 << SEQ_BITS}), got {seq_start!r}")
         F = frame_bits
         log2n = replay_log2(rtt)
         H = holdoff_cycles(rtt)
@@ -66,9 +71,9 @@ class RIFLEndpoint(LiteXModule):
 
         # # #
 
-        self.tx = tx = RIFLTransmitter(F, log2n, cc_interval, ce)
-        self.rx = rx = RIFLReceiver(F, rx_depth, ce)
-        self.replay = replay = RIFLReplayControl(H, ce)
+        self.tx = tx = RIFLTransmitter(F, log2n, cc_interval, ce, seq_start)
+        self.rx = rx = RIFLReceiver(F, rx_depth, ce, seq_start)
+        self.replay = replay = RIFLReplayControl(H, ce, seq_start)
         self.comb += [
             sink.connect(tx.sink), self.tx_frame.eq(tx.tx_frame),
             rx.source.connect(source), rx.rx_frame.eq(self.rx_frame),

@@ -24,11 +24,13 @@ class RIFLReplayControl(LiteXModule):
     [ack, tx_seq], which also confirms every frame before s; RETRANS(s) for the same s again within H cycles
     is ignored. A rewind sets marker_pending until the transmitter sends the REPLAY marker (marker_sent).
     Without RETRANS, H + 1 cycles without `disturbed` confirm every frame sent H cycles ago (a delay line of
-    rp). ce: as for RIFLTransmitter, for the history's block RAM. Latency: a RETRANS rewinds rp and
+    rp). ce: as for RIFLTransmitter, for the history's block RAM. seq_start: rp and ack at reset (as
+    RIFLEndpoint's; the history needs none: it is rewritten every H cycles, and the confirmation by time waits H + 1
+    cycles after link-up). Latency: a RETRANS rewinds rp and
     confirms two cycles after it (checked, then applied from registers); advance and the confirmation by
     time act in the next cycle.
     """
-    def __init__(self, holdoff, ce=None):
+    def __init__(self, holdoff, ce=None, seq_start=0):
         H = holdoff
         self.tx_seq = tx_seq = Signal(SEQ_BITS)
         self.advance = Signal()
@@ -36,8 +38,8 @@ class RIFLReplayControl(LiteXModule):
         self.retrans = Signal()
         self.retrans_seq = seq = Signal(SEQ_BITS)
         self.disturbed = Signal()
-        self.rp = rp = Signal(SEQ_BITS)
-        self.ack = ack = Signal(SEQ_BITS)
+        self.rp = rp = Signal(SEQ_BITS, reset=seq_start)
+        self.ack = ack = Signal(SEQ_BITS, reset=seq_start)
         self.marker_pending = Signal()   # a REPLAY marker must precede the replayed frames
 
         # # #
@@ -52,7 +54,7 @@ class RIFLReplayControl(LiteXModule):
             in_window.eq(~above_ack[-1] & ~below_tx[-1]),
         ]
         holdoff = Signal(max=H + 1)
-        base = Signal(SEQ_BITS)
+        base = Signal(SEQ_BITS, reset=seq_start)
         # Sent pointer history: `sent` is rp of H + 1 cycles ago (a delay line of H entries in block RAM,
         # read at the oldest entry, the next to be written: two cycles later it is the RAM's output register).
         self.hist = hist = BlockRAM(SEQ_BITS, H, ce)
@@ -70,7 +72,7 @@ class RIFLReplayControl(LiteXModule):
         fresh = Signal()     # not a repeated request for the replay of the last hold-off
         self.comb += fresh.eq((holdoff <= 1) | (seq != base))
         take, confirm = Signal(), Signal()
-        take_seq = Signal(SEQ_BITS)
+        take_seq = Signal(SEQ_BITS, reset=seq_start)
         self.sync += [
             take.eq(self.retrans & in_window & fresh),
             confirm.eq(self.retrans & in_window & (above_ack != 0)),

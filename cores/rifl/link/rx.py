@@ -185,10 +185,10 @@ class RIFLReceiver(LiteXModule):
     LINK_FC_CHANNEL) also set and clear remote_xoff. Link state (submodule `state`, RIFLLinkState): rx_aligned
     (sync headers), remote_up (intact non-PAUSE frames), link_up. To the replay control: retrans / retrans_seq
     (an intact RETRANS and its id) and disturbed (anything that stops the confirmation by time). source:
-    user_layout(F). ce: as for RIFLTransmitter, for the receive buffer. Latency: 4 cycles plus the receive
-    buffer (a BlockRAMFIFO, 4).
+    user_layout(F). ce: as for RIFLTransmitter, for the receive buffer. seq_start: rx_seq at reset (as
+    RIFLEndpoint's). Latency: 4 cycles plus the receive buffer (a BlockRAMFIFO, 4).
     """
-    def __init__(self, frame_bits, rx_depth, ce=None):
+    def __init__(self, frame_bits, rx_depth, ce=None, seq_start=0):
         F = frame_bits
         pbits = 8 * payload_bytes(F)
         self.rx_frame = Signal(F)
@@ -199,7 +199,7 @@ class RIFLReceiver(LiteXModule):
         self.remote_up = Signal()
         self.recovering = Signal()
         self.remote_xoff = Signal()
-        self.rx_seq = rx_seq = Signal(SEQ_BITS)     # id of the next frame expected
+        self.rx_seq = rx_seq = Signal(SEQ_BITS, reset=seq_start)     # id of the next frame expected
         self.fc_want = Signal()                     # the receive buffer wants the remote paused
         self.retrans = Signal()
         self.retrans_seq = Signal(SEQ_BITS)

@@ -46,10 +46,10 @@ class RIFLTxPipeline(LiteXModule):
     buffer), ctrl (send ctrl_body, with frame id 0), else new_body (the new numbered frame, id rp = tx_seq, or
     an unused body); rp, tx_seq. Stage 1 registers them and reads the replay buffer, stage 2 takes its output
     register or the registered body, stage 3 puts body ^ scrambler mask and CRC ^ frame id on tx_frame.
-    Parameters: frame_bits F, log2n, ce (as for RIFLTransmitter, for the replay buffer's read registers).
-    Latency: 3 cycles.
+    Parameters: frame_bits F, log2n, ce (as for RIFLTransmitter, for the replay buffer's read registers),
+    seq_start (the id its registers hold at reset, as RIFLEndpoint's). Latency: 3 cycles.
     """
-    def __init__(self, frame_bits, log2n, ce=None):
+    def __init__(self, frame_bits, log2n, ce=None, seq_start=0):
         F = frame_bits
         bbits = F - CHECK_BITS                      # CRC-covered body: sync, meta, payload
         self.replay = Signal()
@@ -71,7 +71,7 @@ class RIFLTxPipeline(LiteXModule):
         # rp, which meets the write when rp = s1_seq: no replay (rp = tx_seq, the read data is not used), or a
         # replay of the frame sent in the cycle before, which then is on the line two cycles later (s3_body):
         # `hit` keeps it there instead of taking the read data.
-        s1_seq = Signal(log2n)
+        s1_seq = Signal(log2n, reset=seq_start % (1 << log2n))
         hit, s1_hit, s2_hit = Signal(), Signal(), Signal()
         self.comb += [
             ram.adr_w.eq(s1_seq),
@@ -86,9 +86,9 @@ class RIFLTxPipeline(LiteXModule):
         # Stage 3: CRC XOR frame id, scramble, onto the line.
         s1_replay, s1_ctrl = Signal(), Signal()
         s1_ctrl_body = Signal(bbits)
-        s1_id = Signal(SEQ_BITS)
+        s1_id = Signal(SEQ_BITS, reset=seq_start)
         s2_replay, s2_body = Signal(), Signal(bbits)
-        s2_id, s3_id = Signal(SEQ_BITS), Signal(SEQ_BITS)
+        s2_id, s3_id = Signal(SEQ_BITS, reset=seq_start), Signal(SEQ_BITS, reset=seq_start)
         s3_body = Signal(bbits)
         self.sync += [
             s1_replay.eq(self.replay),
@@ -122,9 +122,9 @@ class RIFLTransmitter(LiteXModule):
     marker_sent (a REPLAY marker was sent). sink: user_layout(F), one beat a slot. fc_sink: FC_LAYOUT frames
     of another flow-control user (a switch input's VOQs), each sent as one numbered FC frame. ce: the clock
     enable of a CEInserter around the transmitter, for the replay buffer's read registers (None: none).
-    Latency: 4 cycles (select, replay-buffer read, body mux, CRC and scrambler).
+    seq_start: tx_seq at reset (as RIFLEndpoint's). Latency: 4 cycles (select, replay-buffer read, body mux, CRC and scrambler).
     """
-    def __init__(self, frame_bits, log2n, cc_interval=None, ce=None):
+    def __init__(self, frame_bits, log2n, cc_interval=None, ce=None, seq_start=0):
         if cc_interval is not None and (not isinstance(cc_interval, int) or cc_interval < 2):
             raise ValueError(f"cc_interval must be None or at least 2 slots, got {cc_interval!r}")
         F = frame_bits
@@ -142,7 +142,7 @@ class RIFLTransmitter(LiteXModule):
         self.rp = rp = Signal(SEQ_BITS)
         self.ack = ack = Signal(SEQ_BITS)
         self.marker_pending = Signal()
-        self.tx_seq = tx_seq = Signal(SEQ_BITS)
+        self.tx_seq = tx_seq = Signal(SEQ_BITS, reset=seq_start)
         self.advance = Signal()
         self.marker_sent = Signal()
 
@@ -217,7 +217,7 @@ class RIFLTransmitter(LiteXModule):
                                       recovering=self.recovering),
                         C(0, 2), C(SYNC_CTRL, 2))
         # Stages 1 to 3: the replay buffer, CRC and scrambler.
-        self.pipeline = pipeline = RIFLTxPipeline(F, log2n, ce)
+        self.pipeline = pipeline = RIFLTxPipeline(F, log2n, ce, seq_start)
         self.comb += [
             pipeline.replay.eq(sel_replay),
             pipeline.ctrl.eq(sel_ctrl),
