@@ -6,12 +6,11 @@
     innet ... write ctrl_scratch 0x1234
 """
 import argparse
-import socket
 import sys
 
 from soc.common import ETHERBONE_UDP_PORT, SOC_IP_ADDRESS
 from software.argtypes import host, int_in, positive_float, positive_int
-from software.client import InnetClient, TargetUnreachable
+from software.client import run_command
 
 WORD = int_in(0, 2**32 - 1)
 
@@ -41,10 +40,7 @@ def main(argv=None):
     if args.csr_csv is None and (args.cmd == "regs" or isinstance(getattr(args, "target", 0), str)):
         parser.error(f"{'regs' if args.cmd == 'regs' else 'a CSR name'} needs --csr-csv")
 
-    bus = None
-    try:
-        bus = InnetClient(args.host, port=args.port, csr_csv=args.csr_csv, timeout=args.timeout)
-        bus.open()
+    def body(bus):
         if args.cmd == "ident":
             print(bus.ident())
         elif args.cmd == "regs":
@@ -56,24 +52,12 @@ def main(argv=None):
                     print(f"0x{args.target + 4 * i:08x} 0x{w:08x}")
             else:
                 print(f"0x{bus.reg(args.target).read():x}")
-        elif args.cmd == "write":
-            if isinstance(args.target, int):
-                bus.write(args.target, args.values)
-            else:
-                bus.reg(args.target).write(args.values[0])
-    except socket.gaierror as e:
-        print(f"error: cannot resolve the host {args.host}: {e.strerror}", file=sys.stderr)
-        return 2
-    except (TargetUnreachable, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyError as e:
-        print(f"error: {e.args[0]}", file=sys.stderr)
-        return 2
-    finally:
-        if bus is not None:
-            bus.close()
-    return 0
+        elif isinstance(args.target, int):
+            bus.write(args.target, args.values)
+        else:
+            bus.reg(args.target).write(args.values[0])
+    return run_command(args.host, args.port, args.csr_csv, args.timeout, body)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,9 +5,11 @@
     bus.regs.ctrl_scratch.write(1)   # any CSR by name (LiteX CSRBuilder)
     bus.read(addr, n), bus.write(addr, [words])   # burst memory access
 
-An unreachable target raises TargetUnreachable after `timeout` seconds instead of hanging.
+An unreachable target raises TargetUnreachable after `timeout` seconds instead of hanging. `run_command` is the
+body of a command-line tool on a target: one `error:` line instead of a traceback.
 """
 import socket
+import sys
 import time
 
 from litex.tools.remote.comm_udp import CommUDP
@@ -145,3 +147,23 @@ class InnetClient(CommUDP):
         """Free-running SoC cycle counter (timer0 uptime)."""
         self.regs.timer0_uptime_latch.write(1)
         return self.regs.timer0_uptime_cycles.read()
+
+
+def run_command(host, port, csr_csv, timeout, body, errors=()):
+    """Open an InnetClient, run `body(bus)` and close it; returns the exit code: body's (None: 0), or 2 after one
+    `error:` line on stderr for a host that does not resolve, an unreachable target, an OS error (a missing
+    csr.csv), an unknown CSR name (KeyError) or one of `errors`."""
+    bus = None
+    try:
+        bus = InnetClient(host, port=port, csr_csv=csr_csv, timeout=timeout).open()
+        return body(bus) or 0
+    except socket.gaierror as e:
+        print(f"error: cannot resolve the host {host}: {e.strerror}", file=sys.stderr)
+    except KeyError as e:
+        print(f"error: {e.args[0]}", file=sys.stderr)
+    except (TargetUnreachable, OSError, *errors) as e:
+        print(f"error: {e}", file=sys.stderr)
+    finally:
+        if bus is not None:
+            bus.close()
+    return 2

@@ -60,8 +60,9 @@ def test_demo_through_csr_bank():
     """The host demo over the CSR bus of LiteX's CSRBankArray, as in the SoC (big-endian compound CSRs)."""
     lines, bus = run_demo(SyncBlock(2, 2, n_idents=3, value_width=32, hop_latency=DEFAULT_HOP_LATENCY), "syncnet",
                           lambda bus: demo(bus, rounds=2, seed=3))
-    assert len(lines) == 3 and "2x2 grid + lamlet" in lines[0]
-    assert all("15 completions correct" in line for line in lines[1:])
+    assert len(lines) == 4 and "2x2 grid + lamlet" in lines[0]
+    assert all("15 completions correct" in line for line in lines[1:3])
+    assert lines[3].startswith("sync uses: first faulting index of 100 elements by MIN: ")
     assert bus.accesses > 0
 
 

@@ -1,50 +1,12 @@
-"""Host side of the sync SoC block (cores.sync.soc_block.SyncBlock): random synchronizations through CSRs."""
+"""Host demo of the sync SoC block (cores.sync.soc_block.SyncBlock): random synchronizations through CSRs, then
+the specification's two uses through the blocking API (software.sync.api): the first faulting index by MIN and
+flags by OR."""
 import random
-import time
 
-from cores.sync.common import (BLOCK_COUNTERS, MODES, MODE_NAMES, TRIG_CTRL, TRIG_STATUS, CPL_STATUS, CPL_INFO,
-                               CPL_POP, INFO)
+from cores.sync.common import MODES, MODE_NAMES
 from soc.common import CORE_NAMES
+from software.sync.api import Sync, SyncHost, any_flags, first_fault
 from software.sync.reference import expected_result
-
-
-class SyncHost:
-    """CSR access to one SyncBlock (`prefix` is the block's name in the SoC)."""
-    def __init__(self, bus, prefix=CORE_NAMES["sync"]):
-        self.bus, self.prefix = bus, prefix
-        self.info = INFO.unpack(self.reg("info").read())
-        self.n_participants = self.info["width"] * self.info["height"] + self.info["lamlet"]
-
-    def reg(self, name):
-        return getattr(self.bus.regs, f"{self.prefix}_{name}")
-
-    def trigger(self, node, ident, mode, value, timeout=10.0):
-        t0 = time.time()
-        while TRIG_STATUS.unpack(self.reg("trig_status").read())["busy"]:
-            if time.time() - t0 > timeout:
-                raise RuntimeError(f"sync: node {node} did not take its trigger within {timeout} s")
-        self.reg("trig_value").write(value)
-        self.reg("trig_ctrl").write(TRIG_CTRL.pack(node=node, ident=ident, mode=mode, go=1))
-
-    def completions(self, count, timeout=10.0):
-        """Pop `count` completions: list of dicts (node, ident, mode, error, value, latency); raises after
-        `timeout` seconds without a new one."""
-        out, t0 = [], time.time()
-        while len(out) < count:
-            if not CPL_STATUS.unpack(self.reg("cpl_status").read())["valid"]:
-                if time.time() - t0 > timeout:
-                    raise RuntimeError(f"sync: {len(out)} of {count} completions after {timeout} s")
-                continue
-            c = CPL_INFO.unpack(self.reg("cpl_info").read())
-            c["value"] = self.reg("cpl_value").read()
-            c["latency"] = self.reg("cpl_latency").read()
-            self.reg("cpl_pop").write(CPL_POP.pack(pop=1))
-            out.append(c)
-            t0 = time.time()
-        return out
-
-    def counters(self):
-        return {n: self.reg(n).read() for n, _ in BLOCK_COUNTERS}
 
 
 def demo(bus, prefix=CORE_NAMES["sync"], rounds=2, idents=None, seed=1):
@@ -80,8 +42,35 @@ def demo(bus, prefix=CORE_NAMES["sync"], rounds=2, idents=None, seed=1):
         lines.append(f"sync round {r}: {len(got)} completions correct ("
                      f"{', '.join(f'{i}:{MODE_NAMES[modes[i]]}' for i in idents)}), "
                      f"latency from last trigger max {max(lat)} mean {sum(lat) / len(lat):.1f} cycles")
+    lines += uses(bus, prefix, rng)
     after = h.counters()
-    if after["completions"] - before["completions"] != rounds * n * len(idents) or \
+    if after["completions"] - before["completions"] != (rounds * len(idents) + USES) * n or \
             any(after[k] != before[k] for k in ("trigger_drops", "rx_drops", "mismatches")):
         raise RuntimeError(f"sync counters: before {before}, after {after}")
     return lines
+
+
+USES = 3        # synchronizations of every participant in `uses`
+
+
+def uses(bus, prefix, rng):
+    """The specification's uses, every participant in its own thread calling the blocking sync(): the first
+    faulting index of a list (random faults, then none) and the OR of random flag bits; each checked against
+    the list itself."""
+    s = Sync(bus, prefix)
+    n = s.n_participants
+    faults = [rng.random() < 0.02 for _ in range(20 * n)]
+    faults[rng.randrange(5 * n, len(faults))] = True
+    want = faults.index(True)
+    got = first_fault(s, faults, ident=0)
+    clean = first_fault(s, [False] * len(faults), ident=0)
+    flags = [1 << rng.randrange(s.width) for _ in range(n)]
+    want_flags = 0
+    for f in flags:
+        want_flags |= f
+    got_flags = any_flags(s, flags, ident=min(1, s.n_idents - 1))
+    if (got, clean, got_flags) != (want, None, want_flags):
+        raise RuntimeError(f"sync uses: first fault {got} (expected {want}), without faults {clean}, flags "
+                           f"{got_flags:#x} (expected {want_flags:#x})")
+    return [f"sync uses: first faulting index of {len(faults)} elements by MIN: {got}, none found in a clean list; "
+            f"flags by OR of {n} participants: {got_flags:#x}; every participant agrees"]
