@@ -46,9 +46,12 @@ class SyncHost:
     def busy(self):
         return TRIG_STATUS.unpack(self.reg("trig_status").read())["busy"]
 
-    def trigger(self, node, ident, mode, value, timeout=10.0):
+    def trigger(self, node, ident, mode, value, timeout=10.0, while_busy=None):
+        """Write the trigger once the block is not busy; `while_busy()` is called on each busy poll."""
         t0 = time.time()
         while self.busy():
+            if while_busy is not None:
+                while_busy()
             if time.time() - t0 > timeout:
                 raise SyncTimeout(f"sync: node {node} did not take its trigger within {timeout} s")
         self.reg("trig_value").write(value)
@@ -160,12 +163,7 @@ class Sync:
     def _trigger(self, node, ident, mode, bits):
         # a node takes its trigger once its merge is free, which may wait for its completion to leave: keep
         # popping the FIFO meanwhile
-        t0 = time.time()
-        while self.host.busy():
-            self._collect()
-            if time.time() - t0 > self.timeout:
-                raise SyncTimeout(f"sync: node {node} did not take its trigger within {self.timeout} s")
-        self.host.trigger(node, ident, mode, bits, self.timeout)
+        self.host.trigger(node, ident, mode, bits, self.timeout, while_busy=self._collect)
 
     def _collect(self):
         c = self.host.pop()
