@@ -18,7 +18,7 @@ WORKERS  ?=
 FRESH    ?=
 BENCH_ARGS ?=
 
-.PHONY: deps apt venv sim test test-long bench build clean allreduce formal fuzz
+.PHONY: deps apt venv sim test test-long bench build clean allreduce formal fuzz sparsr-c
 .DEFAULT_GOAL := sim
 
 deps: apt $(VENV)/.installed
@@ -43,6 +43,10 @@ sim: deps
 
 # The two workers take whole test files (tests/conftest.py: the files with tests marked long first), so that neither
 # ends the run alone with a queue of tests of several minutes.
+# The Sparsr C host library (software/sparsr/include/sparsr.h) and its example: build/sparsr/ (docs/sparsr.md).
+sparsr-c: deps
+	$(PY) -m software.sparsr.capi build
+
 test: deps
 	$(PY) -m pytest -n 2 --timeout 2400 -m "not extended" $(PYTEST_ARGS)
 

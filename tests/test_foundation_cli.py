@@ -118,6 +118,7 @@ CLI_CASES = [
     ("sim.bench.bench_rifl", ["--two-boards"], "--two-boards without --versa"),
     ("sim.bench.bench_rifl_net", ["--rerun", "bogus/1"], "unknown traffic"),
     ("sim.bench.bench_rifl_net", ["--rerun", "bursty/256", "--ecp5"], "two modes"),
+    ("software.sparsr.capi", ["bogus"], "unknown command"),
     ("software.cli", ["--host", "999.1.1.1", "ident"], "bad IPv4 address"),
     ("software.cli", ["--host", "not a host", "ident"], "bad host name"),
     ("software.cli", ["--port", "0", "ident"], "port 0"),

@@ -36,6 +36,11 @@ HDR_CMD, HDR_LEN, HDR_ADDR = 0, 1, 2
 PAYLOAD_WORDS = FRAME_WORDS - HEADER_WORDS      # 253
 MAX_SLOTS = 4
 
+# Version of the wire protocol (the spec's version 3). The format has no spare field in the host's frames (a
+# command frame's ADDR must be 0, reserved tag bits must be 0), so the card carries it: a STATUS answer's ADDR
+# word holds it, and the host library checks it when it opens the card.
+WIRE_VERSION = 3
+
 # Command values (the CMD word). Answers carry ANSWER_FLAG | the command they answer.
 CMD_WRITE_WMEM = 0x01   # slots -> WMEM (LIL slots through the LIL decoder)
 CMD_WRITE_XMEM = 0x02   # slots -> XMEM, stored as sent (LIL form or raw)
@@ -48,6 +53,10 @@ CMD_ANSWER_STATUS = ANSWER_FLAG | CMD_STATUS
 WRITE_CMDS = (CMD_WRITE_WMEM, CMD_WRITE_XMEM)
 # Command frames: LEN = number of parameter words, ADDR = 0.
 CMD_PARAMS = {CMD_READ_WMEM: 2, CMD_DMA_XMEM_WMEM: 3, CMD_STATUS: 0}
+
+# The host library's compressed write (sparsr.h `sparsr_write_data_wmem`) refuses a row with more non-zero
+# lanes than this, as the spec's SDK does; `sparsr_write_data_wmem_raw` stores a row of any density.
+WMEM_COMPRESSED_MAX_NONZERO = 48
 
 # Slot --------------------------------------------------------------------------------------------------
 SLOT_HEADER_WORDS = 2               # tag, row number
@@ -117,6 +126,11 @@ DRAM_COUNTERS = (
 TX_OFFSET = 0
 RX_OFFSET = FRAME_WORDS
 WINDOW_BYTES = 2 * FRAME_WORDS * WORD_BITS // 8
+# The block's CSRs that host software reads: `status` bits, and `config` (WMEM rows in the low field, XMEM
+# rows in the high one).
+STATUS_TX_BUSY = 1 << 0
+STATUS_RX_VALID = 1 << 1
+CONFIG_ROWS_BITS = 16
 
 
 def make_tag(kind, count=0, offset=0, width=LANE_WIDTH_CODE):

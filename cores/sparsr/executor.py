@@ -14,7 +14,7 @@ from litex.soc.interconnect import stream
 from cores.lib.logic import OneHotFSM
 from cores.sparsr.common import (
     WORD_LAYOUT, FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, ROW_WORDS, ROW_LANES, TAG, KIND_RAW, LANE_WIDTH_CODE,
-    CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, MAX_PIECE_WORDS, SLOT_HEADER_WORDS, STATUS_COUNTERS,
+    CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, WIRE_VERSION, MAX_PIECE_WORDS, SLOT_HEADER_WORDS, STATUS_COUNTERS,
 )
 from cores.sparsr.memories import JOB_WRITE_W, JOB_WRITE_X, JOB_READ, JOB_DMA, JOB_STATUS, FORM_BITS
 from cores.sparsr.words import lil_payload_words
@@ -531,10 +531,10 @@ class SparsrExecutor(LiteXModule):
         )
 
     def add_status_state(self, fsm, banks, answer):
-        """Status: S_EMIT answers with the counters in STATUS_COUNTERS order."""
+        """Status: S_EMIT answers with the counters in STATUS_COUNTERS order; ADDR holds WIRE_VERSION."""
         fw = self.fw
         n_cnt = len(STATUS_COUNTERS)
-        status_words = Array([C(CMD_ANSWER_STATUS, 32), C(n_cnt, 32), C(0, 32)] + self.status)
+        status_words = Array([C(CMD_ANSWER_STATUS, 32), C(n_cnt, 32), C(WIRE_VERSION, 32)] + self.status)
         fsm.act("S_EMIT",
             If(self.fw_full,
                 banks.release.eq(1), self.status_sent.eq(1), NextState("IDLE"),

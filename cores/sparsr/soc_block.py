@@ -14,7 +14,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import wishbone
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 
-from cores.sparsr.common import FRAME_WORDS, RX_OFFSET, XMEM_BRAM, XMEM_DRAM
+from cores.sparsr.common import FRAME_WORDS, RX_OFFSET, XMEM_BRAM, XMEM_DRAM, CONFIG_ROWS_BITS
 from cores.sparsr.receiver import SparsrReceiver
 
 RX_SELECT = log2_int(RX_OFFSET)    # the window address bit that selects the RX buffer (the TX buffer is at 0)
@@ -32,8 +32,9 @@ class SparsrBlock(LiteXModule):
             CSRField("rx_valid", size=1, description="The RX buffer holds an answer frame."),
         ])
         self.config = CSRStatus(fields=[
-            CSRField("wmem_rows", size=16, reset=wmem_rows, description="Rows of WMEM."),
-            CSRField("xmem_rows", size=16, offset=16, reset=xmem_rows, description="Rows of XMEM."),
+            CSRField("wmem_rows", size=CONFIG_ROWS_BITS, reset=wmem_rows, description="Rows of WMEM."),
+            CSRField("xmem_rows", size=CONFIG_ROWS_BITS, offset=CONFIG_ROWS_BITS, reset=xmem_rows,
+                     description="Rows of XMEM."),
         ])
         self.memories = CSRStatus(fields=[
             CSRField("xmem_in_dram", size=1, reset=int(xmem == XMEM_DRAM), description="XMEM is in DRAM."),

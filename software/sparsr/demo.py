@@ -7,7 +7,7 @@ written to the DRAM and the DMA's rows read from it. Raises on any mismatch or m
 """
 import random
 
-from cores.sparsr.common import ROW_LANES, KIND_LIL, FRAME_WORDS, ROW_WORDS, CMD_WRITE_XMEM
+from cores.sparsr.common import ROW_LANES, KIND_LIL, FRAME_WORDS, ROW_WORDS, CMD_WRITE_XMEM, CONFIG_ROWS_BITS
 from software.sparsr.api import Sparsr, RowRefused
 from software.sparsr.frames import encode_rows, choose_kind, stored_words
 from software.sparsr.links import EtherboneLink
@@ -20,7 +20,7 @@ DEMO_DENSITIES = (0, 1, 8, 48, 49, 102, 103, 204, 256)
 def demo(bus, n_rows=300, seed=1, prefix=CORE_NAMES["sparsr"]):
     link = EtherboneLink(bus, name=prefix)
     config = getattr(bus.regs, f"{prefix}_config").read()
-    wmem_rows, xmem_rows = config & 0xffff, config >> 16
+    wmem_rows, xmem_rows = config & ((1 << CONFIG_ROWS_BITS) - 1), config >> CONFIG_ROWS_BITS
     in_dram = getattr(bus.regs, f"{prefix}_memories").read() & 1
     dram = [getattr(bus.regs, f"{prefix}_receiver_dram_words_{k}") for k in ("written", "read")] if in_dram else []
     dram0 = [r.read() for r in dram]

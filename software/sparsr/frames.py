@@ -9,7 +9,8 @@ frame opens with the next piece.
 from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, MAX_SLOTS, SLOT_HEADER_WORDS, ROW_LANES, ROW_WORDS, WORD_MASK,
     KIND_END, KIND_RAW, KIND_LIL, LIL_MAX_ENTRIES, CMD_READ_WMEM, CMD_DMA_XMEM_WMEM,
-    CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, WRITE_CMDS, STATUS_COUNTERS, TAG, make_tag, lil_words,
+    CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, WRITE_CMDS, STATUS_COUNTERS, WIRE_VERSION, TAG, make_tag,
+    lil_words,
 )
 
 
@@ -171,4 +172,6 @@ class AnswerDecoder:
 def parse_status(words):
     if len(words) != FRAME_WORDS or words[0] != CMD_ANSWER_STATUS or words[1] != len(STATUS_COUNTERS):
         raise AnswerError(f"not a status answer frame: {words[:3]}")
+    if words[2] != WIRE_VERSION:
+        raise AnswerError(f"the card speaks wire protocol version {words[2]}; this host speaks {WIRE_VERSION}")
     return dict(zip(STATUS_COUNTERS, words[HEADER_WORDS:HEADER_WORDS + len(STATUS_COUNTERS)]))

@@ -6,7 +6,7 @@ released with `rx_pop`. (The simulated link for tests and the benchmark is `sim.
 """
 import time
 
-from cores.sparsr.common import FRAME_WORDS, TX_OFFSET, RX_OFFSET
+from cores.sparsr.common import FRAME_WORDS, TX_OFFSET, RX_OFFSET, STATUS_TX_BUSY, STATUS_RX_VALID
 
 
 class LinkTimeout(RuntimeError):
@@ -30,12 +30,12 @@ class EtherboneLink:
     def send_frame(self, words):
         if len(words) != FRAME_WORDS:
             raise ValueError(f"a frame is {FRAME_WORDS} words")
-        self._wait(1, 0)                                   # tx_busy clear
+        self._wait(STATUS_TX_BUSY, 0)
         self.bus.write(self.base + 4 * TX_OFFSET, list(words))
         self.reg("tx_go").write(1)
 
     def recv_frame(self):
-        self._wait(2, 2)                                   # rx_valid set
+        self._wait(STATUS_RX_VALID, STATUS_RX_VALID)
         words = self.bus.read(self.base + 4 * RX_OFFSET, FRAME_WORDS)
         self.reg("rx_pop").write(1)
         return words

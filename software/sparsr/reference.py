@@ -8,7 +8,8 @@ from cores.sparsr.common import (
     FRAME_WORDS, HEADER_WORDS, PAYLOAD_WORDS, SLOT_HEADER_WORDS, MAX_SLOTS, ROW_WORDS, ROW_LANES,
     KIND_END, KIND_RAW, KIND_LIL, LANE_WIDTH_CODE, LIL_MAX_ENTRIES, LIL_ENTRY_BYTES, TAG, CMD_WRITE_WMEM,
     CMD_WRITE_XMEM, CMD_READ_WMEM, CMD_DMA_XMEM_WMEM, CMD_STATUS, CMD_ANSWER_ROWS, CMD_ANSWER_STATUS, CMD_PARAMS,
-    STATUS_COUNTERS, REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE, REASON_HEADER,
+    STATUS_COUNTERS, WIRE_VERSION, REASONS, REASON_LENGTH, REASON_CMD, REASON_TAG, REASON_LIL, REASON_PIECE,
+    REASON_HEADER,
 )
 
 
@@ -120,7 +121,7 @@ class CardModel:
                 self.wmem[checked[1] + k] = list(data) if form == "raw" else self._lil_row(data)
             return []
         body = [c[n] for n in STATUS_COUNTERS]
-        return [[CMD_ANSWER_STATUS, len(body), 0] + body + [0] * (PAYLOAD_WORDS - len(body))]
+        return [[CMD_ANSWER_STATUS, len(body), WIRE_VERSION] + body + [0] * (PAYLOAD_WORDS - len(body))]
 
     @staticmethod
     def _lil_row(entries):

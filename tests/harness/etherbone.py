@@ -11,6 +11,7 @@ from soc.common import ETHERBONE_UDP_PORT
 class FakeEtherboneTarget:
     def __init__(self, address="127.0.0.2", port=ETHERBONE_UDP_PORT, client_address="127.0.0.1", memory=None, answer=True):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # beside a client bound to *:port
         self.sock.bind((address, port))
         self.sock.settimeout(0.1)
         self.address, self.port, self.client_address = address, port, client_address
@@ -29,6 +30,9 @@ class FakeEtherboneTarget:
         self._thread.join()
         self.sock.close()
 
+    def on_write(self, addr, value):
+        """Called after each word written (subclasses model registers with side effects)."""
+
     def _serve(self):
         while not self._stop.is_set():
             try:
@@ -42,6 +46,7 @@ class FakeEtherboneTarget:
                 if record.wcount:
                     for i, value in enumerate(record.writes.get_datas()):
                         self.memory[record.writes.base_addr + 4 * i] = value
+                        self.on_write(record.writes.base_addr + 4 * i, value)
                 if record.rcount and self.answer:
                     reply = EtherboneRecord(4)
                     # EtherboneReads.decode (LiteX 2024.12) drops the return address: take it from the bytes.
