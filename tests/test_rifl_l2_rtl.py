@@ -236,12 +236,14 @@ def test_framer_packer_in_verilog(in_bytes, out_bytes, sizes):
         sim.close()
 
 
-@pytest.mark.parametrize("F,dw", [(256, 256), extended(128, 64), (512, 512), (64, 64)])
-def test_round_trip_boundary_lengths(F, dw):
-    """Every length next to a segment boundary up to 2048 bytes at F = 256 (and 1..3): segmenter -> reassembler with
-    random valid/ready; the segmenter's Layer 1 packets equal the Python segmentation."""
+@pytest.mark.parametrize("F,dw,limit", [(256, 256, 1100), extended(256, 256, 2048), extended(128, 64, 520),
+                                         (512, 512, 520), (64, 64, 300)])
+def test_round_trip_boundary_lengths(F, dw, limit):
+    """Every length next to a segment boundary up to `limit` bytes (and 1..3): segmenter -> reassembler with
+    random valid/ready; the segmenter's Layer 1 packets equal the Python segmentation. At F = 256, 1100 bytes
+    (five segments) in `make test`, 2048 in `make test-long`."""
     rng = random.Random(F + dw)
-    lengths = boundary_lengths({256: 2048, 64: 300}.get(F, 520))
+    lengths = boundary_lengths(limit)
     rng.shuffle(lengths)
     packets = make_packets(rng, lengths)
     units, received, counters, _ = run_chain(packets, F, dw, valid_p=0.8, ready_p=0.7, seed=F)
