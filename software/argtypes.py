@@ -7,7 +7,10 @@ its value or raises argparse.ArgumentTypeError, so that argparse refuses a bad v
 """
 import argparse
 import ipaddress
+import os
 import re
+
+from soc.common import ETHERBONE_UDP_PORT, SOC_IP_ADDRESS
 
 HOSTNAME_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 
@@ -109,3 +112,13 @@ def mac(text):
     if not re.fullmatch(r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{12}", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a MAC address (aa:bb:cc:dd:ee:ff)")
     return int(text.replace(":", ""), 16)
+
+
+def add_target_arguments(parser, prefix, block):
+    """A target SoC's options of a command-line tool: --host, --port, --csr-csv (defaults $INNET_SOC_IP and
+    $INNET_CSR_CSV, as inside sim.runner) and --prefix (the `block`'s CSR name in the SoC, default `prefix`)."""
+    parser.add_argument("--host", type=host, default=os.environ.get("INNET_SOC_IP", SOC_IP_ADDRESS),
+                        help="SoC IP address (or host name)")
+    parser.add_argument("--port", type=int_in(1, 65535), default=ETHERBONE_UDP_PORT, help="Etherbone UDP port")
+    parser.add_argument("--csr-csv", default=os.environ.get("INNET_CSR_CSV"), help="the SoC's csr.csv")
+    parser.add_argument("--prefix", default=prefix, help=f"the {block} block's name in the SoC")

@@ -155,6 +155,7 @@ CLI_CASES = [
     ("software.minisharp.mgmt_check", ["--csr-csv", "/nonexistent/csr.csv", "--admin", "lo", "--probe", "lo"],
      "missing csr.csv"),
     ("software.minisharp.mgmt_check", [], "missing options"),
+    ("software.minisharp.sideband", ["--csr-csv", "x", "setup", "1", "0", "2"], "0 elements"),
     ("software.minisharp.net", ["configure", "--topology", "bogus"], "unknown topology"),
     ("software.minisharp.net", ["setup", "--ranks", "9", "--elements", "10"], "more ranks than hosts"),
     ("software.minisharp.net", ["setup"], "setup without --elements"),

@@ -9,13 +9,12 @@ Inside a simulation (`python -m sim.runner -- python -m software.sync uses`) the
 default to $INNET_SOC_IP and $INNET_CSR_CSV.
 """
 import argparse
-import os
 import random
 import sys
 
 from cores.sync.common import MODE_NAMES
-from soc.common import CORE_NAMES, ETHERBONE_UDP_PORT, SOC_IP_ADDRESS
-from software.argtypes import host, int_in, positive_float
+from soc.common import CORE_NAMES
+from software.argtypes import add_target_arguments, int_in, positive_float
 from software.client import run_command
 from software.sync.api import Sync, SyncError, SyncTimeout
 from software.sync.demo import uses
@@ -32,11 +31,7 @@ def int_list(text):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m software.sync", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", type=host, default=os.environ.get("INNET_SOC_IP", SOC_IP_ADDRESS),
-                        help="SoC IP address (or host name)")
-    parser.add_argument("--port", type=int_in(1, 65535), default=ETHERBONE_UDP_PORT, help="Etherbone UDP port")
-    parser.add_argument("--csr-csv", default=os.environ.get("INNET_CSR_CSV"), help="the SoC's csr.csv")
-    parser.add_argument("--prefix", default=CORE_NAMES["sync"], help="the sync block's name in the SoC")
+    add_target_arguments(parser, CORE_NAMES["sync"], "sync")
     parser.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for a completion")
     parser.add_argument("--seed", type=int, default=1, help="seed of the `uses` data")
     sub = parser.add_subparsers(dest="cmd", required=True)
