@@ -98,11 +98,20 @@ def demo(bus, prefix=CORE_NAMES["minisharp"], ranks=3, elements=300, collective_
             f"({time.time() - t0:.1f} s)"]
 
 
-def inject(bus, prefix, port, frame):
-    """Send one frame into input `port` through the injector CSRs."""
-    while ms.INJECT_STATUS_CSR.get(getattr(bus.regs, f"{prefix}_inject_status").read(), "busy"):
-        pass
+def inject(bus, prefix, port, frame, timeout=None):
+    """Send one frame into input `port` through the injector CSRs. Raises TimeoutError if the injector stays
+    busy past `timeout` seconds (None: waits), RuntimeError if it refused the frame (its `inject_refused`)."""
+    def reg(name):
+        return getattr(bus.regs, f"{prefix}_inject_{name}")
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while ms.INJECT_STATUS_CSR.get(reg("status").read(), "busy"):
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError("the MiniSharp injector stayed busy")
     data = bytes(frame) + bytes(-len(frame) % 4)
     for i in range(0, len(data), 4):
-        getattr(bus.regs, f"{prefix}_inject_data").write(int.from_bytes(data[i:i + 4], "big"))
-    getattr(bus.regs, f"{prefix}_inject_ctrl").write(ms.INJECT_CTRL_CSR.pack(length=len(frame), port=port, go=1))
+        reg("data").write(int.from_bytes(data[i:i + 4], "big"))
+    refused = reg("refused").read()
+    reg("ctrl").write(ms.INJECT_CTRL_CSR.pack(length=len(frame), port=port, go=1))
+    if reg("refused").read() != refused:
+        raise RuntimeError(f"the MiniSharp injector refused a frame of {len(frame)} bytes (inject_refused)")

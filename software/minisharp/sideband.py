@@ -24,6 +24,7 @@ from cores.minisharp import common as ms
 from software.argtypes import add_target_arguments, int_in, positive_float, positive_int
 from software.client import run_command
 from software.minisharp import packets as P
+from software.minisharp.demo import inject
 from soc.common import CORE_NAMES
 
 SETUP_VERDICT_TIMEOUT_S = 10.0
@@ -66,16 +67,10 @@ class Sideband:
         SetupRefused on a drop, TimeoutError if no counter moved."""
         before = self._counters()
         deadline = time.monotonic() + self.timeout_s
-        while ms.INJECT_STATUS_CSR.get(self._reg("inject_status").read(), "busy"):
-            if time.monotonic() > deadline:
-                raise TimeoutError("the MiniSharp injector stayed busy")
-        data = bytes(frame) + bytes(-len(frame) % 4)
-        for i in range(0, len(data), 4):
-            self._reg("inject_data").write(int.from_bytes(data[i:i + 4], "big"))
-        refused = self._reg("inject_refused").read()
-        self._reg("inject_ctrl").write(ms.INJECT_CTRL_CSR.pack(length=len(frame), port=self.port, go=1))
-        if self._reg("inject_refused").read() != refused:
-            raise SetupRefused(what, "the injector refused the frame (inject_refused)")
+        try:
+            inject(self.bus, self.prefix, self.port, frame, timeout=self.timeout_s)
+        except RuntimeError as e:
+            raise SetupRefused(what, str(e)) from None
         while time.monotonic() < deadline:
             moved = [n for n, v in self._counters().items() if v != before[n]]
             if moved:
