@@ -42,6 +42,9 @@ class ModelPHY(LiteXModule):
         self.max_payload_size = Signal(16, reset=MAX_PAYLOAD_BYTES)
 
 
+DMA_QUEUES = {"rd": ("address", "length"), "wr": ("address", "length")}     # PCIeCard's descriptor streams
+
+
 class PCIeCard(LiteXModule):
     """What the AC701 target puts behind its PHY (LitePCIe endpoint with add_pcie's 8 pending requests,
     DMA with add_pcie's buffering, the Sparsr DMA port), with the DMA descriptors fed by streams instead
@@ -57,21 +60,29 @@ class PCIeCard(LiteXModule):
         self.comb += self.rx_fire.eq(rx.valid & rx.ready)
 
     def ports(self):
-        phy, rd, wr = self.phy, self.dma.reader.desc_sink, self.dma.writer.desc_sink
-        ports = {"rx_fire": (self.rx_fire, False)}
-        for name, sig in (("valid", phy.sink.valid), ("first", phy.sink.first), ("last", phy.sink.last),
-                          ("dat", phy.sink.dat), ("be", phy.sink.be)):
-            ports["tx_" + name] = (sig, False)
-        ports["tx_ready"] = (phy.sink.ready, True)
-        for name, sig in (("valid", phy.source.valid), ("first", phy.source.first), ("last", phy.source.last),
-                          ("dat", phy.source.dat), ("be", phy.source.be)):
-            ports["rx_" + name] = (sig, True)
-        ports["rx_ready"] = (phy.source.ready, False)
-        for prefix, desc in (("rd", rd), ("wr", wr)):
-            for name in ("valid", "address", "length"):
-                ports[f"{prefix}_{name}"] = (getattr(desc, name), True)
-            ports[f"{prefix}_ready"] = (desc.ready, False)
+        ports = {"rx_fire": (self.rx_fire, False), **phy_ports(self.phy)}
+        for name, fields in DMA_QUEUES.items():
+            desc = getattr(self.dma, {"rd": "reader", "wr": "writer"}[name]).desc_sink
+            ports.update(stream_ports(name, desc, fields))
         return ports
+
+
+def phy_ports(phy, prefix=""):
+    """CycleSim ports of a ModelPHY's streams: tx_* (card -> host) and rx_* (host -> card)."""
+    ports = {}
+    for name in ("valid", "first", "last", "dat", "be"):
+        ports[prefix + "tx_" + name] = (getattr(phy.sink, name), False)
+        ports[prefix + "rx_" + name] = (getattr(phy.source, name), True)
+    ports[prefix + "tx_ready"] = (phy.sink.ready, True)
+    ports[prefix + "rx_ready"] = (phy.source.ready, False)
+    return ports
+
+
+def stream_ports(name, endpoint, fields, prefix=""):
+    """CycleSim ports of a stream into the card that a TLPHost queue feeds: valid and `fields` in, ready out."""
+    ports = {f"{prefix}{name}_{f}": (getattr(endpoint, f), True) for f in ("valid",) + tuple(fields)}
+    ports[f"{prefix}{name}_ready"] = (endpoint.ready, False)
+    return ports
 
 
 def _field(header, dwords, name, value=None):
@@ -90,16 +101,20 @@ class TLPHost:
     """Host memory (dword address -> value) and the root complex's side of the link, one cycle per `step`:
     takes the card's TLPs (ready with probability ready_prob), answers memory reads with completions (a beat
     offered with probability valid_prob; the next completion belongs to a random pending read if
-    `interleave`, else to the oldest), feeds the DMA descriptors queued in `rd_desc` / `wr_desc`."""
+    `interleave`, else to the oldest), feeds the card's input streams listed in `queues` (name -> field
+    names; entries of `self.queues[name]` are tuples in that order: for PCIeCard the DMA descriptors).
+    Port names carry `prefix` (several cards in one model); `drive()` and `observe()` split `step()` for
+    a caller that steps them together."""
     def __init__(self, seed, ready_prob=0.8, valid_prob=0.8, interleave=True, ratio=PCIE_DW // 32,
-                 endianness=ModelPHY.endianness):
+                 endianness=ModelPHY.endianness, queues=DMA_QUEUES, prefix=""):
         self.rng, self.ratio, self.endianness = random.Random(seed), ratio, endianness
         self.ready_prob, self.valid_prob, self.interleave = ready_prob, valid_prob, interleave
+        self.prefix, self.fields = prefix, dict(queues)
         self.mem = {}
         self.reads = []          # pending: [requester, tag, next byte address, bytes left]
         self.writes = 0          # payload bytes the card wrote
         self.tlps = []           # (fmt, type, length in dwords) of the card's TLPs
-        self.rd_desc, self.wr_desc = [], []
+        self.queues = {name: [] for name in queues}
         self._in, self._out = [], []       # TLP dwords being received; completion beats being sent
 
     def _payload(self, dwords):
@@ -142,29 +157,39 @@ class TLPHost:
                      rx_be=sum(0xf << (4 * k) for k in range(len(b))),
                      rx_first=int(i == 0), rx_last=int(i == len(beats) - 1)) for i, b in enumerate(beats)]
 
-    def step(self, sim):
+    def drive(self):
+        """This cycle's inputs of the card (prefixed port names)."""
         if not self._out and self.reads:
             self._out = self._completion()
         ins = dict(tx_ready=int(self.rng.random() < self.ready_prob),
                    rx_valid=int(bool(self._out) and self.rng.random() < self.valid_prob))
         if self._out:
             ins.update(self._out[0])
-        for prefix, queue in (("rd", self.rd_desc), ("wr", self.wr_desc)):
-            ins[f"{prefix}_valid"] = int(bool(queue))
+        for name, queue in self.queues.items():
+            ins[f"{name}_valid"] = int(bool(queue))
             if queue:
-                ins[f"{prefix}_address"], ins[f"{prefix}_length"] = queue[0]
-        out = sim.step(**ins)
-        if ins["tx_ready"] and out["tx_valid"]:
-            dat, be = out["tx_dat"], out["tx_be"]
+                ins.update((f"{name}_{f}", v) for f, v in zip(self.fields[name], queue[0]))
+        self._ins = ins
+        return {self.prefix + k: v for k, v in ins.items()}
+
+    def observe(self, out):
+        """Takes the card's outputs of the cycle driven by the last `drive()` (prefixed names)."""
+        ins, p = self._ins, self.prefix
+        if ins["tx_ready"] and out[p + "tx_valid"]:
+            dat, be = out[p + "tx_dat"], out[p + "tx_be"]
             self._in += [(dat >> (32 * i)) & 0xffffffff for i in range(self.ratio) if (be >> (4 * i)) & 0xf == 0xf]
-            if out["tx_last"]:
+            if out[p + "tx_last"]:
                 self._card_tlp(self._in)
                 self._in = []
-        if ins["rx_valid"] and out["rx_ready"]:
+        if ins["rx_valid"] and out[p + "rx_ready"]:
             self._out.pop(0)
-        for prefix, queue in (("rd", self.rd_desc), ("wr", self.wr_desc)):
-            if ins[f"{prefix}_valid"] and out[f"{prefix}_ready"]:
+        for name, queue in self.queues.items():
+            if ins[f"{name}_valid"] and out[f"{p}{name}_ready"]:
                 queue.pop(0)
+
+    def step(self, sim):
+        out = sim.step(**self.drive())
+        self.observe(out)
         return out
 
 
@@ -182,8 +207,8 @@ def exchange(sim, frames, n_answers, seed=0, ready_prob=0.8, valid_prob=0.8, int
     for i, f in enumerate(frames):
         for k, w in enumerate(f):
             host.mem[TX_BASE // 4 + i * FRAME_WORDS + k] = w
-    host.wr_desc = [(RX_BASE + i * FRAME_BYTES, FRAME_BYTES) for i in range(n_answers)]
-    host.rd_desc = [(TX_BASE + i * FRAME_BYTES, min(frames_per_descriptor, len(frames) - i) * FRAME_BYTES)
+    host.queues["wr"] = [(RX_BASE + i * FRAME_BYTES, FRAME_BYTES) for i in range(n_answers)]
+    host.queues["rd"] = [(TX_BASE + i * FRAME_BYTES, min(frames_per_descriptor, len(frames) - i) * FRAME_BYTES)
                     for i in range(0, len(frames), frames_per_descriptor)]
     max_cycles = max_cycles or 40 * FRAME_WORDS * (len(frames) + n_answers)
     fires, start = [], sim.cycle

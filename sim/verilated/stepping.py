@@ -45,8 +45,8 @@ class CycleSim:
     every cycle, e.g. a PCIe link at TLP level). `ports` maps a port name to (signal, is_input); signals up
     to 64 bits. `step(**inputs) -> outputs`: sets the inputs (others keep their last value, 0 at first),
     lets the logic settle, returns every output as seen before the clock edge, then clocks. A few ten
-    thousand cycles per second (one pipe round trip per cycle)."""
-    def __init__(self, module, ports, name="cyclesim"):
+    thousand cycles per second (one pipe round trip per cycle). quick_build: Model's (short runs)."""
+    def __init__(self, module, ports, name="cyclesim", quick_build=False):
         if any(len(sig) > 64 for sig, _ in ports.values()):
             raise ValueError("CycleSim ports are at most 64 bits")
         self.inputs = [n for n, (_, i) in ports.items() if i]
@@ -55,7 +55,15 @@ class CycleSim:
             top=name, set_in="\n".join(f"        top->{n} = strtoull(p, &p, 16);" for n in self.inputs),
             fmt=" ".join(["%llx"] * len(self.outputs)),
             vals=", ".join(f"(unsigned long long)top->{n}" for n in self.outputs))
-        self.model = Model(name, {f"{name}.v": flat_ports(module, ports, name)}, name, harness)
+        self.model = Model(name, {f"{name}.v": flat_ports(module, ports, name)}, name, harness,
+                           quick_build=quick_build)
+        self.proc = None
+        self.restart()
+
+    def restart(self):
+        """A new run of the model from reset (every input 0, cycle 0)."""
+        if self.proc is not None:
+            self.close()
         self.proc = self.model.popen(stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         self.values = dict.fromkeys(self.inputs, 0)
         self.cycle = 0
