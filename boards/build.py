@@ -5,7 +5,7 @@ Boards whose vendor tools are not available here (Xilinx: Vivado) get their gate
 
     python -m boards.build colorlight_5a_75b [--revision 8.0] [--cores sync,...] [--sys-clk-freq 60e6]
     python -m boards.build colorlight_5a_75b --cores minisharp [--mgmt-ports 0,1]   # both RGMII ports
-    python -m boards.build xilinx_ac701_pcie    # Verilog, XDC and Vivado script only
+    python -m boards.build xilinx_ac701_pcie    # Verilog, XDC and Vivado script only (also xilinx_ac701_rifl_nic)
 
 On a terminal the build shows its stage (generating, synthesis, packing, placement, routing, bitstream) and
 the elapsed time, and the tools' output goes to build/boards/<name>/build.log (printed in part on failure);
@@ -28,7 +28,7 @@ from software.argtypes import names, positive_float
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ECP5_BOARDS = ("colorlight_5a_75b", "lattice_versa_ecp5")
-GATEWARE_ONLY_BOARDS = ("xilinx_ac701_pcie",)
+GATEWARE_ONLY_BOARDS = ("xilinx_ac701_pcie", "xilinx_ac701_rifl_nic")
 COLORLIGHT_REVISIONS = ("7.0", "8.0")
 # The stages of an ECP5 build as its output shows them (yosys's log, then nextpnr's and ecppack's output).
 BUILD_STAGES = [("generating", r"."), ("synthesis", r"^\d+\. Executing"), ("packing", r"^Info: Packing"),

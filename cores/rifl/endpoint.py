@@ -92,24 +92,31 @@ class RIFLHost(LiteXModule):
     RIFLFCGate (`gate`: per-VOQ pauses of the next switch, of down_ports ports) into the RIFLEndpoint
     (`endpoint`, frame_bits, rtt); what the endpoint receives goes through the L2Reassembler (n_sources
     contexts, max_packet bytes) to source (params length, header, reply). tx_frame/rx_frame: the line.
+    link: instead of a RIFLEndpoint on a frame line, any Layer 1 link with the endpoint's user streams
+    (sink, source, fc_source), `endpoint` and link_up, e.g. cores.rifl.serdes.RIFLSerDesLink (no
+    tx_frame/rx_frame then).
     Throughput: line rate both ways for data_width >= 8 * payload bytes.
     """
     def __init__(self, frame_bits=256, data_width=256, rtt=16, down_ports=4, n_sources=L2_RX_CONTEXTS,
-                 max_packet=L2_MAX_PACKET_BYTES, rx_timeout=None):
-        self.endpoint = ep = RIFLEndpoint(frame_bits, rtt)
+                 max_packet=L2_MAX_PACKET_BYTES, rx_timeout=None, link=None):
+        if link is None:
+            self.endpoint = link = RIFLEndpoint(frame_bits, rtt)
+            self.tx_frame = link.tx_frame
+            self.rx_frame = link.rx_frame
+        else:
+            self.link = link
+            self.endpoint = link.endpoint
         self.segmenter = seg = L2Segmenter(frame_bits, data_width)
         kw = {} if rx_timeout is None else {"timeout": rx_timeout}
         self.reassembler = rsm = L2Reassembler(frame_bits, data_width, n_sources, max_packet, **kw)
         self.gate = gate = RIFLFCGate(frame_bits, down_ports)
         self.sink = seg.sink
         self.source = rsm.source
-        self.tx_frame = ep.tx_frame
-        self.rx_frame = ep.rx_frame
-        self.link_up = ep.link_up
+        self.link_up = link.link_up
 
         # # #
 
         self.comb += [
-            seg.source.connect(gate.sink), gate.source.connect(ep.sink), ep.fc_source.connect(gate.fc_sink),
-            ep.source.connect(rsm.sink),
+            seg.source.connect(gate.sink), gate.source.connect(link.sink), link.fc_source.connect(gate.fc_sink),
+            link.source.connect(rsm.sink),
         ]

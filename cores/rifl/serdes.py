@@ -109,7 +109,9 @@ class RIFLSerDesLink(LiteXModule):
     elastic=False: rx_words already in this clock domain (one reference clock for both ends).
     elastic=True: rx_words in clock domain `rx` (the recovered clock of a far end on its own oscillator):
     a RIFLSerDesDeframer there, then a RIFLElasticBuffer (`elastic`) into the slots of this domain; the
-    endpoint sends an IDLE at least every CC_INTERVAL_FRAMES slots for the far end's buffer."""
+    endpoint sends an IDLE at least every CC_INTERVAL_FRAMES slots for the far end's buffer.
+    fc_source: the endpoint's received flow-control frames (each held over the cycles of its slot: a
+    pause or resume applied again is the same)."""
     def __init__(self, frame_bits=256, rtt=16, nbytes=2, elastic=False):
         self.adapter = adapter = RIFLSerDesAdapter(frame_bits, nbytes)
         cc = CC_INTERVAL_FRAMES if elastic else None
@@ -118,6 +120,7 @@ class RIFLSerDesLink(LiteXModule):
         self.sink = sink = stream.Endpoint(user_layout(frame_bits))
         self.source = source = stream.Endpoint(user_layout(frame_bits))
         self.tx_words = adapter.tx_words
+        self.fc_source = ep.fc_source
         self.link_up = ep.link_up
         self.locked = al.locked
 
