@@ -99,6 +99,7 @@ def test_special_cases():
     assert got[16] == [FP32_QNAN] and got[17] == [FP32_QNAN] and got[18] == [FP32_QNAN]
 
 
+@pytest.mark.extended
 def test_random_values():
     """256-way sums (max_ranks), short sums and exact cancellations across the whole FP32 range (about
     6,000 values in the Migen simulator; tests/test_minisharp_core.py sends 100,000 through the core)."""

@@ -155,6 +155,7 @@ def test_timeouts_never_free_active_slots():
     assert run(slot_to // 3).counters["slot_timeouts"] > 0
 
 
+@pytest.mark.extended
 def test_soc_phy_error_is_dropped():
     """A frame whose FCS the SoC's MAC finds bad reaches the block with `error` set (connect_phys, as
     InnetSoC.add_minisharp connects it) and is dropped as phy_error (before the fix it was taken as good:

@@ -41,6 +41,7 @@ BAD_SETUPS = [
 ]
 
 
+@pytest.mark.extended
 def test_every_setup_rule_through_the_sideband():
     def host(bus):
         sb = Sideband(bus)

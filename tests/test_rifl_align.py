@@ -52,6 +52,7 @@ def test_aligner_locks_on_reference_frames(s):
     assert got == frames[k:k + len(got)] and len(got) > 100
 
 
+@pytest.mark.extended
 def test_random_offsets_and_slips_end_to_end(seed=1):
     """Random initial bit offsets on both channels, a slip on each channel while data flows (plus a few
     line errors): both aligners re-lock, the endpoints replay, and every beat arrives once, in order."""

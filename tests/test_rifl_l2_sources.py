@@ -103,7 +103,7 @@ def model(units):
 
 
 @pytest.mark.parametrize("F,dw,n,sources,lengths", [
-    (256, 256, 4, 4, "boundaries"),     # ends of segments 1-3 and 16, 4096 bytes, random lengths
+    extended(256, 256, 4, 4, "boundaries"),  # ends of segments 1-3 and 16, 4096 bytes, random lengths
     extended(128, 64, 3, 3, "random"),  # 8-byte output beats: the output is the bottleneck
     (64, 64, 2, 2, "short"),            # 6-byte Layer 1 beats: the length prefix in the second beat
     (512, 512, 4, 4, "random"),

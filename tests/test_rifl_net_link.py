@@ -14,6 +14,7 @@ from sim.verilated import run_vectors
 from software.rifl.demo import random_thresholds
 from software.rifl.reference import residual_frame_rate, undetected_patterns
 from tests.harness.rifl import ref_crc12, to_bits
+from tests.harness.tiers import extended
 
 F = 64
 DATA_FRAME = c.SYNC_DATA << (F - 2)          # the sync header of a data frame, the rest zero
@@ -81,7 +82,7 @@ def test_replay_window_bounds():
     assert c.max_link_m(1024, 100) >= 500 > c.max_link_m(512, 100)
 
 
-@pytest.mark.parametrize("frame_bits", [64, 256])
+@pytest.mark.parametrize("frame_bits", [64, extended(256)])
 def test_longest_round_trip(frame_bits):
     """Two endpoints over channels of MAX_RTT_CYCLES / 2 each (the longest round trip the frame id allows):
     without errors the window never stalls (a frame every slot both ways); with one frame in 10^4

@@ -46,6 +46,7 @@ def test_incast_under_back_pressure():
     assert k["s0_peak"] > m.node.on_threshold                          # the VOQs did fill past ON
 
 
+@pytest.mark.extended
 @pytest.mark.long
 def test_host_queues_per_destination():
     """Hosts 1..3 flood host 0 (slow receiver: its VOQs pause the senders) while host 1 also sends to host 3.

@@ -57,6 +57,7 @@ def test_adapter_words():
     assert [w[:2] for w in words[5:9]] == [(0x2301, 0), (0x6745, 0), (0xAB89, 0), (0xEFCD, 0)]
 
 
+@pytest.mark.extended
 def test_link_over_shifted_words():
     F = 64
     rng = random.Random(3)

@@ -214,6 +214,7 @@ def test_row_past_end_refuses_only_its_slot(card):
     card.exchange([read_frame(WROWS - 2, 2)])
 
 
+@pytest.mark.extended
 def test_api_exceptions():
     """The API maps the card's refusals to exceptions and reads back what it wrote."""
     link = MigenLink(SparsrReceiver(WROWS, XROWS, with_csr=False), seed=3, valid_prob=0.9, ready_prob=0.9)

@@ -1,10 +1,13 @@
 """Switch SoC block through LiteX's CSR bank (tests.harness.csr): load points, line rate, counters, restart,
 and the host demo."""
+import pytest
+
 from cores.switch.soc_block import SwitchBlock
 from software.switch.demo import demo, run_point, summarise
 from tests.harness.csr import run_demo
 
 
+@pytest.mark.extended
 def test_soc_block_load_points():
     block = SwitchBlock(n=4, data_width=512, voq_cells=8, iterations=1)
     beats, duration = block.switch.beats, 200

@@ -20,6 +20,7 @@ def _run(host, n_idents=2):
     return out
 
 
+@pytest.mark.extended
 def test_every_op_from_concurrent_participants():
     """Each op twice on one ident (the second round reuses it), both idents at once in the second half: every
     node's result is the reference reduction of the values' bit patterns, decoded signed for max and min."""
