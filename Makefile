@@ -35,7 +35,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt scripts/yowasp-wrappers.sh
 	$(PY) -m pip install -q --upgrade pip==24.3.1 setuptools==75.6.0 wheel==0.45.1
 	$(PY) -m pip install -q -c constraints.txt -e '.[test,ray]'
 	bash scripts/yowasp-wrappers.sh $(VENV)/bin
-	$(VENV)/bin/boolector --version >/dev/null   # YoWASP compiles the solver on its first run
+	# YoWASP compiles each tool to native code on its first run (yosys: about a minute): here, not in a test
+	$(VENV)/bin/boolector --version >/dev/null
+	$(VENV)/bin/yosys -V >/dev/null
+	$(VENV)/bin/nextpnr-ecp5 --version >/dev/null 2>&1
 	@touch $@
 
 sim: deps

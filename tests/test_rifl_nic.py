@@ -100,11 +100,12 @@ def test_refusals(nsim):
     assert nsim.out["h0_tx_refused"] == 2 and nsim.out["drops"] == 1
 
 
-def test_bench_quick():
-    """`make bench BENCH=rifl_nic` in quick mode: every row exact (the bench checks each payload), goodput
-    below the PCIe limit and above a third of it for 2 KiB packets, latency growing with the size."""
+def test_bench_quick(nsim):
+    """`make bench BENCH=rifl_nic` in quick mode (on the file's model, the one the quick bench builds):
+    every row exact (the bench checks each payload), goodput below the PCIe limit and above a third of it
+    for 2 KiB packets, latency growing with the size."""
     from sim.bench import bench_rifl_nic
-    res = bench_rifl_nic.run(quick=True)
+    res = bench_rifl_nic.run(quick=True, nsim=nsim)
     rows = res.data["goodput"]
     assert {(r["bytes"], r["directions"]) for r in rows} == {(64, 1), (64, 2), (2048, 1), (2048, 2)}
     assert all(0 < r["ratio"] < 1 for r in rows)

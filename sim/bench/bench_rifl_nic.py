@@ -68,12 +68,15 @@ def latency(nsim, size, count, seed):
     return samples
 
 
-def run(quick=False):
+def run(quick=False, nsim=None):
+    """The bench; `nsim`: a NICSim of one_switch(2) to run on (left open), else one is built and closed."""
     from sim.verilated.rifl_nic import NICSim
     result = BenchResult("rifl_nic")
     count = 6 if quick else 200
     sizes = (64, NIC_MAX_PACKET) if quick else SIZES
-    nsim = NICSim(one_switch(2), quick_build=quick)
+    own = nsim is None
+    if own:
+        nsim = NICSim(one_switch(2), quick_build=quick)
     rows = []
     try:
         t = Table("Goodput, packets back to back (Verilated NICs, PCIe at TLP level, 2-port RIFL switch, F = 256)",
@@ -100,7 +103,8 @@ def run(quick=False):
             lats.append(dict(bytes=size, samples=s, median_cycles=med, median_us=med / SYS_CLK_HZ * 1e6))
         result.tables.append(lat)
     finally:
-        nsim.close()
+        if own:
+            nsim.close()
     result.data["goodput"] = rows
     result.data["latency"] = lats
     print(result.markdown())
