@@ -33,8 +33,9 @@ def _packets(rng, hosts, count, lengths=None):
     return out
 
 
-def _check(nsim, packets, deliveries):
-    """Every packet once, intact, in order per (source, destination), with the delivered header; counters."""
+def _check(nsim, packets, deliveries, slots=(32, 32)):
+    """Every packet once, intact, in order per (source, destination), with the delivered header; counters;
+    the MMIO writes to BAR0 (`slots`: each driver's receive slots)."""
     topo = nsim.topology
     assert sorted((d.src, d.index) for d in deliveries) == sorted((s, i) for s, p in enumerate(packets)
                                                                   for i in range(len(p)))
@@ -52,6 +53,13 @@ def _check(nsim, packets, deliveries):
         assert out[f"h{h}_rx_packets"] == out[f"h{h}_delivered"] == sum(d.dst == h for d in deliveries)
         assert out[f"h{h}_tx_refused"] == 0
         assert {t[:2] for t in nsim.hosts[h].tlps} <= {(fmt_dict["mem_rd32"], 0), (fmt_dict["mem_wr32"], 0)}
+        # Every post went over BAR0: a tx_length write a packet (the other descriptor registers when they
+        # change), the ring registers once, a slot at the start and after each packet received.
+        writes = nsim.ports[h].writes
+        assert writes["tx_length"] == len(packets[h]) == out[f"h{h}_tx_packets"]
+        assert writes["rx_slot"] == slots[h] + sum(d.dst == h for d in deliveries)
+        assert writes["rx_ring_base"] == writes["rx_ring_log2"] == 1
+        assert all(writes[r] <= len(packets[h]) for r in ("tx_route_hi", "tx_route_lo", "tx_address"))
     assert out["drops"] == 0
 
 
@@ -72,7 +80,7 @@ def test_slow_host_is_lossless(nsim):
     packets = [[(1, random.Random(k).randbytes(NIC_MAX_PACKET - k)) for k in range(24)], []]
     drivers = [RiflNic(nsim.ports[0]), RiflNic(nsim.ports[1], slots=2, ring_log2=1)]
     deliveries = run_traffic(nsim, packets, drivers=drivers, poll_every=4000)
-    _check(nsim, packets, deliveries)
+    _check(nsim, packets, deliveries, slots=(32, 2))
     assert nsim.out["h1_rx_wait_slot"] > 10_000
 
 
@@ -98,6 +106,22 @@ def test_refusals(nsim):
     deliveries = run_traffic(nsim, packets, drivers=[nic, rx])
     assert [d.payload for d in deliveries] == [b"after the refusals"]
     assert nsim.out["h0_tx_refused"] == 2 and nsim.out["drops"] == 1
+
+
+def test_bar0_reads_back_and_counts(nsim):
+    """The NIC's CSRs over BAR0 (TLPHost MMIO -> LitePCIe's Wishbone master -> Wishbone2CSR -> CSR bank): a
+    written register reads back, a descriptor posted by register writes with length 0 is refused and the
+    tx_refused counter read over BAR0 says so, in the order the requests were sent."""
+    nsim.restart(5)
+    host, csr = nsim.hosts[0], nsim.cards[0].csr_address
+    host.mmio_write(csr["rx_ring_base"], 0x123458)
+    for name, value in (("tx_route_hi", 0), ("tx_route_lo", 1), ("tx_address", 0x40000), ("tx_length", 0)):
+        host.mmio_write(csr[name], value)
+    tags = [host.mmio_read(csr[name]) for name in ("rx_ring_base", "tx_address", "tx_refused", "tx_packets")]
+    for _ in range(400):
+        nsim.step()
+    assert [host.mmio_done.get(t) for t in tags] == [0x123458, 0x40000, 1, 0]
+    assert nsim.out["h0_tx_refused"] == 1 and not [t for t in host.tlps if t[0] == fmt_dict["mem_rd32"]]
 
 
 def test_bench_quick(nsim):

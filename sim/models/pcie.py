@@ -103,6 +103,8 @@ class TLPHost:
     offered with probability valid_prob; the next completion belongs to a random pending read if
     `interleave`, else to the oldest), feeds the card's input streams listed in `queues` (name -> field
     names; entries of `self.queues[name]` are tuples in that order: for PCIeCard the DMA descriptors).
+    The CPU's MMIO to the card's BAR0: `mmio_write` (a posted 1-dword write) and `mmio_read` (a 1-dword
+    read, its completion's value in `mmio_done[tag]`), sent in order, between the card's completions.
     Port names carry `prefix` (several cards in one model); `drive()` and `observe()` split `step()` for
     a caller that steps them together."""
     def __init__(self, seed, ready_prob=0.8, valid_prob=0.8, interleave=True, ratio=PCIE_DW // 32,
@@ -115,16 +117,51 @@ class TLPHost:
         self.writes = 0          # payload bytes the card wrote
         self.tlps = []           # (fmt, type, length in dwords) of the card's TLPs
         self.queues = {name: [] for name in queues}
-        self._in, self._out = [], []       # TLP dwords being received; completion beats being sent
+        self.mmio_done = {}      # tag -> value of a completed mmio_read
+        self._requests = []      # the beats of each MMIO request TLP not yet sent
+        self._tag = 0
+        self._in, self._out = [], []       # TLP dwords being received; the TLP's beats being sent
 
     def _payload(self, dwords):
         """Payload dwords between host byte order and the PHY's: a "big" PHY (7-series) presents each
         payload dword with its first byte in the high bits; header dwords are plain integers either way."""
         return [_bswap(d) for d in dwords] if self.endianness == "big" else list(dwords)
 
+    def _beats(self, dwords):
+        beats = [dwords[i:i + self.ratio] for i in range(0, len(dwords), self.ratio)]
+        return [dict(rx_dat=sum(d << (32 * k) for k, d in enumerate(b)),
+                     rx_be=sum(0xf << (4 * k) for k in range(len(b))),
+                     rx_first=int(i == 0), rx_last=int(i == len(beats) - 1)) for i, b in enumerate(beats)]
+
+    def _request(self, fmt, address, payload):
+        if address % 4 or not 0 <= address < 1 << 32:
+            raise ValueError(f"MMIO is to dword addresses below 4 GiB, got {address:#x}")
+        tag, self._tag = self._tag, (self._tag + 1) % 256
+        header = [0, 0, 0]
+        for name, value in (("fmt", fmt), ("type", type_dict["mem_rd32"]), ("length", 1),
+                            ("requester_id", COMPLETER_ID), ("tag", tag), ("first_be", 0xf), ("address", address)):
+            _field(tlp_request_header, header, name, value)
+        self._requests.append(self._beats(header + self._payload(payload)))
+        return tag
+
+    def mmio_write(self, address, value):
+        """Queues a posted write of the dword `value` to BAR0 byte address `address`."""
+        self._request(fmt_dict["mem_wr32"], address, [value & 0xffffffff])
+
+    def mmio_read(self, address):
+        """Queues a read of the dword at BAR0 byte address `address`; returns its tag (see mmio_done)."""
+        tag = self._request(fmt_dict["mem_rd32"], address, [])
+        self.mmio_done.pop(tag, None)
+        return tag
+
     def _card_tlp(self, dw):
         fmt, typ = _field(tlp_request_header, dw, "fmt"), _field(tlp_request_header, dw, "type")
         length = _field(tlp_request_header, dw, "length") or 1024
+        if (fmt, typ) == (fmt_dict["cpld"], type_dict["cpld"]):
+            if length != 1 or len(dw) != 4:
+                raise RuntimeError(f"an MMIO read's completion of {length} dwords, {len(dw) - 3} carried")
+            self.mmio_done[_field(tlp_completion_header, dw, "tag")] = self._payload(dw[3:])[0]
+            return
         self.tlps.append((fmt, typ, length))
         if typ != type_dict["mem_rd32"] or fmt not in (fmt_dict["mem_rd32"], fmt_dict["mem_wr32"]):
             raise RuntimeError(f"the card sent a TLP of fmt {fmt:#x} type {typ:#x}")
@@ -152,14 +189,13 @@ class TLPHost:
         req[2], req[3] = address + n, left - n
         if req[3] == 0:
             self.reads.remove(req)
-        beats = [dwords[i:i + self.ratio] for i in range(0, len(dwords), self.ratio)]
-        return [dict(rx_dat=sum(d << (32 * k) for k, d in enumerate(b)),
-                     rx_be=sum(0xf << (4 * k) for k in range(len(b))),
-                     rx_first=int(i == 0), rx_last=int(i == len(beats) - 1)) for i, b in enumerate(beats)]
+        return self._beats(dwords)
 
     def drive(self):
         """This cycle's inputs of the card (prefixed port names)."""
-        if not self._out and self.reads:
+        if not self._out and self._requests:
+            self._out = self._requests.pop(0)
+        elif not self._out and self.reads:
             self._out = self._completion()
         ins = dict(tx_ready=int(self.rng.random() < self.ready_prob),
                    rx_valid=int(bool(self._out) and self.rng.random() < self.valid_prob))

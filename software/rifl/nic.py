@@ -11,8 +11,8 @@ NIC_SLOT_BYTES each) and the completion ring. It reaches the card through a `por
     port.configure(ring_base, ring_log2)
     port.tx_done()                    the NIC's tx_packets counter
 
-(sim/verilated/rifl_nic.py implements it over the simulated PCIe link; on a board the posts and the counter
-are the NIC's CSRs over BAR0 and the memory a pinned DMA buffer.)
+(sim/verilated/rifl_nic.py implements it over the simulated PCIe link: the posts and the counter are MMIO to
+the NIC's CSRs on BAR0, as on a board, where the memory is a pinned DMA buffer.)
 """
 from collections import deque
 from dataclasses import dataclass
@@ -48,6 +48,7 @@ class RiflNic:
         self.slot_base = base + tx_buffers * NIC_SLOT_BYTES
         self.ring_base = self.slot_base + slots * NIC_SLOT_BYTES
         self.posted_tx = 0
+        self.tx_done = port.tx_done()        # the NIC's tx_packets as last read
         self.received = 0
         self.posted_slots = deque()
         port.write(self.ring_base, bytes(RX_RECORD_BYTES << ring_log2))
@@ -60,8 +61,11 @@ class RiflNic:
         self.port.post_slot(address)
 
     def tx_free(self):
-        """TX buffers free now (packets the NIC has read release theirs)."""
-        return self.tx_buffers - (self.posted_tx - self.port.tx_done())
+        """TX buffers free (packets the NIC has read release theirs). The NIC's counter is read (an MMIO read
+        on a board: a round trip over PCIe) only when the last value read leaves no buffer free."""
+        if self.tx_buffers - (self.posted_tx - self.tx_done) <= 0:
+            self.tx_done = self.port.tx_done()
+        return self.tx_buffers - (self.posted_tx - self.tx_done)
 
     def send(self, payload, route):
         """Posts `payload` (1..NIC_MAX_PACKET bytes) to the Layer 2 `route`; False if every TX buffer is in
