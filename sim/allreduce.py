@@ -1,6 +1,7 @@
 """`make allreduce`: an FP32 allreduce from separate host processes through a simulated MiniSharp network.
 
     python -m sim.allreduce --topology spine-leaf --ranks 4 --elements 100000
+    python -m sim.allreduce --topology my_net.yaml --ranks 8      # a topology file (software.minisharp.topofile)
 
 Builds the switches' simulators if missing, starts the topology (sim.cluster: every SoC, TAP and bridge in
 one private namespace), configures every switch over Etherbone, installs the contexts from the AM, runs one
@@ -27,7 +28,7 @@ from sim.cluster import SimCluster
 from sim.runner import SimulationFailed, handle_interrupts
 from software.argtypes import int_in, positive_float, positive_int
 from software.minisharp.reference import TRAPS, reduce_vectors
-from software.minisharp.topology import TOPOLOGIES
+from software.minisharp.topofile import resolve, topology_arg
 
 NET = [sys.executable, "-m", "software.minisharp.net"]
 def vectors(ranks, elements, seed):
@@ -49,7 +50,9 @@ def run(topology="spine-leaf", ranks=4, elements=100_000, exact=True, seed=1, ti
     (setup to the last rank's result), wall (everything), counters, ranks (each process's report), ns (the
     namespace it ran in, gone by then). rogue: a host that also sends a teardown and a setup of the
     collective before the ranks start (refused under the admin mask)."""
-    topo = TOPOLOGIES[topology]
+    if os.path.exists(topology):
+        topology = os.path.abspath(topology)           # the rank processes get the same file
+    topo = resolve(topology)
     t_wall = time.monotonic()
     vecs = vectors(ranks, elements, seed)
     work = tempfile.mkdtemp(prefix="allreduce-", dir=os.path.join(ROOT, "build"))
@@ -57,7 +60,7 @@ def run(topology="spine-leaf", ranks=4, elements=100_000, exact=True, seed=1, ti
         for k, v in enumerate(vecs):
             np.save(os.path.join(work, f"r{k}.npy"), v)
         with SimCluster(topo) as cl:
-            log(f"{topology}: {len(topo.switches)} simulated switches up ({time.monotonic() - t_wall:.0f} s)")
+            log(f"{topo.name or topology}: {len(topo.switches)} simulated switches up ({time.monotonic() - t_wall:.0f} s)")
             top = ["--topology", topology, "--ranks", str(ranks)]
             cl.run(NET + ["configure"] + top, timeout=300)
             t0 = time.monotonic()
@@ -99,7 +102,8 @@ def max_elements(topo):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="FP32 allreduce through a simulated MiniSharp network.")
-    ap.add_argument("--topology", default="spine-leaf", choices=sorted(TOPOLOGIES))
+    ap.add_argument("--topology", default="spine-leaf", type=topology_arg,
+                    help="a built-in topology (spine-leaf, one-switch) or a topology file (.yaml/.json)")
     ap.add_argument("--ranks", type=positive_int, default=4, help="rank processes (at most the topology's hosts)")
     ap.add_argument("--elements", type=positive_int, default=100_000,
                     help="FP32 elements of each rank's vector (at most 2^16 chunks)")
@@ -107,7 +111,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int_in(0), default=1)
     ap.add_argument("--timeout", type=positive_float, default=3600.0, help="seconds a rank may take")
     a = ap.parse_args(argv)
-    topo = TOPOLOGIES[a.topology]
+    topo = resolve(a.topology)
     if a.ranks > len(topo.hosts):
         ap.error(f"argument --ranks: {a.topology} has {len(topo.hosts)} hosts, {a.ranks} ranks asked for")
     most = max_elements(topo)

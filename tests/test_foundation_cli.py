@@ -104,6 +104,11 @@ CLI_CASES = [
     ("sim.allreduce", ["--topology", "one-switch", "--ranks", "5"], "more ranks than hosts"),
     ("sim.allreduce", ["--timeout", "soon"], "timeout not a number"),
     ("sim.allreduce", ["--seed", "-1"], "negative seed"),
+    ("sim.allreduce", ["--topology", "no/such.yaml"], "missing topology file"),
+    ("software.minisharp.topofile", ["spine-leaf", "--leaves", "0"], "0 leaves"),
+    ("software.minisharp.topofile", ["spine-leaf", "--leaves", "65"], "a spine of more ports than a switch has"),
+    ("software.minisharp.topofile", ["check", "no/such.yaml"], "missing file"),
+    ("software.minisharp.topofile", ["ring"], "unknown generator"),
     ("sim.bench", ["no_such_bench"], "unknown bench"),
     ("sim.bench", ["--workers", "-2"], "negative workers"),
     ("sim.bench", ["--cluster", "ray://"], "cluster address without a host"),
@@ -176,6 +181,7 @@ CLI_CASES = [
 # (target, variables, what is wrong); own_format: the tool's own message (pytest's), only no traceback checked
 MAKE_CASES = [
     ("allreduce", {"TOPOLOGY": "bogus"}, "unknown topology"),
+    ("allreduce", {"TOPOLOGY": "no/such.yaml"}, "missing topology file"),
     ("allreduce", {"RANKS": "0"}, "0 ranks"),
     ("allreduce", {"RANKS": "-1"}, "negative ranks"),
     ("allreduce", {"RANKS": "5"}, "more ranks than hosts"),

@@ -27,7 +27,8 @@ from software.argtypes import int_in, positive_float, positive_int
 from software.client import InnetClient, TargetUnreachable
 from software.minisharp import packets as P
 from software.minisharp.host import RawSocketTransport
-from software.minisharp.topology import TOPOLOGIES, tap_name
+from software.minisharp.topofile import resolve, topology_arg
+from software.minisharp.topology import tap_name
 
 PREFIX = CORE_NAMES["minisharp"]
 SLOT_TIMEOUT_TICKS = 8          # ticks of 2^16 cycles: a few seconds of simulation, beyond any rank's retry
@@ -146,7 +147,8 @@ def rank(topo, host, collective_id, vector, ranks, window=8, retry=1.0, timeout=
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=["configure", "setup", "rank", "teardown", "counters", "rogue"])
-    ap.add_argument("--topology", default="spine-leaf", choices=sorted(TOPOLOGIES))
+    ap.add_argument("--topology", default="spine-leaf", type=topology_arg,
+                    help="a built-in topology or a topology file (software.minisharp.topofile)")
     ap.add_argument("--ranks", type=positive_int, default=4, help="ranks (at most the topology's hosts)")
     ap.add_argument("--elements", type=int_in(1, ms.MS_V02_MAX_ELEMENTS), help="FP32 elements (setup, rogue)")
     ap.add_argument("--collective", type=int_in(0, 2**32 - 1), default=1)
@@ -158,7 +160,7 @@ def main(argv=None):
     ap.add_argument("--retry", type=positive_float, default=1.0)
     ap.add_argument("--timeout", type=positive_float, default=1800.0)
     a = ap.parse_args(argv)
-    topo = TOPOLOGIES[a.topology]
+    topo = resolve(a.topology)
     if a.ranks > len(topo.hosts):
         ap.error(f"argument --ranks: {a.topology} has {len(topo.hosts)} hosts, {a.ranks} ranks asked for")
     needs = {"setup": ["elements"], "rogue": ["host", "elements"], "rank": ["host", "vector", "out"]}

@@ -39,6 +39,8 @@ class Topology:
     chunk_elements: int = ms.MS_V02_CHUNK_ELEMENTS   # the switches' build (MiniSharpSoCBlock chunk_elements)
     n_slots: int = 16
     description: str = field(default="")
+    name: str = ""
+    timing: dict = field(default_factory=dict)     # (switch, port) -> {latency_ns, rate_gbps} of what is on it
 
     def __post_init__(self):
         if self.root not in self.switches:
@@ -219,9 +221,9 @@ TOPOLOGIES = {
         switches={"spine": 3, "leaf0": 3, "leaf1": 3},     # one build for all: the spine's port 2 is unused
         links=[(("leaf0", 2), ("spine", 0)), (("leaf1", 2), ("spine", 1))],
         hosts={"h0": ("leaf0", 0), "h1": ("leaf0", 1), "h2": ("leaf1", 0), "h3": ("leaf1", 1)},
-        root="spine", description="2 leaves (2 hosts each, port 2 up) and a spine (ports 0, 1)"),
+        root="spine", description="2 leaves (2 hosts each, port 2 up) and a spine (ports 0, 1)", name="spine-leaf"),
     "one-switch": Topology(
         switches={"sw": 4}, links=[],
         hosts={f"h{i}": ("sw", i) for i in range(4)},
-        root="sw", description="1 switch with 4 hosts"),
+        root="sw", description="1 switch with 4 hosts", name="one-switch"),
 }
