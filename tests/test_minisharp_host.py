@@ -68,7 +68,7 @@ def test_scapy_layers_agree_with_builder():
         (ms.MS_OP_COL_TEARDOWN, ms.VERSION_MINOR_V02, 0x77)
     el = encode_partial((-5, frozenset({"pinf"})))
     d = Ether(P.pdata_frame(SW, HOST, 0x77, 2, 9, [el, el]))
-    assert (d[MSPData].rank, d[MSPData].chunk_index, bytes(d[MSPData].payload)) == (2, 9, el + el)
+    assert (d[MSPData].rank, d[MSPData].chunk_index, [bytes(e) for e in d[MSPData].elements]) == (2, 9, [el, el])
     s = Ether(P.setup_frame(SW, HOST, 9, P.setup_record(100, 4, 0, 1)))
     assert (s[MSSetup].collective_id, s[MSSetup].element_count, s[MSSetup].expected_local) == (9, 100, 4)
     r = Ether(P.res_frame(SW, HOST, 9, 2, [5]))
@@ -119,6 +119,74 @@ def test_lua_dissector_in_tshark(tmp_path):
     assert [float(v) for v in got[1]["minisharp.value"].split(",")] == [1.0, -2.5, 3e10, 0.125] * 4
     assert (got[2]["minisharp.res.collective_id"], got[2]["minisharp.res.chunk_index"]) == ("0xabcdef01", "9")
     assert got[2]["minisharp.value"].split(",") == ["6.5"] * 16
+
+
+V02_ELEMENTS = [(-5, frozenset({"pinf"})), ((1 << ms.PARTIAL_MAG_BITS) - 1, frozenset()),
+                (-(1 << ms.PARTIAL_MAG_BITS), frozenset({"nan", "negzero"}))]
+
+
+def _v02_frames():
+    from software.minisharp.reference import encode_partial
+    rec = P.setup_record_v02(1000, 3, 0, 2, role=ms.MS_ROLE_CHILD, uplink_port=2, parent_rank=1,
+                             parent_mac=0x024D53000300, input_fmt=ms.MS_FMT_EXACT, output_fmt=ms.MS_FMT_EXACT)
+    return [P.setup_frame(SW, HOST, 0xC0FFEE, rec, minor=ms.VERSION_MINOR_V02),
+            P.teardown_frame(SW, HOST, 0xC0FFEE),
+            P.pdata_frame(SW, HOST, 0xC0FFEE, 2, 11, [encode_partial(e) for e in V02_ELEMENTS])]
+
+
+def test_scapy_decodes_v02_records_and_partials():
+    """A minor-2 setup's tree fields, a teardown, and COL_PDATA's elements (flags and the signed 312-bit N, the
+    reference's (N, flags) back), each rebuilt byte for byte; a v0.1 record stops at 16 bytes."""
+    from software.minisharp.scapy_layers import MSPData, MSPartial, MSTeardown
+    setup, teardown, pdata = (Ether(f) for f in _v02_frames())
+    s = setup[MSSetup]
+    assert (s.role, s.uplink_port, s.parent_rank, s.parent_mac, s.input_fmt, s.expected_local) == \
+        (ms.MS_ROLE_CHILD, 2, 1, "02:4d:53:00:03:00", ms.MS_FMT_EXACT, 3)
+    assert teardown[MSTeardown].collective_id == 0xC0FFEE and teardown[MiniSharp].minor == ms.VERSION_MINOR_V02
+    d = pdata[MSPData]
+    assert (d.rank, d.chunk_index) == (2, 11)
+    assert [e.exact() for e in d.elements] == V02_ELEMENTS
+    assert [e.n for e in d.elements] == [n for n, _ in V02_ELEMENTS]
+    assert bytes(d.elements[2]) == bytes(MSPartial(flags="nan+negzero", n=-(1 << ms.PARTIAL_MAG_BITS)))
+    words = [int.from_bytes(bytes(e)[i:i + 4], "big") for e in d.elements for i in range(0, len(bytes(e)), 4)]
+    assert [e.exact() for e in Ether(P.res_frame(SW, HOST, 0xC0FFEE, 11, words))[MSRes].partials()] == V02_ELEMENTS
+    for pkt, frame in zip((setup, teardown, pdata), _v02_frames()):
+        assert bytes(pkt) == frame
+    v01 = Ether(P.setup_frame(SW, HOST, 9, P.setup_record(100, 4, 0, 1)))
+    assert "role" not in v01[MSSetup].fields and len(bytes(v01[MSSetup].payload)) == 20     # Ethernet padding
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_lua_dissector_decodes_v02_in_tshark(tmp_path):
+    """tshark with the generated dissector: a minor-2 setup's tree fields, a teardown's header, COL_PDATA's
+    header and every element's flags and N bytes."""
+    from scapy.utils import wrpcap
+    from software.minisharp.reference import encode_partial
+    lua = tmp_path / "minisharp.lua"
+    lua.write_text(lua_source())
+    pcap = tmp_path / "v02.pcap"
+    wrpcap(str(pcap), [Ether(f) for f in _v02_frames()])
+    fields = ["minisharp.opcode", "minisharp.minor", "minisharp.setup.collective_id", "minisharp.rec.role",
+              "minisharp.rec.uplink_port", "minisharp.rec.parent_rank", "minisharp.rec.parent_mac",
+              "minisharp.data.rank", "minisharp.data.chunk_index", "minisharp.partial.flags",
+              "minisharp.partial.nan", "minisharp.partial.pinf", "minisharp.partial.n"]
+    cmd = ["tshark", "-X", f"lua_script:{lua}", "-r", str(pcap), "-T", "fields", "-E", "occurrence=a"]
+    for f in fields:
+        cmd += ["-e", f]
+    rows = [dict(zip(fields, line.split("\t"))) for line in
+            subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()]
+    assert [r["minisharp.opcode"] for r in rows] == [str(op) for op in (ms.MS_OP_COL_SETUP, ms.MS_OP_COL_TEARDOWN,
+                                                                        ms.MS_OP_COL_PDATA)]
+    assert all(r["minisharp.minor"] == str(ms.VERSION_MINOR_V02) for r in rows)
+    assert (rows[0]["minisharp.rec.role"], rows[0]["minisharp.rec.uplink_port"], rows[0]["minisharp.rec.parent_rank"],
+            rows[0]["minisharp.rec.parent_mac"]) == (str(ms.MS_ROLE_CHILD), "2", "1", "02:4d:53:00:03:00")
+    assert rows[1]["minisharp.setup.collective_id"] == "0x00c0ffee" and rows[1]["minisharp.rec.role"] == ""
+    assert (rows[2]["minisharp.data.rank"], rows[2]["minisharp.data.chunk_index"]) == ("2", "11")
+    els = [encode_partial(e) for e in V02_ELEMENTS]
+    assert rows[2]["minisharp.partial.flags"].split(",") == [f"0x{e[0]:02x}" for e in els]
+    assert rows[2]["minisharp.partial.n"].split(",") == [e[1:].hex() for e in els]
+    assert rows[2]["minisharp.partial.nan"].split(",") == ["0", "0", "1"]
+    assert rows[2]["minisharp.partial.pinf"].split(",") == ["1", "0", "0"]
 
 
 class LossySwitch:

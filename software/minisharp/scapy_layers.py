@@ -1,17 +1,35 @@
-"""Scapy layers for MiniSharp v0.1 (and the v0.2 opcodes: COL_TEARDOWN, COL_PDATA with its 40-byte elements
-as the raw payload; a v0.2 record's tree fields follow the v0.1 record as raw bytes), bound to Ether type
-0x88B5; every field from cores.minisharp.common."""
-from scapy.fields import BitField, ByteEnumField, FieldListField, XIntField
+"""Scapy layers for MiniSharp v0.1 and v0.2, bound to Ether type 0x88B5; every field from cores.minisharp.common.
+
+v0.2: COL_TEARDOWN; COL_PDATA with its 40-byte exact partial elements (`MSPartial`: flags and the signed
+312-bit N; `.exact()` gives reference.decode_partial's (N, flags)); a minor-2 COL_SETUP's record with its tree
+fields (role, uplink port, parent rank, parent MAC). COL_RES of an EXACT context carries partial elements too:
+`MSRes.partials()` reads its payload as such.
+"""
+from scapy.fields import (BitField, ByteEnumField, ConditionalField, FieldListField, FlagsField, MACField,
+                          PacketListField, XIntField)
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
 
 from cores.minisharp import common as ms
 from software.minisharp.packets import byte_fields
 
+ENUMS = {"collective": ms.COLLECTIVES, "reduce_op": ms.REDUCE_OPS, "input_fmt": ms.FORMATS,
+         "acc_mode": ms.ACC_MODES, "output_fmt": ms.FORMATS, "role": ms.ROLES}
 
-def _fields(header, first):
-    """Scapy fields for the fields of a Header from byte `first` on."""
-    return [BitField(name, 0, 8 * n) for name, _, n in byte_fields(header, first)]
+
+def _fields(header, first=0, upto=None):
+    """Scapy fields for the byte fields of a Header from byte `first` on (before byte `upto`)."""
+    out = []
+    for name, off, n in byte_fields(header, first):
+        if upto is not None and off >= upto:
+            continue
+        if name in ENUMS:
+            out.append(ByteEnumField(name, 0, ENUMS[name]))
+        elif name.endswith("_mac"):
+            out.append(MACField(name, "00:00:00:00:00:00"))
+        else:
+            out.append(BitField(name, 0, 8 * n))
+    return out
 
 
 class MiniSharp(Packet):
@@ -23,15 +41,51 @@ class MiniSharp(Packet):
     ]
 
 
+def _v02(pkt):
+    return pkt.underlayer is not None and pkt.underlayer.minor >= ms.VERSION_MINOR_V02
+
+
 class MSSetup(Packet):
     name = "MiniSharp COL_SETUP"
-    fields_desc = _fields(ms.SETUP_HEADER, ms.OP_OFFSET) + [
-        ByteEnumField("collective", ms.MS_COL_REDUCE, ms.COLLECTIVES),
-        ByteEnumField("reduce_op", ms.MS_RED_SUM, ms.REDUCE_OPS),
-        ByteEnumField("input_fmt", ms.MS_FMT_FP32, ms.FORMATS),
-        ByteEnumField("acc_mode", ms.MS_ACC_EXACT_FP32_MAG277, ms.ACC_MODES),
-        ByteEnumField("output_fmt", ms.MS_FMT_FP32, ms.FORMATS),
-    ] + _fields(ms.SETUP_RECORD, ms.SETUP_RECORD.fields["egress_first"].byte)
+    fields_desc = (_fields(ms.SETUP_HEADER, ms.OP_OFFSET) + _fields(ms.SETUP_RECORD) +
+                   [ConditionalField(f, _v02) for f in _fields(ms.SETUP_RECORD_V02, ms.SETUP_RECORD_BYTES)])
+
+
+class _Signed(BitField):
+    """A two's-complement BitField."""
+    def m2i(self, pkt, x):
+        return x - (1 << self.size) if x >> (self.size - 1) else x
+
+    def i2m(self, pkt, x):
+        return (x or 0) & ((1 << self.size) - 1)
+
+
+class MSPartial(Packet):
+    """One exact partial element (MS_FMT_EXACT): the flags byte and the 312-bit N; the value N * 2^-149."""
+    name = "MiniSharp partial"
+    fields_desc = [FlagsField("flags", 0, 8, ms.ACC_FLAGS + ["r4", "r5", "r6", "r7"]),
+                   _Signed("n", 0, ms.PARTIAL_VALUE_BITS)]
+
+    def exact(self):
+        from software.minisharp.reference import decode_partial
+        return decode_partial(bytes(self))
+
+    def extract_padding(self, s):
+        return b"", s
+
+
+class _Elements(Packet):
+    """A payload of whole partial elements (Ethernet padding after them is left as padding)."""
+    def pre_dissect(self, s):
+        header = ms.MS_HEADER_BYTES - ms.OP_OFFSET        # the operation header
+        self._elements = (len(s) - header) // ms.PARTIAL_ELEMENT_BYTES * ms.PARTIAL_ELEMENT_BYTES
+        return s
+
+
+class MSPData(_Elements):
+    name = "MiniSharp COL_PDATA"
+    fields_desc = _fields(ms.OP_HEADERS[ms.MS_OP_COL_PDATA], ms.OP_OFFSET) + [
+        PacketListField("elements", [], MSPartial, length_from=lambda pkt: pkt._elements)]
 
 
 class _ChunkPayload(Packet):
@@ -47,15 +101,16 @@ class MSRes(Packet):
     name = "MiniSharp COL_RES"
     fields_desc = _fields(ms.RES_HEADER, ms.OP_OFFSET) + _ChunkPayload.fields_desc
 
+    def partials(self):
+        """The payload as exact partial elements (a COL_RES of an EXACT-output context)."""
+        raw = b"".join(v.to_bytes(4, "big") for v in self.values)
+        n = len(raw) // ms.PARTIAL_ELEMENT_BYTES * ms.PARTIAL_ELEMENT_BYTES
+        return [MSPartial(raw[i:i + ms.PARTIAL_ELEMENT_BYTES]) for i in range(0, n, ms.PARTIAL_ELEMENT_BYTES)]
+
 
 class MSTeardown(Packet):
     name = "MiniSharp COL_TEARDOWN"
     fields_desc = _fields(ms.OP_HEADERS[ms.MS_OP_COL_TEARDOWN], ms.OP_OFFSET)
-
-
-class MSPData(Packet):
-    name = "MiniSharp COL_PDATA"
-    fields_desc = _fields(ms.OP_HEADERS[ms.MS_OP_COL_PDATA], ms.OP_OFFSET)
 
 
 bind_layers(Ether, MiniSharp, type=ms.ETHERTYPE)
