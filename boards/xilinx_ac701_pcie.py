@@ -39,15 +39,20 @@ class CRG(LiteXModule):
         platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
 
 
+def add_ac701_pcie(soc, platform, **kwargs):
+    """The AC701's PCIe Gen2 x1 on `soc`: S7PCIEPHY (64-bit, 128 KiB BAR0 for the CSRs) and LitePCIe's endpoint
+    with one DMA (`soc.pcie_dma0`); `kwargs` go to LiteX's add_pcie."""
+    soc.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x1"), data_width=PCIE_DATA_WIDTH, bar0_size=0x20000)
+    soc.add_pcie(phy=soc.pcie_phy, ndmas=1, with_dma_loopback=False, **kwargs)
+
+
 class BoardSoC(InnetSoC):
     """Parameters: sys_clk_freq (Hz), wmem_rows, xmem_rows (SparsrReceiver), plus InnetSoC arguments."""
     def __init__(self, sys_clk_freq=DEFAULT_SYS_CLK_FREQ, wmem_rows=64, xmem_rows=8, **kwargs):
         platform = xilinx_ac701.Platform()
         self.crg = CRG(platform, sys_clk_freq)
         InnetSoC.__init__(self, platform, sys_clk_freq, ident="innet Sparsr over PCIe on Xilinx AC701", **kwargs)
-        self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x1"), data_width=PCIE_DATA_WIDTH,
-                                  bar0_size=0x20000)
-        self.add_pcie(phy=self.pcie_phy, ndmas=1, with_dma_loopback=False)
+        add_ac701_pcie(self, platform)
         port = SparsrDMAPort(self.pcie_dma0, wmem_rows=wmem_rows, xmem_rows=xmem_rows)
         self._register_core(CORE_NAMES["sparsr"], port)
         platform.add_period_constraint(self.crg.cd_sys.clk, 1e9 / sys_clk_freq)

@@ -12,9 +12,8 @@ from migen import ClockDomainsRenamer, Instance, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex_boards.platforms import xilinx_ac701
-from litepcie.phy.s7pciephy import S7PCIEPHY
 
-from boards.xilinx_ac701_pcie import CRG, DEFAULT_SYS_CLK_FREQ, PCIE_DATA_WIDTH
+from boards.xilinx_ac701_pcie import CRG, DEFAULT_SYS_CLK_FREQ, add_ac701_pcie
 from cores.rifl.common import L2_NET_MAX_PACKET, L2_RX_CONTEXTS, L2_RX_PARAMS, L2_TX_PARAMS, l2_data_layout
 from cores.rifl.endpoint import RIFLHost
 from cores.rifl.serdes import RIFLSerDesLink
@@ -77,9 +76,7 @@ class BoardSoC(InnetSoC):
         platform = xilinx_ac701.Platform()
         self.crg = CRG(platform, sys_clk_freq)
         InnetSoC.__init__(self, platform, sys_clk_freq, ident="innet RIFL NIC over PCIe on Xilinx AC701", **kwargs)
-        self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x1"), data_width=PCIE_DATA_WIDTH,
-                                  bar0_size=0x20000)
-        self.add_pcie(phy=self.pcie_phy, ndmas=1, with_dma_table=False, with_dma_loopback=False)
+        add_ac701_pcie(self, platform, with_dma_table=False)
         self.rifl = rifl = SFPRIFLHost(platform, sys_clk_freq, frame_bits, down_ports=down_ports)
         self.rifl_nic = RIFLNICPort(self.pcie_dma0, rifl, data_width=DATA_WIDTH, with_csr=True)
         self.comb += platform.request("user_led", 0).eq(rifl.link_up)
