@@ -74,7 +74,12 @@ def main(argv=None):
     parser.add_argument("--mgmt-ports", type=mgmt_ports, default="0",
                         help="with minisharp: the data ports (comma-separated, of 0 and 1) from which Etherbone "
                              "answers")
+    parser.add_argument("--sideband", action="store_true",
+                        help="with minisharp: the frame injector (MiniSharpSoCBlock(with_inject=True), one more block "
+                             "RAM), for sideband setup over Etherbone (software.minisharp.sideband)")
     args = parser.parse_args(argv)
+    if args.sideband and "minisharp" not in args.cores:
+        parser.error("--sideband needs minisharp in --cores")
     if args.cores and args.board not in ECP5_BOARDS:
         parser.error(f"{args.board} carries a fixed set of cores; --cores is for {', '.join(ECP5_BOARDS)}")
     if args.revision and args.board != "colorlight_5a_75b":
@@ -86,6 +91,8 @@ def main(argv=None):
     kwargs = {"cores": args.cores} if args.board in ECP5_BOARDS else {}
     if "minisharp" in kwargs.get("cores", ()):
         kwargs["mgmt_ports"] = args.mgmt_ports
+        if args.sideband:
+            kwargs["minisharp"] = {"with_inject": True}
     if args.board in ECP5_BOARDS and not args.no_fit_check:
         try:
             use, device = fit.check(args.board, kwargs["cores"])

@@ -176,6 +176,7 @@ CLI_CASES = [
     ("boards.build", ["colorlight_5a_75b", "--revision", "6.1"], "unknown revision"),
     ("boards.build", ["lattice_versa_ecp5", "--revision", "8.0"], "revision of another board"),
     ("boards.build", ["xilinx_ac701_pcie", "--cores", "sync"], "cores on a fixed board"),
+    ("boards.build", ["colorlight_5a_75b", "--cores", "sync", "--sideband"], "sideband without minisharp"),
 ] + [(bench, ["--no-such-option"], "unknown option") for bench in BENCHES]
 
 # (target, variables, what is wrong); own_format: the tool's own message (pytest's), only no traceback checked

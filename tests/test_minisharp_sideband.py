@@ -14,8 +14,9 @@ from tests.harness.csr import run_demo
 CE, CONTEXTS, MAX_RANKS = 4, 2, 4
 
 
-def block():
-    b = MiniSharpSoCBlock(num_ports=2, chunk_elements=CE, n_contexts=CONTEXTS, n_slots=2, max_ranks=MAX_RANKS)
+def block(dw=8):
+    b = MiniSharpSoCBlock(num_ports=2, dw=dw, chunk_elements=CE, n_contexts=CONTEXTS, n_slots=2, max_ranks=MAX_RANKS,
+                          with_inject=True)
     b.comb += [s.ready.eq(1) for s in b.sources]            # the PHYs: always ready, sending nothing
     return b
 
@@ -98,3 +99,43 @@ def test_a_sideband_context_reduces_and_admin_ports_apply():
 
     (default_port, chunks), _ = run_demo(block(), "minisharp", host)
     assert default_port == 1 and chunks == ms.num_chunks(10, CE)
+
+
+@pytest.mark.parametrize("dw", [16, pytest.param(32, marks=pytest.mark.extended)])
+def test_sideband_on_wide_ports(dw):
+    """The boards' port widths (Colorlight 16, Versa 32 bits) with the injector: a sideband setup, a refused
+    one (ctx_full after the two contexts), the ranks' data frames through the injector until every chunk
+    completes and leaves on the egress port, then a sideband teardown."""
+    _, frames, _ = D.plan(4, 3, 10, 2, CE, egress=(1, 1), seed=6)
+    n = ms.num_chunks(10, CE)
+
+    def host(bus):
+        sb = Sideband(bus)
+        assert sb.setup(4, 10, 3, egress=(1, 1)) == "setups" and sb.setup(5, 4, 1) == "setups"
+        with pytest.raises(SetupRefused, match="ctx_full"):
+            sb.setup(6, 4, 1)
+        for port, f in frames:
+            D.inject(bus, "minisharp", port, f)
+        while min(bus.regs.minisharp_chunks.read(), bus.regs.minisharp_port1_tx_frames.read()) < n:
+            pass
+        assert sb.teardown(4) == "teardowns"
+        return {k: getattr(bus.regs, f"minisharp_{k}").read() for k in
+                ("setups", "teardowns", "drop_ctx_full", "chunks", "port1_tx_frames", "inject_refused")}
+
+    counters, _ = run_demo(block(dw), "minisharp", host)
+    assert counters == {"setups": 2, "teardowns": 1, "drop_ctx_full": 1, "chunks": n, "port1_tx_frames": n,
+                        "inject_refused": 0}
+
+
+@pytest.mark.parametrize("board, dw", [("colorlight_5a_75b", 16), ("lattice_versa_ecp5", 32)])
+def test_board_builds_take_the_injector(board, dw):
+    """`make build BOARD=<board> BUILD_ARGS="--cores minisharp --sideband"`'s SoC: the 16-bit (Colorlight) or
+    32-bit (Versa) MiniSharp block gets the injector, whose CSRs Sideband looks for; without the option the
+    board's block has none (elaboration only: no synthesis here)."""
+    import importlib
+    module = importlib.import_module(f"boards.{board}")
+    plain = module.BoardSoC(cores=["minisharp"]).minisharp
+    assert not hasattr(plain, "inject") and len(plain.sinks[0].data) == dw
+    block = module.BoardSoC(cores=["minisharp"], minisharp={"with_inject": True}).minisharp
+    assert len(block.inject.sources[0].data) == dw and not hasattr(block, "capture")
+    assert {c.name for c in block.inject.get_csrs()} >= {"ctrl", "data", "status"}     # minisharp_inject_<name>

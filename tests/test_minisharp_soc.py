@@ -4,6 +4,8 @@ against the reference model, then a forwarded frame; the counters read over the 
 behind its CSR bank, written at one CSR write a cycle: every frame byte for byte, bad input refused."""
 import random
 
+import pytest
+
 from migen import run_simulation
 
 from cores.minisharp import common as ms
@@ -58,14 +60,26 @@ def test_soc_block_reduce_and_forward_over_the_csr_bus():
     assert counters["port1_tx_frames"] == 3 and counters["port0_tx_frames"] == 0
 
 
-def test_injector_takes_one_csr_write_a_cycle():
+def _beats_to_bytes(beats, nbytes):
+    """A frame's bytes from its beats of `nbytes` bytes (first byte in the low bits), cut after the last
+    beat's last_be; every beat but the last has last_be 0, the last a one-hot last_be."""
+    assert all(b["last_be"] == 0 for b in beats[:-1])
+    end = beats[-1]["last_be"].bit_length()
+    assert beats[-1]["last_be"] == 1 << (end - 1)
+    data = b"".join(b["data"].to_bytes(nbytes, "little") for b in beats)
+    return data[:len(data) - nbytes + end]
+
+
+@pytest.mark.parametrize("dw", [8, 16, 32])
+def test_injector_takes_one_csr_write_a_cycle(dw):
     """Frames written word after word with no idle cycle between the CSR writes (the `go` in the cycle after
-    the last word), sent into random ports under a random ready: each arrives byte for byte on its port.
-    Refused and counted, nothing sent: a frame longer than the buffer, a length beyond the bytes written,
-    length 0, a `go` and a data write while a frame is being sent; good frames after each still arrive."""
+    the last word), sent into random ports under a random ready, in beats of dw bits: each arrives byte for
+    byte on its port, last_be on its last byte. Refused and counted, nothing sent: a frame longer than the
+    buffer, a length beyond the bytes written, length 0, a `go` and a data write while a frame is being
+    sent; good frames after each still arrive."""
     nbytes, num_ports = 64, 3
     rng = random.Random(5)
-    inj = MSFrameInjector(nbytes, num_ports)
+    inj = MSFrameInjector(nbytes, num_ports, dw)
     top = BankedBlock(inj, "inject")
     bus, adr = top.bus, {name: a for name, (a,) in top.addrs.items()}
 
@@ -126,8 +140,8 @@ def test_injector_takes_one_csr_write_a_cycle():
     run_simulation(top, [host()] + [collect(s, out[i], rng, ["data", "last", "last_be"], ready_p=0.6)
                                     for i, s in enumerate(inj.sources)])
     for i in range(num_ports):
-        frames = [bytes(b["data"] for b in p) for p in packets(out[i])]
+        frames = [_beats_to_bytes(p, dw // 8) for p in packets(out[i])]
         assert frames == [d for p, d in got if p == i], i
-        assert all(b["last_be"] == b["last"] for b in out[i])
+        assert all(bool(b["last_be"]) == b["last"] for b in out[i])
     assert sum(len(packets(o)) for o in out) == len(good) + 1
     assert [r for r, _ in refused] == [w for _, w in refused] and refused[-1][1] == 9

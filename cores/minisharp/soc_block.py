@@ -20,16 +20,19 @@ from cores.minisharp.core import MiniSharpCore
 class MSFrameInjector(LiteXModule):
     """Frame buffer of `nbytes` bytes (a multiple of 4) filled through CSRs, one 32-bit big-endian word a
     write (any write rate, one a cycle included: a word is stored in the cycle of its write), sent once on
-    `go` into input port `port`, one byte a cycle.
+    `go` into input port `port`, one `dw`-bit beat (8, 16 or 32: dw / 8 bytes, the first in the low bits, as
+    LiteEth's PHY streams) a cycle, `last_be` on the frame's last byte.
 
     Refused and counted in `refused` (nothing of them is stored or sent): a data write while a frame is
     being sent or with the buffer full; a `go` while a frame is being sent, with length 0, with a length
     beyond the bytes written, with a port >= num_ports, or after a refused data write of the same frame. A
     `go` (sent or refused) empties the buffer.
     """
-    def __init__(self, nbytes, num_ports):
+    def __init__(self, nbytes, num_ports, dw=8):
         if nbytes < 4 or nbytes % 4:
             raise ValueError(f"inject buffer bytes must be a positive multiple of 4, got {nbytes}")
+        if dw not in (8, 16, 32):
+            raise ValueError(f"the injector sends 8-, 16- or 32-bit beats, not {dw}")
         self.data = CSRStorage(32, description="Append 4 frame bytes (first byte in bits 31:24).")
         self.ctrl = CSRStorage(fields=csr_fields(INJECT_CTRL_CSR, {
             "length": "Frame length in bytes.",
@@ -37,7 +40,7 @@ class MSFrameInjector(LiteXModule):
             "go": "Send the buffer; the buffer is then emptied.",
         }, pulse={"go"}))
         self.status = CSRStatus(fields=csr_fields(INJECT_STATUS_CSR, {"busy": "A frame is being sent."}))
-        self.sources = [stream.Endpoint(port_description(8)) for _ in range(num_ports)]
+        self.sources = [stream.Endpoint(port_description(dw)) for _ in range(num_ports)]
 
         # # #
 
@@ -65,18 +68,26 @@ class MSFrameInjector(LiteXModule):
         add_counters(self, INJECT_COUNTERS, {"refused": (self.data.re & ~wr.we) | (go & ~start)})
         add_counter_csrs(self, INJECT_COUNTERS)
 
-        idx = Signal(16)
+        B = dw // 8                             # bytes a beat
+        lanes = log2_int(4 // B)                # beats a word: 2^lanes
+        idx = Signal(16)                        # the beat being sent
         port = Signal(8)
         slength = Signal(16)
-        src = stream.Endpoint(port_description(8))
+        src = stream.Endpoint(port_description(dw))
         word = rd.dat_r
+        first_byte_first = [word[24:32], word[16:24], word[8:16], word[0:8]]
+        beats = Array([Cat(*first_byte_first[k * B:(k + 1) * B]) for k in range(4 // B)])
+        end = Signal(16)
         self.comb += [
             Case(port, {i: src.connect(s) for i, s in enumerate(self.sources)}),
-            src.data.eq(Array([word[24:32], word[16:24], word[8:16], word[0:8]])[idx[:2]]),
-            src.last.eq(idx == slength - 1), src.last_be.eq(src.last),
+            src.data.eq(beats[idx[:lanes]] if lanes else beats[0]),
+            end.eq(slength - 1),
+            src.last.eq(idx == end[log2_int(B):]),
         ]
-        # The RAM reads the word of the next byte (idx is 0 while idle); the byte lane follows `idx`.
-        self.comb += rd.adr.eq(Mux(src.valid & src.ready, idx + 1, idx)[2:])
+        self.comb += If(src.last, src.last_be.eq(1) if B == 1 else
+                        Case(end[:log2_int(B)], {k: src.last_be.eq(1 << k) for k in range(B)}))
+        # The RAM reads the word of the next beat (idx is 0 while idle); the beat's lane follows `idx`.
+        self.comb += rd.adr.eq(Mux(src.valid & src.ready, idx + 1, idx)[lanes:])
         self.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
             If(start, NextValue(slength, length), NextValue(port, self.ctrl.fields.port), NextState("SEND"))
@@ -137,8 +148,8 @@ class MiniSharpSoCBlock(LiteXModule):
     sent into any input port: while it sends, that port's PHY frames are not accepted); capture_* (the bytes
     leaving one output port); v0.2: admin_ports, mac_filter, mac, slot_timeout, ctx_timeout (MiniSharpCore's
     inputs of the same names); teardowns, slot_timeouts, ctx_timeouts counters. partials, carry_limbs:
-    MiniSharpCore's parameters. The injector and the capture exist in 8-bit builds (with_inject,
-    default dw == 8).
+    MiniSharpCore's parameters. The injector exists with with_inject (default: in 8-bit builds; 16- and
+    32-bit builds may have it too), the capture in 8-bit builds with the injector.
     mgmt_ports (a port mask, None: no management port): a management stack on mgmt_source / mgmt_sink
     (MiniSharpCore's management port, MAC mgmt_mac) reached from these ports only. CSRs mgmt_ports (reset:
     the build's mask; ANDed with it, so it can only narrow the set), mgmt_src (enable: only frames from
@@ -148,8 +159,8 @@ class MiniSharpSoCBlock(LiteXModule):
                  inject_bytes=2048, capture_bytes=4096, partials=True, carry_limbs=None, with_inject=None,
                  mgmt_ports=None, mgmt_mac=None):
         with_inject = dw == 8 if with_inject is None else with_inject
-        if with_inject and dw != 8:
-            raise ValueError(f"the injector and the capture are 8-bit: with_inject needs dw = 8, not {dw}")
+        if with_inject and dw not in (8, 16, 32):
+            raise ValueError(f"the injector takes 8-, 16- and 32-bit ports: with_inject needs one of them, not {dw}")
         with_mgmt = mgmt_ports is not None
         if with_mgmt and not 0 < mgmt_ports < 2**num_ports:
             raise ValueError(f"mgmt_ports must be a non-empty mask of the {num_ports} ports, got {mgmt_ports:#x}")
@@ -222,8 +233,9 @@ class MiniSharpSoCBlock(LiteXModule):
         if not with_inject:
             self.comb += [self.sinks[i].connect(core.sinks[i]) for i in range(num_ports)]
             return
-        self.inject = inj = MSFrameInjector(inject_bytes, num_ports)
-        self.capture = _Capture(capture_bytes, core.sources)
+        self.inject = inj = MSFrameInjector(inject_bytes, num_ports, dw)
+        if dw == 8:
+            self.capture = _Capture(capture_bytes, core.sources)
         for i in range(num_ports):
             arb = Arbiter([self.sinks[i], inj.sources[i]], core.sinks[i])
             self.submodules += arb

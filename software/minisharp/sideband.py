@@ -13,8 +13,8 @@ block's frame injector into input port `port` (default: the lowest port of `admi
 same refusal rules as an in-band setup, and the same counters count it. Unlike an in-band setup the host
 learns the verdict: the call reads the block's counters until one of them moves and raises `SetupRefused`
 with the drop reason (bad_setup, ctx_full, bad_reserved, not_admin, unknown_coll, ...). The injector exists
-in the 8-bit builds (the simulated SoC); a build without it is refused in one line (docs/minisharp.md,
-"Sideband setup").
+in the 8-bit builds (the simulated SoC) and in 16- and 32-bit builds made with `with_inject=True`; a build
+without it is refused in one line (docs/minisharp.md, "Sideband setup").
 """
 import argparse
 import sys
@@ -45,7 +45,7 @@ class Sideband:
         self.bus, self.prefix, self.src_mac, self.timeout_s = bus, prefix, src_mac, timeout_s
         if not hasattr(bus.regs, f"{prefix}_inject_ctrl"):
             raise ValueError(f"the SoC has no MiniSharp frame injector ({prefix}_inject_*): sideband setup needs "
-                             "an 8-bit build")
+                             "a build with it (8-bit, or MiniSharpSoCBlock(with_inject=True))")
         num_ports = ms.CONFIG_CSR.get(self._reg("config").read(), "num_ports")
         admin = self._reg("admin_ports").read()
         if port is None:
