@@ -122,6 +122,7 @@ def test_sideband_on_wide_ports(dw):
         return {k: getattr(bus.regs, f"minisharp_{k}").read() for k in
                 ("setups", "teardowns", "drop_ctx_full", "chunks", "port1_tx_frames", "inject_refused")}
 
+    assert not hasattr(MiniSharpSoCBlock(num_ports=2, dw=dw), "inject")      # only on request at this width
     counters, _ = run_demo(block(dw), "minisharp", host)
     assert counters == {"setups": 2, "teardowns": 1, "drop_ctx_full": 1, "chunks": n, "port1_tx_frames": n,
                         "inject_refused": 0}
@@ -130,12 +131,11 @@ def test_sideband_on_wide_ports(dw):
 @pytest.mark.parametrize("board, dw", [("colorlight_5a_75b", 16), ("lattice_versa_ecp5", 32)])
 def test_board_builds_take_the_injector(board, dw):
     """`make build BOARD=<board> BUILD_ARGS="--cores minisharp --sideband"`'s SoC: the 16-bit (Colorlight) or
-    32-bit (Versa) MiniSharp block gets the injector, whose CSRs Sideband looks for; without the option the
-    board's block has none (elaboration only: no synthesis here)."""
+    32-bit (Versa) MiniSharp block gets the injector, whose CSRs Sideband looks for (elaboration only: no
+    synthesis here; without the option a 16- or 32-bit block has none: test_sideband_on_wide_ports)."""
     import importlib
     module = importlib.import_module(f"boards.{board}")
-    plain = module.BoardSoC(cores=["minisharp"]).minisharp
-    assert not hasattr(plain, "inject") and len(plain.sinks[0].data) == dw
     block = module.BoardSoC(cores=["minisharp"], minisharp={"with_inject": True}).minisharp
+    assert len(block.sinks[0].data) == dw
     assert len(block.inject.sources[0].data) == dw and not hasattr(block, "capture")
     assert {c.name for c in block.inject.get_csrs()} >= {"ctrl", "data", "status"}     # minisharp_inject_<name>
