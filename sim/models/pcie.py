@@ -78,10 +78,10 @@ def phy_ports(phy, prefix=""):
     return ports
 
 
-def stream_ports(name, endpoint, fields, prefix=""):
+def stream_ports(name, endpoint, fields):
     """CycleSim ports of a stream into the card that a TLPHost queue feeds: valid and `fields` in, ready out."""
-    ports = {f"{prefix}{name}_{f}": (getattr(endpoint, f), True) for f in ("valid",) + tuple(fields)}
-    ports[f"{prefix}{name}_ready"] = (endpoint.ready, False)
+    ports = {f"{name}_{f}": (getattr(endpoint, f), True) for f in ("valid",) + tuple(fields)}
+    ports[f"{name}_ready"] = (endpoint.ready, False)
     return ports
 
 
